@@ -1,0 +1,488 @@
+package cmd
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capturedev/capture/server/api"
+	"github.com/capturedev/capture/store"
+)
+
+// Without a running server to ask, administration commands describe SMTP
+// ports and capture URLs by the serve defaults.
+func defaultAPIConfig() api.Config {
+	return api.Config{SMTPHost: "localhost", StartTLSPorts: []int{587, 2587}, TLSPorts: []int{465},
+		CaptureBase: "http://" + defaultCaptureAddr}
+}
+
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func newTable(c *cobra.Command) *tabwriter.Writer {
+	return tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+}
+
+type projectJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Plan      string `json:"plan"`
+	CreatedAt string `json:"created_at"`
+}
+
+func renderProject(p store.Project) projectJSON {
+	return projectJSON{ID: p.ID, Name: p.Name, Plan: p.Plan.Name, CreatedAt: fmtTime(p.CreatedAt)}
+}
+
+func newProjectCmd() *cobra.Command {
+	c := &cobra.Command{Use: "project", Short: "Create and list projects (the scope of keys, inboxes and endpoints)"}
+
+	create := &cobra.Command{
+		Use: "create NAME", Short: "Create a project", Args: cobra.ExactArgs(1),
+		Example: "  capture project create staging --plan pro",
+		RunE: func(c *cobra.Command, args []string) error {
+			plan, _ := c.Flags().GetString("plan")
+			if _, err := store.LookupPlan(plan); err != nil {
+				return usagef("--plan: %v", err)
+			}
+			return withStore(c, func(st *store.Store) error {
+				p, err := st.CreateProject(c.Context(), args[0], plan)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					return printJSON(c.OutOrStdout(), renderProject(p))
+				}
+				fprintf(c.OutOrStdout(), "created project %s (%s) on plan %s\n", p.Name, p.ID, p.Plan.Name)
+				return nil
+			})
+		},
+	}
+	create.Flags().String("plan", "free", "plan: "+strings.Join(store.PlanNames(), ", "))
+	jsonFlag(create)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List projects", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c, func(st *store.Store) error {
+				ps, err := st.Projects(c.Context())
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					items := make([]projectJSON, len(ps))
+					for i, p := range ps {
+						items[i] = renderProject(p)
+					}
+					return printJSON(c.OutOrStdout(), map[string]any{"items": items})
+				}
+				tw := newTable(c)
+				fmt.Fprintln(tw, "ID\tNAME\tPLAN\tCREATED")
+				for _, p := range ps {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Plan.Name, fmtTime(p.CreatedAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	jsonFlag(list)
+
+	setPlan := &cobra.Command{
+		Use: "set-plan PROJECT PLAN", Short: "Move a project to another plan", Args: cobra.ExactArgs(2),
+		Example: "  capture project set-plan default pro",
+		RunE: func(c *cobra.Command, args []string) error {
+			if _, err := store.LookupPlan(args[1]); err != nil {
+				return usagef("%v", err)
+			}
+			return withStore(c, func(st *store.Store) error {
+				p, err := st.SetPlan(c.Context(), args[0], args[1])
+				if err != nil {
+					return err
+				}
+				fprintf(c.OutOrStdout(), "project %s (%s) is now on plan %s\n", p.Name, p.ID, p.Plan.Name)
+				return nil
+			})
+		},
+	}
+	c.AddCommand(create, list, setPlan)
+	return c
+}
+
+type keyJSON struct {
+	ID        string  `json:"id"`
+	ProjectID string  `json:"project_id"`
+	CreatedAt string  `json:"created_at"`
+	RevokedAt *string `json:"revoked_at"`
+	Key       string  `json:"key,omitempty"`
+}
+
+func renderKey(k store.Key) keyJSON {
+	out := keyJSON{ID: k.ID, ProjectID: k.ProjectID, CreatedAt: fmtTime(k.CreatedAt)}
+	if k.RevokedAt != nil {
+		s := fmtTime(*k.RevokedAt)
+		out.RevokedAt = &s
+	}
+	return out
+}
+
+func newKeyCmd() *cobra.Command {
+	c := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys"}
+
+	create := &cobra.Command{
+		Use: "create", Short: "Create an API key (shown once)", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				k, secret, err := st.CreateKey(c.Context(), p.ID)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					out := renderKey(k)
+					out.Key = secret
+					return printJSON(c.OutOrStdout(), out)
+				}
+				fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
+				return nil
+			})
+		},
+	}
+	projectFlag(create)
+	jsonFlag(create)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List a project's API keys", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				keys, err := st.Keys(c.Context(), p.ID)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					items := make([]keyJSON, len(keys))
+					for i, k := range keys {
+						items[i] = renderKey(k)
+					}
+					return printJSON(c.OutOrStdout(), map[string]any{"items": items})
+				}
+				tw := newTable(c)
+				fmt.Fprintln(tw, "ID\tCREATED\tSTATUS")
+				for _, k := range keys {
+					status := "active"
+					if k.RevokedAt != nil {
+						status = "revoked " + fmtTime(*k.RevokedAt)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, fmtTime(k.CreatedAt), status)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	projectFlag(list)
+	jsonFlag(list)
+
+	revoke := &cobra.Command{
+		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withStore(c, func(st *store.Store) error {
+				k, err := st.RevokeKey(c.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				fprintf(c.OutOrStdout(), "revoked key %s\n", k.ID)
+				return nil
+			})
+		},
+	}
+	c.AddCommand(create, list, revoke)
+	return c
+}
+
+func newInboxCmd() *cobra.Command {
+	c := &cobra.Command{Use: "inbox", Short: "Create and list inboxes, reveal or rotate SMTP passwords"}
+
+	create := &cobra.Command{
+		Use: "create", Short: "Create an inbox", Args: cobra.NoArgs,
+		Example: "  capture inbox create --name signup-tests --json",
+		RunE: func(c *cobra.Command, _ []string) error {
+			name, _ := c.Flags().GetString("name")
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				in, err := st.CreateInbox(c.Context(), p.ID, name)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					return printJSON(c.OutOrStdout(), struct {
+						any
+						SMTPPassword string `json:"smtp_password"`
+					}{api.InboxJSON(in, defaultAPIConfig()), in.SMTPPassword})
+				}
+				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP username: %s\nSMTP password: %s\n",
+					in.Name, in.ID, in.ID, in.SMTPPassword)
+				return nil
+			})
+		},
+	}
+	create.Flags().String("name", store.DefaultName, "inbox name")
+	projectFlag(create)
+	jsonFlag(create)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List a project's inboxes", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				items, err := allPages(func(pg store.Page) (store.List[store.Inbox], error) {
+					return st.Inboxes(c.Context(), p.ID, pg)
+				})
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					out := make([]any, len(items))
+					for i, in := range items {
+						out[i] = api.InboxJSON(in, defaultAPIConfig())
+					}
+					return printJSON(c.OutOrStdout(), map[string]any{"items": out})
+				}
+				tw := newTable(c)
+				fmt.Fprintln(tw, "ID\tNAME\tMESSAGES\tCREATED")
+				for _, in := range items {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", in.ID, in.Name, in.MessageCount, fmtTime(in.CreatedAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	projectFlag(list)
+	jsonFlag(list)
+
+	password := &cobra.Command{
+		Use: "password INBOX_ID", Short: "Print an inbox's SMTP password (--rotate replaces it)", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			rotate, _ := c.Flags().GetBool("rotate")
+			return withStore(c, func(st *store.Store) error {
+				var in store.Inbox
+				var err error
+				if rotate {
+					in, err = st.RotateInboxPassword(c.Context(), args[0])
+				} else {
+					in, err = st.Inbox(c.Context(), "", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				fprintf(c.OutOrStdout(), "%s\n", in.SMTPPassword)
+				return nil
+			})
+		},
+	}
+	password.Flags().Bool("rotate", false, "replace the password; new SMTP sessions need the new one at once")
+	c.AddCommand(create, list, password)
+	return c
+}
+
+// allPages follows a list's cursors to the end; the CLI prints whole lists.
+func allPages[T any](list func(store.Page) (store.List[T], error)) ([]T, error) {
+	var out []T
+	pg := store.Page{Limit: store.MaxLimit}
+	for {
+		l, err := list(pg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if l.Next == "" {
+			return out, nil
+		}
+		pg.Before = l.Next
+	}
+}
+
+func newEndpointCmd() *cobra.Command {
+	c := &cobra.Command{Use: "endpoint", Short: "Create, list and configure webhook endpoints"}
+
+	create := &cobra.Command{
+		Use: "create", Short: "Create a webhook endpoint", Args: cobra.NoArgs,
+		Example: "  capture endpoint create --name stripe --target http://localhost:3000 --json",
+		RunE: func(c *cobra.Command, _ []string) error {
+			name, _ := c.Flags().GetString("name")
+			var target *string
+			if c.Flags().Changed("target") {
+				t, _ := c.Flags().GetString("target")
+				if err := store.ValidateTarget(t); err != nil {
+					return usagef("--target: %v", err)
+				}
+				target = &t
+			}
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				e, err := st.CreateEndpoint(c.Context(), p.ID, name, target)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					return printJSON(c.OutOrStdout(), api.EndpointJSON(e, defaultAPIConfig().CaptureBase))
+				}
+				fprintf(c.OutOrStdout(), "created endpoint %s (%s)\ncapture URL: %s\n", e.Name, e.ID,
+					api.CaptureURL(defaultAPIConfig().CaptureBase, e.ID))
+				return nil
+			})
+		},
+	}
+	create.Flags().String("name", store.DefaultName, "endpoint name")
+	create.Flags().String("target", "", "saved replay target URL, e.g. http://localhost:3000")
+	projectFlag(create)
+	jsonFlag(create)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List a project's endpoints", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c, func(st *store.Store) error {
+				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				items, err := allPages(func(pg store.Page) (store.List[store.Endpoint], error) {
+					return st.Endpoints(c.Context(), p.ID, pg)
+				})
+				if err != nil {
+					return err
+				}
+				base := defaultAPIConfig().CaptureBase
+				if wantJSON(c) {
+					out := make([]any, len(items))
+					for i, e := range items {
+						out[i] = api.EndpointJSON(e, base)
+					}
+					return printJSON(c.OutOrStdout(), map[string]any{"items": out})
+				}
+				tw := newTable(c)
+				fmt.Fprintln(tw, "ID\tNAME\tREQUESTS\tTARGET\tCAPTURE URL")
+				for _, e := range items {
+					target := "-"
+					if e.TargetURL != nil {
+						target = *e.TargetURL
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Name, e.RequestCount, target, api.CaptureURL(base, e.ID))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	projectFlag(list)
+	jsonFlag(list)
+
+	set := &cobra.Command{
+		Use:   "set ENDPOINT_ID",
+		Short: "Set an endpoint's replay target and the response senders get",
+		Args:  cobra.ExactArgs(1),
+		Example: `  capture endpoint set whe_… --target http://localhost:3000
+  capture endpoint set whe_… --response-status 202 --response-header 'X-Test: 1' --response-body ok --response-delay 500ms`,
+		RunE: func(c *cobra.Command, args []string) error {
+			u, err := endpointUpdate(c)
+			if err != nil {
+				return err
+			}
+			return withStore(c, func(st *store.Store) error {
+				e, err := st.UpdateEndpoint(c.Context(), args[0], u)
+				if err != nil {
+					return err
+				}
+				if wantJSON(c) {
+					return printJSON(c.OutOrStdout(), api.EndpointJSON(e, defaultAPIConfig().CaptureBase))
+				}
+				target := "none"
+				if e.TargetURL != nil {
+					target = *e.TargetURL
+				}
+				fprintf(c.OutOrStdout(), "endpoint %s: target %s; responds %d after %s\n",
+					e.ID, target, e.Response.Status, e.Response.Delay)
+				return nil
+			})
+		},
+	}
+	set.Flags().String("target", "", "saved replay target URL")
+	set.Flags().Bool("no-target", false, "remove the saved target")
+	set.Flags().Int("response-status", 0, "status code answered to senders (100–599)")
+	set.Flags().StringArray("response-header", nil, "header answered to senders, 'Name: value' (repeatable; replaces all)")
+	set.Flags().String("response-body", "", "body answered to senders")
+	set.Flags().Duration("response-delay", 0, "delay before answering, up to 10s (e.g. 250ms)")
+	jsonFlag(set)
+	c.AddCommand(create, list, set)
+	return c
+}
+
+func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
+	var u store.EndpointUpdate
+	f := c.Flags()
+	if f.Changed("target") && f.Changed("no-target") {
+		return u, usagef("--target and --no-target exclude each other")
+	}
+	if f.Changed("target") {
+		t, _ := f.GetString("target")
+		if err := store.ValidateTarget(t); err != nil {
+			return u, usagef("--target: %v", err)
+		}
+		u.Target = &t
+	}
+	if noTarget, _ := f.GetBool("no-target"); noTarget {
+		u.ClearTarget = true
+	}
+	if f.Changed("response-status") {
+		s, _ := f.GetInt("response-status")
+		if s < 100 || s > 599 {
+			return u, usagef("--response-status %d: want 100–599", s)
+		}
+		u.Status = &s
+	}
+	if f.Changed("response-header") {
+		hs, _ := f.GetStringArray("response-header")
+		u.Headers = map[string]string{}
+		for _, h := range hs {
+			name, value, ok := strings.Cut(h, ":")
+			name = strings.TrimSpace(name)
+			if !ok || !store.ValidHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
+				return u, usagef("--response-header %q: want 'Name: value'", h)
+			}
+			u.Headers[http.CanonicalHeaderKey(name)] = strings.TrimSpace(value)
+		}
+	}
+	if f.Changed("response-body") {
+		b, _ := f.GetString("response-body")
+		u.Body = &b
+	}
+	if f.Changed("response-delay") {
+		d, _ := f.GetDuration("response-delay")
+		if d < 0 || d > store.MaxResponseDelay {
+			return u, usagef("--response-delay %s: want 0 to 10s", d)
+		}
+		u.Delay = &d
+	}
+	if u.Target == nil && !u.ClearTarget && u.Status == nil && u.Headers == nil && u.Body == nil && u.Delay == nil {
+		return u, usagef("nothing to set: give --target, --no-target or a --response-* flag")
+	}
+	return u, nil
+}

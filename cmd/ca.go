@@ -1,0 +1,35 @@
+package cmd
+
+import (
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capturedev/capture/server/certs"
+)
+
+func newCACmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ca",
+		Short: "Print the local CA certificate (PEM) that signs the SMTP certificate",
+		Long: `ca prints the PEM of the local CA that capture serve generated in the data dir.
+Trust it in the application under test so that SMTP TLS validates, e.g.
+
+  capture ca > capture-ca.pem
+  SSL_CERT_FILE=capture-ca.pem python app.py
+  NODE_EXTRA_CA_CERTS=capture-ca.pem node app.js`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			dir, err := dataDir(c)
+			if err != nil {
+				return err
+			}
+			pem, err := certs.CAPEM(filepath.Join(dir, "tls"))
+			if err != nil {
+				return err
+			}
+			_, err = c.OutOrStdout().Write(pem)
+			return err
+		},
+	}
+}

@@ -1,0 +1,67 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capturedev/capture/store"
+)
+
+func dataDir(c *cobra.Command) (string, error) {
+	flag, _ := c.Flags().GetString("data-dir")
+	return store.ResolveDir(flag)
+}
+
+// openStore opens the data dir's database for an administration command.
+func openStore(c *cobra.Command) (*store.Store, error) {
+	dir, err := dataDir(c)
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenDir(c.Context(), dir)
+}
+
+// withStore runs fn with the data dir's database open, and maps the store's
+// errors to messages that name their code.
+func withStore(c *cobra.Command, fn func(st *store.Store) error) error {
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	err = fn(st)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// projectFlag adds --project to an administration command.
+func projectFlag(c *cobra.Command) {
+	c.Flags().String("project", store.DefaultName, "project id or name")
+}
+
+func resolveProject(c *cobra.Command, st *store.Store) (store.Project, error) {
+	name, _ := c.Flags().GetString("project")
+	return st.Project(c.Context(), name)
+}
+
+func jsonFlag(c *cobra.Command) {
+	c.Flags().Bool("json", false, "print JSON in the read API's shape")
+}
+
+func wantJSON(c *cobra.Command) bool {
+	v, _ := c.Flags().GetBool("json")
+	return v
+}
+
+func fprintf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

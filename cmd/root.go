@@ -1,0 +1,129 @@
+// Package cmd holds capture's cobra commands. Each builds a configuration
+// from its flags and calls into a package; none holds logic of its own.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks a mistake in how the command was called: bad flags or
+// arguments. It exits with 2, like flag parsing errors everywhere.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries a specific exit code with a message already printed or
+// to print.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// Execute runs the command line and returns the process exit code.
+func Execute(ctx context.Context) int {
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		if cmd != nil {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+		return 2
+	case errors.As(err, &ee):
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(stderr, "capture: %v\n", ee.err)
+		}
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "capture: %v\n", err)
+		return 1
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "capture",
+		Short: "Catch the email and webhooks your app sends, and read them back",
+		Long: `capture catches the email (SMTP) and webhooks (HTTP) that an application sends
+during development and CI. Nothing is ever delivered onward. Tests, people and
+coding agents read the captures back through a JSON API with long-poll waits.
+
+Start with:   capture serve
+Then point your app's SMTP settings and webhook URLs at the addresses it prints.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// A bare `capture` shows help rather than doing something surprising.
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], c.CommandPath())
+			}
+			return c.Help()
+		},
+	}
+	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else ~/.local/share/capture)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newServeCmd(),
+		newProjectCmd(),
+		newKeyCmd(),
+		newInboxCmd(),
+		newEndpointCmd(),
+		newCACmd(),
+		newVersionCmd(),
+	)
+	for _, c := range root.Commands() {
+		addArgsCheck(c)
+	}
+	return root
+}
+
+// addArgsCheck turns cobra's argument-count errors into usage errors, down
+// the whole tree.
+func addArgsCheck(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		}
+	}
+	for _, sub := range c.Commands() {
+		addArgsCheck(sub)
+	}
+}

@@ -1,0 +1,616 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/server/api"
+	"github.com/capturedev/capture/server/openapi"
+	"github.com/capturedev/capture/store"
+)
+
+type env struct {
+	t      *testing.T
+	st     *store.Store
+	api    *api.API
+	srv    *httptest.Server
+	v      *openapi.Validator
+	boot   store.Bootstrap
+	key    string
+	client *http.Client
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := st.EnsureBootstrap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tests make many calls quickly; the rate limit has its own test.
+	if _, err := st.SetPlan(t.Context(), boot.Project.ID, "team"); err != nil {
+		t.Fatal(err)
+	}
+	a := api.New(st, api.Config{SMTPHost: "localhost", StartTLSPorts: []int{2587}, TLSPorts: []int{2465},
+		CaptureBase: "http://127.0.0.1:7781", Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(a)
+	v, err := openapi.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		st.Close()
+	})
+	return &env{t: t, st: st, api: a, srv: srv, v: v, boot: boot, key: boot.Secret, client: srv.Client()}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return m
+}
+
+func (r response) errCode(t *testing.T) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// call sends a request with the env's key and checks the exchange against
+// the OpenAPI document.
+func (e *env) call(method, path string, body any) response {
+	return e.callKey(e.key, method, path, body)
+}
+
+func (e *env) callKey(key, method, path string, body any) response {
+	e.t.Helper()
+	return e.callCtx(e.t.Context(), key, method, path, body)
+}
+
+func (e *env) callCtx(ctx context.Context, key, method, path string, body any) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+"/api/v1"+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := e.v.Check(req, resp.StatusCode, resp.Header, b); err != nil {
+		e.t.Errorf("%s %s: response does not match the OpenAPI document: %v\nbody: %s", method, path, err, b)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (e *env) insertRequest(endpointID, path string, body []byte) string {
+	e.t.Helper()
+	id, err := e.st.InsertRequest(e.t.Context(), &store.NewRequest{EndpointID: endpointID, ReceivedAt: time.Now(),
+		Method: "POST", Path: path, Query: "a=1&b=%20", ContentType: "application/json", RemoteAddr: "127.0.0.1:5555",
+		Headers: []store.Header{{Name: "Content-Type", Values: []string{"application/json"}},
+			{Name: "X-Signature", Values: []string{"sig"}}, {Name: "Connection", Values: []string{"keep-alive"}}},
+		Body: body})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t)
+	k, _, _ := e.st.CreateKey(t.Context(), e.boot.Project.ID)
+	e.st.RevokeKey(t.Context(), k.ID)
+	for name, header := range map[string]string{
+		"missing":   "",
+		"malformed": "Token abc",
+		"unknown":   "Bearer cap_unknownunknownunknownunknown1234",
+		"not cap_":  "Bearer abc",
+	} {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/me", nil)
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		req.AddCookie(&http.Cookie{Name: "session", Value: "a web UI session"})
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") ||
+			!strings.Contains(string(b), `"unauthorized"`) {
+			t.Errorf("%s: %d %v %s", name, resp.StatusCode, resp.Header, b)
+		}
+		if err := e.v.Check(req, resp.StatusCode, resp.Header, b); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	r := e.call("GET", "/me", nil)
+	if r.status != 200 {
+		t.Fatalf("me: %d %s", r.status, r.body)
+	}
+	me := r.json(t)
+	if me["project"].(map[string]any)["id"] != e.boot.Project.ID || me["plan"].(map[string]any)["name"] != "team" {
+		t.Errorf("me: %s", r.body)
+	}
+	// The schema needs no key.
+	resp, err := e.client.Get(e.srv.URL + "/api/v1/schema/")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("schema: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestOtherProjectIsNotFound(t *testing.T) {
+	e := newEnv(t)
+	other, _ := e.st.CreateProject(t.Context(), "other", "free")
+	_, otherKey, _ := e.st.CreateKey(t.Context(), other.ID)
+	reqID := e.insertRequest(e.boot.Endpoint.ID, "/x", []byte("{}"))
+	for _, path := range []string{
+		"/endpoints/" + e.boot.Endpoint.ID + "/requests",
+		"/inboxes/" + e.boot.Inbox.ID + "/messages",
+		"/requests/" + reqID,
+	} {
+		r := e.callKey(otherKey, "GET", path, nil)
+		if r.status != 404 || r.errCode(t) != "not_found" {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := e.callKey(otherKey, "DELETE", "/requests/"+reqID, nil); r.status != 404 {
+		t.Errorf("delete: %d", r.status)
+	}
+	if _, err := e.st.Request(t.Context(), e.boot.Project.ID, reqID); err != nil {
+		t.Errorf("another project's delete removed it: %v", err)
+	}
+	l := e.callKey(otherKey, "GET", "/endpoints", nil).json(t)
+	if items := l["items"].([]any); len(items) != 0 {
+		t.Errorf("other project sees endpoints: %v", items)
+	}
+}
+
+func TestQueryValidation(t *testing.T) {
+	e := newEnv(t)
+	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests"
+	cases := []struct{ query, field, code string }{
+		{"?subjet=x", "subjet", "invalid_parameter"},
+		{"?limit=0", "limit", "invalid_parameter"},
+		{"?limit=101", "limit", "invalid_parameter"},
+		{"?limit=ten", "limit", "invalid_parameter"},
+		{"?limit=1&limit=2", "limit", "invalid_parameter"},
+		{"?wait=31", "wait", "invalid_parameter"},
+		{"?wait=-1", "wait", "invalid_parameter"},
+		{"?since=2026-01-02T15:04:05", "since", "invalid_parameter"},
+		{"?since=yesterday", "since", "invalid_parameter"},
+		{"?before=req_a&after=req_b", "before", "invalid_parameter"},
+		{"?before=", "before", "invalid_parameter"},
+	}
+	for _, c := range cases {
+		r := e.call("GET", ep+c.query, nil)
+		if r.status != 400 || r.errCode(t) != c.code {
+			t.Errorf("%s: %d %s", c.query, r.status, r.body)
+			continue
+		}
+		fields := r.json(t)["error"].(map[string]any)["fields"].(map[string]any)
+		if _, ok := fields[c.field]; !ok {
+			t.Errorf("%s: fields %v do not name %s", c.query, fields, c.field)
+		}
+	}
+	for _, q := range []string{"?before=req_nope", "?after=garbage", "?after=" + e.boot.Endpoint.ID} {
+		if r := e.call("GET", ep+q, nil); r.status != 400 || r.errCode(t) != "invalid_cursor" {
+			t.Errorf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := e.call("GET", "/me?x=1", nil); r.status != 400 {
+		t.Errorf("me with a parameter: %d", r.status)
+	}
+	if r := e.call("GET", "/inboxes?wait=1", nil); r.status != 400 {
+		t.Errorf("inboxes with wait: %d", r.status)
+	}
+	if r := e.call("PUT", "/me", nil); r.status != 405 || r.errCode(t) != "method_not_allowed" {
+		t.Errorf("405: %d %s", r.status, r.body)
+	}
+	// Undocumented by definition, so checked without the validator.
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/nope", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	if resp, err := e.client.Do(req); err != nil || resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("unknown route: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	// A good since with a zone offset works.
+	if r := e.call("GET", ep+"?since=2026-01-02T15:04:05%2B02:00", nil); r.status != 200 {
+		t.Errorf("since with offset: %d %s", r.status, r.body)
+	}
+}
+
+func TestListsAndCursors(t *testing.T) {
+	e := newEnv(t)
+	for i := range 4 {
+		if _, err := e.st.CreateInbox(t.Context(), e.boot.Project.ID, fmt.Sprint("in", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.call("GET", "/inboxes?limit=2", nil).json(t)
+	items := r["items"].([]any)
+	if len(items) != 2 || r["next"] == nil {
+		t.Fatalf("page 1: %v", r)
+	}
+	first := items[0].(map[string]any)
+	if first["name"] != "in3" || first["smtp"].(map[string]any)["username"] != first["id"] {
+		t.Errorf("newest first / smtp username: %v", first)
+	}
+	r = e.call("GET", "/inboxes?limit=2&before="+r["next"].(string), nil).json(t)
+	r = e.call("GET", "/inboxes?limit=2&before="+r["next"].(string), nil).json(t)
+	if items := r["items"].([]any); len(items) != 1 || r["next"] != nil {
+		t.Fatalf("last page: %v", r)
+	}
+	eps := e.call("GET", "/endpoints", nil).json(t)["items"].([]any)
+	if len(eps) != 1 || eps[0].(map[string]any)["capture_url"] != "http://127.0.0.1:7781/"+e.boot.Endpoint.ID {
+		t.Errorf("endpoints: %v", eps)
+	}
+
+	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests"
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, e.insertRequest(e.boot.Endpoint.ID, fmt.Sprintf("/ci/%d", i), []byte("{}")))
+	}
+	r = e.call("GET", ep+"?after="+ids[0]+"&limit=2", nil).json(t)
+	got := r["items"].([]any)
+	if len(got) != 2 || got[0].(map[string]any)["id"] != ids[2] || got[1].(map[string]any)["id"] != ids[1] || r["next"] != ids[2] {
+		t.Errorf("after page: %v", r)
+	}
+	r = e.call("GET", ep+"?path=/ci/3", nil).json(t)
+	if got := r["items"].([]any); len(got) != 1 || got[0].(map[string]any)["path"] != "/ci/3" {
+		t.Errorf("path filter: %v", r)
+	}
+}
+
+func TestWaitWakesOnCapture(t *testing.T) {
+	e := newEnv(t)
+	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests"
+	base := e.insertRequest(e.boot.Endpoint.ID, "/old", nil)
+
+	done := make(chan response, 1)
+	start := time.Now()
+	go func() { done <- e.call("GET", ep+"?wait=20&path=/ci/7/&after="+base, nil) }()
+	// A capture that does not match the filter must not end the wait.
+	waitForWaiters(t, e, 1)
+	e.insertRequest(e.boot.Endpoint.ID, "/other", nil)
+	want := e.insertRequest(e.boot.Endpoint.ID, "/ci/7/hook", []byte(`{"ok":true}`))
+	select {
+	case r := <-done:
+		items := r.json(t)["items"].([]any)
+		if r.status != 200 || len(items) != 1 || items[0].(map[string]any)["id"] != want {
+			t.Fatalf("wait returned %d %s", r.status, r.body)
+		}
+		t.Logf("wait returned %s after the call started", time.Since(start))
+	case <-time.After(15 * time.Second):
+		t.Fatal("wait did not wake on a matching capture")
+	}
+
+	// A wait that times out is a 200 with no items.
+	r := e.call("GET", ep+"?wait=1&path=/never", nil)
+	if m := r.json(t); r.status != 200 || len(m["items"].([]any)) != 0 || m["next"] != nil {
+		t.Fatalf("timeout: %d %s", r.status, r.body)
+	}
+	// Existing results return at once whatever the wait.
+	r = e.call("GET", ep+"?wait=30", nil)
+	if len(r.json(t)["items"].([]any)) == 0 {
+		t.Fatal("non-empty result held")
+	}
+}
+
+// waitForWaiters polls the number of held waits: the test needs the server
+// to be holding before it sends the capture that should wake it.
+func waitForWaiters(t *testing.T, e *env, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if e.api.ActiveWaits(e.boot.Project.ID) >= n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d waits held", n)
+}
+
+func TestConcurrentWaitLimit(t *testing.T) {
+	e := newEnv(t)
+	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests?wait=30&path=/none"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	cancels := make([]context.CancelFunc, 4)
+	for i := range 4 {
+		cctx, c := context.WithCancel(ctx)
+		cancels[i] = c
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(cctx, "GET", e.srv.URL+"/api/v1"+ep, nil)
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			if resp, err := e.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	waitForWaiters(t, e, 4)
+	r := e.call("GET", ep, nil)
+	if r.status != 429 || r.errCode(t) != "too_many_waits" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("fifth wait: %d %v %s", r.status, r.header, r.body)
+	}
+	// A call without wait is not a wait and still works.
+	if r := e.call("GET", "/endpoints/"+e.boot.Endpoint.ID+"/requests", nil); r.status != 200 {
+		t.Fatalf("plain list during waits: %d", r.status)
+	}
+	// A client that disconnects frees its slot.
+	cancels[0]()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.api.ActiveWaits(e.boot.Project.ID) > 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("slot not freed after disconnect")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r = e.call("GET", "/endpoints/"+e.boot.Endpoint.ID+"/requests?wait=1&path=/none", nil)
+	if r.status != 200 {
+		t.Fatalf("wait after a slot was freed: %d %s", r.status, r.body)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func TestRateLimit(t *testing.T) {
+	e := newEnv(t)
+	e.st.SetPlan(t.Context(), e.boot.Project.ID, "free") // 50/s, burst 100
+	// 300 calls sent at once exceed a burst of 100 however slow the machine:
+	// refilling 200 tokens at 50/s would take four seconds.
+	var mu sync.Mutex
+	limited := 0
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/me", nil)
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			resp, err := e.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode == 429 {
+				mu.Lock()
+				limited++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if limited == 0 {
+		t.Fatal("300 calls at once were never limited on the free plan")
+	}
+	r := e.call("GET", "/me", nil)
+	for r.status != 429 && limited > 0 {
+		r = e.call("GET", "/me", nil)
+		limited--
+	}
+	if r.status != 429 || r.errCode(t) != "rate_limited" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("429: %d %v %s", r.status, r.header, r.body)
+	}
+}
+
+func TestMessageRoutes(t *testing.T) {
+	e := newEnv(t)
+	text, html := "Confirm: https://app.test/c?t=abc", `<a href="https://app.test/c?t=abc">Confirm</a>`
+	linkText := "Confirm"
+	id, err := e.st.InsertMessage(t.Context(), &store.NewMessage{
+		InboxID: e.boot.Inbox.ID, ReceivedAt: time.Now(), EnvelopeFrom: "app@app.test", EnvelopeTo: []string{"user@x.test"},
+		From: &store.Address{Name: "App", Address: "app@app.test"}, To: []store.Address{{Address: "user@x.test"}},
+		Subject: "Confirm your account", Text: &text, HTML: &html,
+		Headers:     []store.Header{{Name: "Subject", Values: []string{"Confirm your account"}}, {Name: "Received", Values: []string{"a"}}, {Name: "Received", Values: []string{"b"}}},
+		Links:       []store.Link{{URL: "https://app.test/c?t=abc", Text: &linkText, Origin: "https://app.test"}, {URL: "https://other.test/", Origin: "https://other.test"}},
+		Attachments: []store.NewAttachment{{Filename: "r.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}},
+		Raw:         []byte("Subject: Confirm your account\r\n\r\nhi\r\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := "/inboxes/" + e.boot.Inbox.ID + "/messages"
+	l := e.call("GET", inbox+"?to=USER@&subject=confirm", nil).json(t)
+	if items := l["items"].([]any); len(items) != 1 {
+		t.Fatalf("filtered list: %v", l)
+	}
+	m := e.call("GET", "/messages/"+id, nil).json(t)
+	headers := m["headers"].(map[string]any)
+	if len(headers["Received"].([]any)) != 2 || m["body"].(map[string]any)["text"] != text {
+		t.Errorf("message: %v", m)
+	}
+	links := e.call("GET", "/messages/"+id+"/links?match=t=abc", nil).json(t)["items"].([]any)
+	if len(links) != 1 || links[0].(map[string]any)["origin"] != "https://app.test" {
+		t.Errorf("links: %v", links)
+	}
+	raw := e.call("GET", "/messages/"+id+"/raw", nil)
+	if raw.header.Get("Content-Type") != "message/rfc822" || !strings.HasPrefix(string(raw.body), "Subject:") {
+		t.Errorf("raw: %v %q", raw.header, raw.body)
+	}
+	att := m["attachments"].([]any)[0].(map[string]any)
+	a := e.call("GET", "/messages/"+id+"/attachments/"+att["id"].(string), nil)
+	if string(a.body) != "%PDF-1.4" || a.header.Get("Content-Type") != "application/pdf" {
+		t.Errorf("attachment: %v %q", a.header, a.body)
+	}
+	if r := e.call("GET", "/messages/"+id+"/attachments/att_nope", nil); r.status != 404 {
+		t.Errorf("unknown attachment: %d", r.status)
+	}
+	if r := e.call("DELETE", "/messages/"+id, nil); r.status != 204 {
+		t.Fatalf("delete: %d", r.status)
+	}
+	if r := e.call("GET", "/messages/"+id, nil); r.status != 404 {
+		t.Fatalf("after delete: %d", r.status)
+	}
+	if r := e.call("DELETE", inbox, nil); r.status != 204 {
+		t.Fatalf("purge: %d", r.status)
+	}
+}
+
+func TestRequestRoutesAndDeliveries(t *testing.T) {
+	e := newEnv(t)
+	id := e.insertRequest(e.boot.Endpoint.ID, "/hook", []byte{0xff, 0x00, 0x01})
+	r := e.call("GET", "/requests/"+id, nil).json(t)
+	if r["body"] != nil || r["body_base64"] != "/wAB" || r["query"] != "a=1&b=%20" {
+		t.Errorf("binary request: %v", r)
+	}
+	textID := e.insertRequest(e.boot.Endpoint.ID, "/hook", []byte(`{"é":1}`))
+	if r := e.call("GET", "/requests/"+textID, nil).json(t); r["body"] != `{"é":1}` || r["body_base64"] != nil {
+		t.Errorf("text request: %v", r)
+	}
+
+	d := e.call("POST", "/requests/"+id+"/deliveries", map[string]any{
+		"target_url": "http://localhost:3000/hook", "response_status": 200, "error": nil, "duration_ms": 12})
+	if d.status != 201 || d.json(t)["kind"] != "forward" || d.json(t)["status"] != "delivered" {
+		t.Fatalf("record delivery: %d %s", d.status, d.body)
+	}
+	for name, body := range map[string]any{
+		"missing duration": map[string]any{"target_url": "http://x/", "response_status": 200},
+		"bad url":          map[string]any{"target_url": "localhost", "response_status": 200, "duration_ms": 1},
+		"unknown field":    map[string]any{"target_url": "http://x/", "response_status": 200, "duration_ms": 1, "kind": "replay"},
+		"nothing happened": map[string]any{"target_url": "http://x/", "duration_ms": 1},
+	} {
+		if r := e.call("POST", "/requests/"+id+"/deliveries", body); r.status != 400 || r.errCode(t) != "invalid_parameter" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+	}
+	if r := e.call("GET", "/requests/"+id, nil).json(t); len(r["deliveries"].([]any)) != 1 {
+		t.Errorf("deliveries after bad reports: %v", r["deliveries"])
+	}
+	if r := e.call("DELETE", "/requests/"+id, nil); r.status != 204 {
+		t.Fatalf("delete: %d", r.status)
+	}
+	if r := e.call("DELETE", "/endpoints/"+e.boot.Endpoint.ID+"/requests", nil); r.status != 204 {
+		t.Fatalf("purge: %d", r.status)
+	}
+	if l := e.call("GET", "/endpoints/"+e.boot.Endpoint.ID+"/requests", nil).json(t); len(l["items"].([]any)) != 0 {
+		t.Fatalf("after purge: %v", l)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	e := newEnv(t)
+	type seen struct {
+		method, uri string
+		header      http.Header
+		body        []byte
+	}
+	got := make(chan seen, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.RequestURI, r.Header, b}
+		w.Header().Set("X-From", "target")
+		w.WriteHeader(202)
+		w.Write(bytes.Repeat([]byte("a"), 70<<10))
+	}))
+	defer target.Close()
+	id := e.insertRequest(e.boot.Endpoint.ID, "/ci/1/hook", []byte(`{"a":1}`))
+
+	if r := e.call("POST", "/requests/"+id+"/replay", nil); r.status != 409 || r.errCode(t) != "no_target" {
+		t.Fatalf("no target: %d %s", r.status, r.body)
+	}
+	tgt := target.URL + "/base"
+	if _, err := e.st.UpdateEndpoint(t.Context(), e.boot.Endpoint.ID, store.EndpointUpdate{Target: &tgt}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := e.call("POST", "/requests/"+id+"/replay", nil)
+	if r.status != 201 {
+		t.Fatalf("replay: %d %s", r.status, r.body)
+	}
+	s := <-got
+	if s.method != "POST" || s.uri != "/base/ci/1/hook?a=1&b=%20" || string(s.body) != `{"a":1}` ||
+		s.header.Get("X-Signature") != "sig" || s.header.Get("Connection") == "keep-alive" {
+		t.Errorf("target saw %+v", s)
+	}
+	res := r.json(t)
+	resp := res["response"].(map[string]any)
+	if res["kind"] != "replay" || res["status"] != "delivered" || resp["status"] != float64(202) ||
+		resp["truncated"] != true || len(resp["body"].(string)) != 64<<10 {
+		t.Errorf("replay result: kind %v status %v response status %v truncated %v", res["kind"], res["status"], resp["status"], resp["truncated"])
+	}
+
+	r = e.call("POST", "/requests/"+id+"/replay", map[string]any{
+		"method": "PUT", "path": "/edited", "query": "x=2",
+		"headers": map[string]any{"X-Signature": nil, "X-New": []string{"1", "2"}, "Content-Type": "text/plain"},
+		"body":    "edited body",
+	})
+	if r.status != 201 {
+		t.Fatalf("edited replay: %d %s", r.status, r.body)
+	}
+	s = <-got
+	if s.method != "PUT" || s.uri != "/base/edited?x=2" || string(s.body) != "edited body" ||
+		s.header.Get("X-Signature") != "" || len(s.header["X-New"]) != 2 || s.header.Get("Content-Type") != "text/plain" {
+		t.Errorf("edited replay: %+v", s)
+	}
+	r = e.call("POST", "/requests/"+id+"/replay", map[string]any{"body_base64": "AAEC"})
+	if s = <-got; !bytes.Equal(s.body, []byte{0, 1, 2}) {
+		t.Errorf("base64 body: %v", s.body)
+	}
+
+	for name, body := range map[string]any{
+		"both bodies":     map[string]any{"body": "a", "body_base64": "YQ=="},
+		"bad header name": map[string]any{"headers": map[string]any{"Bad Header": "x"}},
+		"bad header type": map[string]any{"headers": map[string]any{"X": 1}},
+		"bad method":      map[string]any{"method": "GE T"},
+		"bad path":        map[string]any{"path": "no-slash"},
+		"bad base64":      map[string]any{"body_base64": "!!"},
+		"unknown field":   map[string]any{"target": "http://elsewhere/"},
+	} {
+		if r := e.call("POST", "/requests/"+id+"/replay", body); r.status != 400 || r.errCode(t) != "invalid_parameter" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+	}
+
+	target.Close()
+	r = e.call("POST", "/requests/"+id+"/replay", nil)
+	res = r.json(t)
+	if r.status != 201 || res["status"] != "failed" || res["error"] == nil || res["response"] != nil {
+		t.Errorf("unreachable target: %d %s", r.status, r.body)
+	}
+	deliveries := e.call("GET", "/requests/"+id, nil).json(t)["deliveries"].([]any)
+	if len(deliveries) != 4 {
+		t.Errorf("history has %d deliveries, want 4", len(deliveries))
+	}
+}

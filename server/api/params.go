@@ -1,0 +1,105 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capturedev/capture/store"
+)
+
+// MaxWait is the longest a list call may hold.
+const MaxWait = 30 * time.Second
+
+// query is a validated query string: every parameter known, given once.
+type query struct {
+	values url.Values
+	bad    map[string]string
+}
+
+// parseQuery rejects unknown and repeated parameters up front so that a
+// typo (?subjet=) is an error rather than a silently unfiltered list.
+func parseQuery(r *http.Request, allowed ...string) *query {
+	q := &query{bad: map[string]string{}}
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		q.bad["query"] = "malformed query string: " + err.Error()
+		return q
+	}
+	q.values = values
+	for name, vals := range values {
+		known := false
+		for _, a := range allowed {
+			if name == a {
+				known = true
+				break
+			}
+		}
+		switch {
+		case !known:
+			q.bad[name] = "unknown parameter (allowed: " + strings.Join(allowed, ", ") + ")"
+		case len(vals) > 1:
+			q.bad[name] = "given more than once"
+		}
+	}
+	return q
+}
+
+func (q *query) str(name string) string { return q.values.Get(name) }
+
+func (q *query) has(name string) bool { _, ok := q.values[name]; return ok }
+
+func (q *query) intIn(name string, lo, hi, def int) int {
+	if !q.has(name) {
+		return def
+	}
+	n, err := strconv.Atoi(q.str(name))
+	if err != nil || n < lo || n > hi {
+		q.bad[name] = "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
+		return def
+	}
+	return n
+}
+
+// since parses an RFC 3339 time that states its zone; a naive time is
+// ambiguous and refused.
+func (q *query) since() time.Time {
+	if !q.has("since") {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, q.str("since"))
+	if err != nil {
+		q.bad["since"] = "must be an RFC 3339 time with a zone offset or Z, e.g. 2026-01-02T15:04:05Z"
+		return time.Time{}
+	}
+	return t
+}
+
+func (q *query) page() store.Page {
+	p := store.Page{Limit: q.intIn("limit", 1, store.MaxLimit, store.DefaultLimit)}
+	for _, name := range []string{"before", "after"} {
+		if q.has(name) && q.str(name) == "" {
+			q.bad[name] = "must be the id of a capture"
+		}
+	}
+	p.Before, p.After = q.str("before"), q.str("after")
+	if p.Before != "" && p.After != "" {
+		q.bad["before"] = "cannot be combined with after"
+		q.bad["after"] = "cannot be combined with before"
+	}
+	return p
+}
+
+func (q *query) wait() time.Duration {
+	return time.Duration(q.intIn("wait", 0, int(MaxWait/time.Second), 0)) * time.Second
+}
+
+// err returns the 400 for everything found wrong, or nil.
+func (q *query) err() *Error {
+	if len(q.bad) == 0 {
+		return nil
+	}
+	return errInvalid(q.bad)
+}

@@ -1,0 +1,362 @@
+// Package capture is the webhook capture listener: every request to
+// /whe_<id>[/path][?query] is stored exactly as it arrived and answered only
+// once it is committed.
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capturedev/capture/store"
+)
+
+// Store is what the capture listener needs from the database.
+//
+// InsertRequest must not keep r.Body once it returns: the handler reuses
+// the buffer for the next request.
+type Store interface {
+	Endpoint(ctx context.Context, projectID, id string) (store.Endpoint, error)
+	Project(ctx context.Context, idOrName string) (store.Project, error)
+	InsertRequest(ctx context.Context, r *store.NewRequest) (string, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+type Config struct {
+	Logger *slog.Logger
+}
+
+// Handler captures webhook requests. It parses the raw request target
+// itself: a ServeMux would clean "..", collapse slashes and redirect, and
+// the path must be stored as the sender wrote it.
+type Handler struct {
+	store Store
+	log   *slog.Logger
+	cache endpointCache
+}
+
+// New returns the capture handler over st.
+func New(st Store, cfg Config) *Handler {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{
+		store: st,
+		log:   log,
+		cache: endpointCache{ttl: cacheTTL, now: time.Now},
+	}
+}
+
+// NewServer returns the server the capture handler runs in. The timeouts
+// bound what a slow or stalled client can hold: headers must arrive within
+// 10 s and the whole request within 60 s; the write timeout leaves room for
+// a custom response delay of up to 10 s on top.
+func NewServer(h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      70 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// net/http allows 4 KiB beyond this before it answers 431.
+		MaxHeaderBytes: 64 << 10,
+		// "OPTIONS *" would otherwise get net/http's own empty 200 instead
+		// of the 404 every target outside /whe_<id> gets.
+		DisableGeneralOptionsHandler: true,
+	}
+	if ch, ok := h.(*Handler); ok {
+		srv.ErrorLog = slog.NewLogLogger(ch.log.Handler(), slog.LevelWarn)
+	}
+	return srv
+}
+
+const endpointPrefix = "/whe_"
+
+var (
+	jsonContentType = []string{"application/json"}
+	closeConnection = []string{"close"}
+)
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := h.cache.now()
+	id, path, query, ok := splitTarget(r.RequestURI)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "not a capture URL: expected /whe_<endpoint id>[/path]", nil)
+		return
+	}
+	ep, err := h.cache.lookup(r.Context(), h.store, id, now)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no endpoint "+strconv.Quote(id), nil)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, "look up endpoint", id, err)
+		return
+	}
+
+	body, buf, err := readBody(w, r, ep.bodyLimit)
+	if buf != nil {
+		defer putBuffer(buf)
+	}
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			// The rest of the body is not worth reading; net/http
+			// would close the connection anyway.
+			w.Header()["Connection"] = closeConnection
+			writeError(w, http.StatusRequestEntityTooLarge, "quota_exceeded",
+				"request body over the plan's limit of "+strconv.FormatInt(ep.bodyLimit, 10)+" bytes", nil)
+			return
+		}
+		// The client stopped sending or went away mid-body: nothing is
+		// stored, and most likely nobody reads this.
+		h.log.Debug("capture: incomplete body", "endpoint", id, "remote", r.RemoteAddr, "err", err)
+		writeError(w, http.StatusBadRequest, "invalid_parameter", "incomplete request body",
+			map[string]string{"body": "ended before its declared length"})
+		return
+	}
+
+	reqID, err := h.store.InsertRequest(r.Context(), &store.NewRequest{
+		EndpointID:  id,
+		ReceivedAt:  now,
+		Method:      r.Method,
+		Path:        path,
+		Query:       query,
+		ContentType: r.Header.Get("Content-Type"),
+		RemoteAddr:  r.RemoteAddr,
+		Headers:     requestHeaders(r),
+		Body:        body,
+	})
+	if err != nil {
+		h.fail(w, r, "store request", id, err)
+		return
+	}
+	if ep.custom == nil {
+		writeID(w, reqID)
+		return
+	}
+	h.writeCustom(w, r, ep.custom)
+}
+
+// splitTarget takes the endpoint id, the path after it ("/" when empty) and
+// the raw query from a request target as it came off the wire.
+func splitTarget(uri string) (id, path, query string, ok bool) {
+	if !strings.HasPrefix(uri, "/") {
+		// Absolute form ("http://host/whe_…"), as proxies send it.
+		_, rest, found := strings.Cut(uri, "://")
+		if !found {
+			return "", "", "", false
+		}
+		// The authority ends at the first of these; only a path may follow.
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 || rest[i] != '/' {
+			return "", "", "", false
+		}
+		uri = rest[i:]
+	}
+	uri, query, _ = strings.Cut(uri, "?")
+	if !strings.HasPrefix(uri, endpointPrefix) {
+		return "", "", "", false
+	}
+	end := len(uri)
+	if i := strings.IndexByte(uri[1:], '/'); i >= 0 {
+		end = i + 1
+	}
+	id, path = uri[1:end], uri[end:]
+	if !validID(id) {
+		return "", "", "", false
+	}
+	if path == "" {
+		path = "/"
+	}
+	return id, path, query, true
+}
+
+// validID keeps the database out of it when a target cannot be an id.
+func validID(id string) bool {
+	suffix := strings.TrimPrefix(id, "whe_")
+	if suffix == "" || len(suffix) > 64 {
+		return false
+	}
+	for i := 0; i < len(suffix); i++ {
+		c := suffix[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// requestHeaders returns the headers in a stable order. net/http moves two
+// received headers out of the map: Host into r.Host and Transfer-Encoding
+// into r.TransferEncoding; both are put back.
+func requestHeaders(r *http.Request) []store.Header {
+	hs := make([]store.Header, 0, len(r.Header)+2)
+	if r.Host != "" {
+		hs = append(hs, store.Header{Name: "Host", Values: []string{r.Host}})
+	}
+	if len(r.TransferEncoding) > 0 {
+		hs = append(hs, store.Header{Name: "Transfer-Encoding", Values: []string{strings.Join(r.TransferEncoding, ", ")}})
+	}
+	for name, values := range r.Header {
+		hs = append(hs, store.Header{Name: name, Values: values})
+	}
+	slices.SortFunc(hs, func(a, b store.Header) int { return strings.Compare(a.Name, b.Name) })
+	return hs
+}
+
+// readBody reads the whole body into a pooled buffer. It returns the buffer
+// to hand back to the pool (nil when none was taken), and a
+// *http.MaxBytesError when the body is over limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *[]byte, error) {
+	n := r.ContentLength
+	switch {
+	case n == 0:
+		return []byte{}, nil, nil
+	case n > limit:
+		// Refused before reading a byte, and before net/http sends
+		// "100 Continue" to a client that asked for it.
+		return nil, nil, &http.MaxBytesError{Limit: limit}
+	case n > 0:
+		buf := getBuffer(int(n))
+		body := (*buf)[:n]
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, buf, err
+		}
+		return body, buf, nil
+	}
+	// Unknown length (chunked): read up to the limit. MaxBytesReader also
+	// tells net/http to close the connection instead of draining the rest.
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	buf := getBuffer(minBuffer)
+	body := (*buf)[:0]
+	for {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, len(body))
+		}
+		m, err := rd.Read(body[len(body):cap(body)])
+		body = body[:len(body)+m]
+		if err == io.EOF {
+			*buf = body[:0]
+			return body, buf, nil
+		}
+		if err != nil {
+			*buf = body[:0]
+			return nil, buf, err
+		}
+	}
+}
+
+const (
+	minBuffer = 4 << 10
+	// Larger buffers go back to the garbage collector rather than sit in
+	// the pool: a burst of large bodies must not pin memory afterwards.
+	maxPooledBuffer = 64 << 10
+)
+
+var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, minBuffer); return &b }}
+
+func getBuffer(n int) *[]byte {
+	if n > maxPooledBuffer {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	buf := bufferPool.Get().(*[]byte)
+	if cap(*buf) < n {
+		*buf = make([]byte, 0, max(n, minBuffer))
+	}
+	return buf
+}
+
+func putBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledBuffer {
+		bufferPool.Put(buf)
+	}
+}
+
+// writeID sends the default answer, {"id":"req_…"}. Ids are base62, so the
+// JSON needs no escaping.
+func writeID(w http.ResponseWriter, id string) {
+	b := make([]byte, 0, len(id)+9)
+	b = append(b, `{"id":"`...)
+	b = append(b, id...)
+	b = append(b, `"}`...)
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType
+	hdr["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// writeCustom sends the endpoint's own response after its delay. The
+// capture is committed already, so a client that leaves during the delay
+// loses only the answer.
+func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response) {
+	if resp.Delay > 0 {
+		t := time.NewTimer(resp.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	hdr := w.Header()
+	for name, value := range resp.Headers {
+		// net/http frames the body itself; a stored length that disagrees
+		// with the body would break the connection.
+		if strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding") {
+			continue
+		}
+		hdr.Set(name, value)
+	}
+	if _, ok := hdr["Content-Type"]; !ok {
+		// Send exactly the headers configured: no sniffed Content-Type.
+		hdr["Content-Type"] = nil
+	}
+	w.WriteHeader(resp.Status)
+	io.WriteString(w, resp.Body)
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID string, err error) {
+	if r.Context().Err() != nil {
+		// The client went away; nothing was stored and nobody listens.
+		return
+	}
+	h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal", "internal error", nil)
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields"`
+}
+
+// writeError sends the error envelope the read API uses too.
+func writeError(w http.ResponseWriter, status int, code, message string, fields map[string]string) {
+	if fields == nil {
+		fields = map[string]string{}
+	}
+	b, _ := json.Marshal(errorBody{errorDetail{Code: code, Message: message, Fields: fields}})
+	b = append(b, '\n')
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType
+	hdr["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,451 @@
+// Package certs keeps the local certificate authority and the server
+// certificate it signs, so the SMTP listeners can offer TLS without any setup.
+// Clients trust ca.pem once; the server certificate can then be reissued
+// (new hosts, expiry) without asking them again.
+package certs
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// File names inside the TLS directory.
+const (
+	CAFile    = "ca.pem"
+	CAKeyFile = "ca-key.pem"
+	CertFile  = "cert.pem"
+	KeyFile   = "key.pem"
+)
+
+const (
+	caCommonName   = "capture local CA"
+	leafCommonName = "capture"
+
+	caValidityYears = 10
+	// Apple platforms reject server certificates valid for longer than 825 days.
+	leafValidity = 825 * 24 * time.Hour
+	// Renew this long before expiry, so a long-running server or a client
+	// with a slightly fast clock never meets an expired certificate.
+	renewBefore = 30 * 24 * time.Hour
+	// Backdate NotBefore a little to tolerate clock skew between machines.
+	backdate = time.Hour
+)
+
+// Result says where the files are and what Ensure had to create.
+type Result struct {
+	CAPath, CertPath, KeyPath string
+	CreatedCA, CreatedLeaf    bool
+	// Certificate is the server certificate with its key and Leaf set. Its
+	// chain holds the leaf only: clients are expected to trust ca.pem.
+	Certificate tls.Certificate
+}
+
+// Ensure makes sure dir holds a usable local CA and a server certificate
+// signed by it for localhost, 127.0.0.1, ::1 and every name in hosts,
+// creating or replacing whatever is missing, unreadable, about to expire or
+// no longer fits.
+func Ensure(dir string, hosts []string) (*Result, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create tls dir: %w", err)
+	}
+	res := &Result{
+		CAPath:   filepath.Join(dir, CAFile),
+		CertPath: filepath.Join(dir, CertFile),
+		KeyPath:  filepath.Join(dir, KeyFile),
+	}
+	caKeyPath := filepath.Join(dir, CAKeyFile)
+	now := time.Now()
+
+	ca, caKey, err := readPair(res.CAPath, caKeyPath)
+	if err == nil {
+		err = checkCA(ca, now)
+	}
+	if err != nil {
+		ca, caKey, err = newCA(now)
+		if err != nil {
+			return nil, err
+		}
+		// Key before certificate: a reader that sees the new ca.pem can
+		// always find its key.
+		if err := writeKey(caKeyPath, caKey); err != nil {
+			return nil, err
+		}
+		if err := writeCert(res.CAPath, ca); err != nil {
+			return nil, err
+		}
+		res.CreatedCA = true
+	}
+
+	dnsNames, ips := sans(hosts)
+	var leaf *x509.Certificate
+	var leafKey crypto.Signer
+	if !res.CreatedCA {
+		leaf, leafKey, err = readPair(res.CertPath, res.KeyPath)
+		if err == nil {
+			err = checkLeaf(leaf, ca, dnsNames, ips, now)
+		}
+	}
+	if res.CreatedCA || err != nil {
+		leaf, leafKey, err = newLeaf(ca, caKey, dnsNames, ips, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeKey(res.KeyPath, leafKey); err != nil {
+			return nil, err
+		}
+		if err := writeCert(res.CertPath, leaf); err != nil {
+			return nil, err
+		}
+		res.CreatedLeaf = true
+	}
+
+	res.Certificate = tls.Certificate{
+		Certificate: [][]byte{leaf.Raw},
+		PrivateKey:  leafKey,
+		Leaf:        leaf,
+	}
+	return res, nil
+}
+
+// Load reads a certificate and key pair given by the user.
+func Load(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("read tls certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("read tls key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load tls pair %s and %s: %w", certFile, keyFile, err)
+	}
+	return cert, nil
+}
+
+// ServerConfig returns a TLS configuration serving cert.
+func ServerConfig(cert tls.Certificate) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+	}
+}
+
+// CAPEM returns the PEM encoding of the CA certificate in dir.
+func CAPEM(dir string) ([]byte, error) {
+	path := filepath.Join(dir, CAFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &noCAError{dir: dir, err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ca: %w", err)
+	}
+	if _, err := parseCert(data); err != nil {
+		return nil, fmt.Errorf("read ca %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// noCAError keeps the short message for users while errors.Is still
+// recognises fs.ErrNotExist underneath.
+type noCAError struct {
+	dir string
+	err error
+}
+
+func (e *noCAError) Error() string {
+	return "no CA yet in " + e.dir + ": run `capture serve` once"
+}
+
+func (e *noCAError) Unwrap() error { return e.err }
+
+func checkCA(ca *x509.Certificate, now time.Time) error {
+	switch {
+	case !ca.IsCA || ca.KeyUsage&x509.KeyUsageCertSign == 0:
+		return errors.New("not a ca certificate")
+	case now.Add(renewBefore).After(ca.NotAfter):
+		return errors.New("ca expires soon")
+	}
+	return nil
+}
+
+func checkLeaf(leaf, ca *x509.Certificate, dnsNames []string, ips []net.IP, now time.Time) error {
+	if err := leaf.CheckSignatureFrom(ca); err != nil {
+		return fmt.Errorf("not signed by the current ca: %w", err)
+	}
+	if now.Add(renewBefore).After(leaf.NotAfter) {
+		return errors.New("certificate expires soon")
+	}
+	if !hasServerAuth(leaf) {
+		return errors.New("certificate not for servers")
+	}
+	for _, name := range dnsNames {
+		if !hasDNSName(leaf, name) {
+			return fmt.Errorf("certificate lacks %s", name)
+		}
+	}
+	for _, ip := range ips {
+		if !hasIP(leaf, ip) {
+			return fmt.Errorf("certificate lacks %s", ip)
+		}
+	}
+	return nil
+}
+
+func hasServerAuth(c *x509.Certificate) bool {
+	for _, u := range c.ExtKeyUsage {
+		if u == x509.ExtKeyUsageServerAuth {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDNSName(c *x509.Certificate, name string) bool {
+	for _, n := range c.DNSNames {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasIP(c *x509.Certificate, ip net.IP) bool {
+	for _, have := range c.IPAddresses {
+		if have.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// sans returns the subject alternative names the server certificate must
+// carry: the loopback names first, then hosts, without duplicates.
+func sans(hosts []string) ([]string, []net.IP) {
+	dnsNames := []string{"localhost"}
+	seenDNS := map[string]bool{"localhost": true}
+	var ips []net.IP
+	seenIP := map[netip.Addr]bool{}
+	addIP := func(a netip.Addr) {
+		a = a.Unmap().WithZone("")
+		if !seenIP[a] {
+			seenIP[a] = true
+			ips = append(ips, net.IP(a.AsSlice()))
+		}
+	}
+	addIP(netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+	addIP(netip.IPv6Loopback())
+
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+			addIP(a)
+			continue
+		}
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
+		if h == "" || seenDNS[h] {
+			continue
+		}
+		seenDNS[h] = true
+		dnsNames = append(dnsNames, h)
+	}
+	return dnsNames, ips
+}
+
+func newCA(now time.Time) (*x509.Certificate, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate ca key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	notBefore := now.Add(-backdate)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject: pkix.Name{
+			CommonName:   caCommonName,
+			Organization: []string{"capture"},
+		},
+		NotBefore:             notBefore,
+		NotAfter:              notBefore.AddDate(caValidityYears, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		// The CA signs server certificates directly, never another CA.
+		MaxPathLenZero: true,
+	}
+	cert, err := create(tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create ca: %w", err)
+	}
+	return cert, key, nil
+}
+
+func newLeaf(ca *x509.Certificate, caKey crypto.Signer, dnsNames []string, ips []net.IP, now time.Time) (*x509.Certificate, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	notBefore := now.Add(-backdate)
+	notAfter := notBefore.Add(leafValidity)
+	// A leaf outliving its CA would fail verification before its own expiry.
+	if notAfter.After(ca.NotAfter) {
+		notAfter = ca.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject: pkix.Name{
+			CommonName:   leafCommonName,
+			Organization: []string{"capture"},
+		},
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		DNSNames:              dnsNames,
+		IPAddresses:           ips,
+	}
+	cert, err := create(tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create certificate: %w", err)
+	}
+	return cert, key, nil
+}
+
+func create(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, err
+	}
+	return x509.ParseCertificate(der)
+}
+
+func newSerial() (*big.Int, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, fmt.Errorf("generate serial: %w", err)
+	}
+	return serial, nil
+}
+
+// readPair reads a certificate and its private key and checks they belong
+// together.
+func readPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
+	data, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := parseCert(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", certPath, err)
+	}
+	data, err = os.ReadFile(keyPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := parseKey(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", keyPath, err)
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return nil, nil, fmt.Errorf("%s does not match %s", keyPath, certPath)
+	}
+	return cert, key, nil
+}
+
+func parseCert(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no certificate pem block")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func parseKey(data []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, errors.New("no private key pem block")
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported key type %T", key)
+	}
+	return signer, nil
+}
+
+func writeCert(path string, cert *x509.Certificate) error {
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	return writeFile(path, data, 0o644)
+}
+
+func writeKey(path string, key crypto.Signer) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("encode key: %w", err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return writeFile(path, data, 0o600)
+}
+
+// writeFile replaces path atomically, so a concurrent reader sees either the
+// old content or the new, never part of it.
+func writeFile(path string, data []byte, perm fs.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	// CreateTemp already uses 0600; set the final mode before any secret is
+	// written and regardless of the umask.
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package mailparse
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExtractLinks(t *testing.T) {
+	tests := []struct {
+		name       string
+		html, text *string
+		want       []Link
+	}{
+		{"nothing", nil, nil, nil},
+		{
+			name: "relative links dropped without base",
+			html: ptr(`<a href="/a">A</a><a href="b">B</a><a href="//cdn.example/c">C</a><a href="https://example.com/d">D</a>`),
+			want: []Link{{"https://example.com/d", ptr("D"), "https://example.com"}},
+		},
+		{
+			name: "base applies to links before it and only the first counts",
+			html: ptr(`<a href="early">E</a><base href="https://example.com/dir/"><base href="https://other.example/"><a href="late?x=1&amp;y=2#frag">L</a>`),
+			want: []Link{
+				{"https://example.com/dir/early", ptr("E"), "https://example.com"},
+				{"https://example.com/dir/late?x=1&y=2#frag", ptr("L"), "https://example.com"},
+			},
+		},
+		{
+			name: "relative base is ignored",
+			html: ptr(`<base href="/dir/"><a href="x">X</a>`),
+		},
+		{
+			name: "entities, whitespace and newlines in href",
+			html: ptr("<a href=\" https://example.com/p?a=1&amp;b=2&#38;c=3&quot\n&amp;d=%20 \">  Multi \n\t line  <b>bold</b>\u00a0text </a>"),
+			want: []Link{{`https://example.com/p?a=1&b=2&c=3"&d=%20`, ptr("Multi line bold text"), "https://example.com"}},
+		},
+		{
+			name: "non-http schemes and hostless URLs dropped",
+			html: ptr(`<a href="mailto:a@b.c">m</a><a href="tel:123">t</a><a href="javascript:void(0)">j</a><a href="ftp://x.example/">f</a><a href="http://">h</a><a href="https:///path">p</a><a href="http://exa mple.com/">s</a>`),
+		},
+		{
+			name: "empty anchor and image anchor have no text",
+			html: ptr(`<a href="https://example.com/1"></a><a href="https://example.com/2"><img src="x.png" alt="Logo"></a><a href="https://example.com/3">   </a>`),
+			want: []Link{
+				{"https://example.com/1", nil, "https://example.com"},
+				{"https://example.com/2", nil, "https://example.com"},
+				{"https://example.com/3", nil, "https://example.com"},
+			},
+		},
+		{
+			name: "unclosed anchor ends at the next one",
+			html: ptr(`<a href="https://example.com/1">one <a href="https://example.com/2">two</a> after`),
+			want: []Link{
+				{"https://example.com/1", ptr("one"), "https://example.com"},
+				{"https://example.com/2", ptr("two"), "https://example.com"},
+			},
+		},
+		{
+			name: "script and style text are not anchor text",
+			html: ptr(`<a href="https://example.com/">Go<script>var a = "<a href='https://evil.example/'>";</script><style>a{}</style> now</a>`),
+			want: []Link{{"https://example.com/", ptr("Go now"), "https://example.com"}},
+		},
+		{
+			name: "first occurrence wins, HTML before text",
+			html: ptr(`<a href="https://example.com/x">first</a><a href="https://example.com/x">second</a>`),
+			text: ptr("https://example.com/y and https://example.com/x"),
+			want: []Link{
+				{"https://example.com/x", ptr("first"), "https://example.com"},
+				{"https://example.com/y", nil, "https://example.com"},
+			},
+		},
+		{
+			name: "origin keeps stated port and lowercases host",
+			html: ptr(`<a href="HTTP://User:Pw@Example.COM:80/Path">x</a><a href="https://[::1]:8443/">v6</a>`),
+			want: []Link{
+				{"HTTP://User:Pw@Example.COM:80/Path", ptr("x"), "http://example.com:80"},
+				{"https://[::1]:8443/", ptr("v6"), "https://[::1]:8443"},
+			},
+		},
+		{
+			name: "text punctuation",
+			text: ptr(`a https://e.example/1. b https://e.example/2, (https://e.example/3) <https://e.example/4> "https://e.example/5" ` +
+				`https://e.example/6?! https://e.example/7... https://e.example/8) https://e.example/w_(x) [https://e.example/9] ` +
+				"«https://e.example/10» “https://e.example/11” https://e.example/12\u00a0next https://e.example/13\u3000next"),
+			want: []Link{
+				{"https://e.example/1", nil, "https://e.example"},
+				{"https://e.example/2", nil, "https://e.example"},
+				{"https://e.example/3", nil, "https://e.example"},
+				{"https://e.example/4", nil, "https://e.example"},
+				{"https://e.example/5", nil, "https://e.example"},
+				{"https://e.example/6", nil, "https://e.example"},
+				{"https://e.example/7", nil, "https://e.example"},
+				{"https://e.example/8", nil, "https://e.example"},
+				{"https://e.example/w_(x)", nil, "https://e.example"},
+				{"https://e.example/9", nil, "https://e.example"},
+				{"https://e.example/10", nil, "https://e.example"},
+				{"https://e.example/11", nil, "https://e.example"},
+				{"https://e.example/12", nil, "https://e.example"},
+				{"https://e.example/13", nil, "https://e.example"},
+			},
+		},
+		{
+			name: "text ignores other schemes and glued prefixes",
+			text: ptr("ftp://e.example/ xhttps://e.example/ https:// http://: mailto:a@e.example https://e.example/ok"),
+			want: []Link{{"https://e.example/ok", nil, "https://e.example"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractLinks(tt.html, tt.text)
+			eq(t, "links", got, tt.want)
+			checkLinks(t, got)
+		})
+	}
+}
+
+func TestExtractLinksManyDuplicates(t *testing.T) {
+	var b strings.Builder
+	for i := range 5000 {
+		b.WriteString(`<a href="https://example.com/`)
+		b.WriteString(strings.Repeat("x", i%100))
+		b.WriteString(`">l</a>`)
+	}
+	got := ExtractLinks(ptr(b.String()), nil)
+	if len(got) != 100 {
+		t.Fatalf("got %d links, want 100", len(got))
+	}
+	checkLinks(t, got)
+}

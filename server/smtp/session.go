@@ -1,0 +1,352 @@
+package smtp
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/capturedev/capture/server/mailparse"
+	"github.com/capturedev/capture/store"
+)
+
+const (
+	// authTimeout bounds the store lookups of one AUTH.
+	authTimeout = 10 * time.Second
+	// commitTimeout bounds the wait for a place in the store's write queue.
+	// Once queued, a message's commit is always reported, so a timeout here
+	// never turns a stored message into an error reply.
+	commitTimeout = 30 * time.Second
+)
+
+// Replies of SPEC §6 and RFC 4954, in one place.
+var (
+	errAuthRequired = &gosmtp.SMTPError{Code: 530, EnhancedCode: gosmtp.EnhancedCode{5, 7, 0},
+		Message: "Authentication required"}
+	errEncryptionRequired = &gosmtp.SMTPError{Code: 538, EnhancedCode: gosmtp.EnhancedCode{5, 7, 11},
+		Message: "Encryption required: issue STARTTLS before AUTH"}
+	errBadCredentials = &gosmtp.SMTPError{Code: 535, EnhancedCode: gosmtp.EnhancedCode{5, 7, 8},
+		Message: "Authentication credentials invalid"}
+	errMalformedAuth = &gosmtp.SMTPError{Code: 501, EnhancedCode: gosmtp.EnhancedCode{5, 5, 2},
+		Message: "Malformed AUTH response"}
+	errAuthUnavailable = &gosmtp.SMTPError{Code: 454, EnhancedCode: gosmtp.EnhancedCode{4, 7, 0},
+		Message: "Temporary authentication failure, try again later"}
+	errTooManyRecipients = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 5, 3},
+		Message: "Too many recipients"}
+	errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 3, 2},
+		Message: "Shutting down, try again later"}
+	errStoreFailed = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
+		Message: "Message not stored because of a local error, try again later"}
+)
+
+func errTooBig(limit int64, plan string) error {
+	return &gosmtp.SMTPError{Code: 552, EnhancedCode: gosmtp.EnhancedCode{5, 3, 4},
+		Message: fmt.Sprintf("message exceeds the %d-byte limit of the %s plan", limit, plan)}
+}
+
+func errLineTooLong(limit int) error {
+	return &gosmtp.SMTPError{Code: 500, EnhancedCode: gosmtp.EnhancedCode{5, 5, 2},
+		Message: fmt.Sprintf("message has a line longer than %d bytes", limit)}
+}
+
+// queued is the reply to DATA once the message is committed. go-smtp sends
+// an SMTPError returned by Data as the reply whatever its code, and it is
+// the only way to name the message id in the 250.
+func queued(id string) error {
+	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0},
+		Message: "OK: queued as " + id}
+}
+
+type backend struct{ srv *Server }
+
+// NewSession runs at EHLO/HELO, and again after STARTTLS: go-smtp drops the
+// plaintext session then, so a session's TLS state never changes.
+func (b backend) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
+	nc := c.Conn()
+	_, isTLS := nc.(*tls.Conn)
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	cn, _ := nc.(*conn)
+	return &session{srv: b.srv, conn: cn, tls: isTLS, remote: nc.RemoteAddr()}, nil
+}
+
+type session struct {
+	srv    *Server
+	conn   *conn // nil only if go-smtp was handed a connection not from listener
+	tls    bool
+	remote net.Addr
+
+	// Set by a successful AUTH.
+	inbox string
+	limit int64
+	plan  string
+
+	// mu guards the envelope: with BDAT, go-smtp runs Data on a goroutine of
+	// its own, concurrently with an RSET that resets the transaction.
+	mu   sync.Mutex
+	from string
+	to   []string
+}
+
+var (
+	_ gosmtp.Session     = (*session)(nil)
+	_ gosmtp.AuthSession = (*session)(nil)
+)
+
+// AuthMechanisms is what EHLO advertises: nothing before TLS unless the
+// operator allows it.
+func (s *session) AuthMechanisms() []string {
+	if !s.authAllowed() {
+		return nil
+	}
+	return []string{sasl.Plain, sasl.Login}
+}
+
+func (s *session) authAllowed() bool { return s.tls || s.srv.cfg.AllowInsecureAuth }
+
+func (s *session) Auth(mech string) (sasl.Server, error) {
+	if !s.authAllowed() {
+		return nil, errEncryptionRequired
+	}
+	switch mech {
+	case sasl.Plain:
+		return saslReplies{sasl.NewPlainServer(s.authenticate)}, nil
+	case sasl.Login:
+		return &loginServer{authenticate: s.authenticate}, nil
+	}
+	return nil, gosmtp.ErrAuthUnknownMechanism
+}
+
+// authenticate reads the inbox at every AUTH, so a rotated password takes
+// effect for the next session at once.
+func (s *session) authenticate(identity, username, password string) error {
+	if identity != "" && identity != username {
+		return errBadCredentials
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+	defer cancel()
+	in, err := s.srv.st.Inbox(ctx, "", username)
+	if errors.Is(err, store.ErrNotFound) {
+		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "user", username, "reason", "no such inbox")
+		return errBadCredentials
+	}
+	if err != nil {
+		s.srv.log.Error("smtp auth: read inbox", "inbox", username, "err", err)
+		return errAuthUnavailable
+	}
+	if subtle.ConstantTimeCompare([]byte(password), []byte(in.SMTPPassword)) != 1 {
+		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "user", username, "reason", "wrong password")
+		return errBadCredentials
+	}
+	p, err := s.srv.st.Project(ctx, in.ProjectID)
+	if err != nil {
+		s.srv.log.Error("smtp auth: read project", "project", in.ProjectID, "err", err)
+		return errAuthUnavailable
+	}
+	s.inbox, s.limit, s.plan = in.ID, p.Plan.MessageBytes, p.Plan.Name
+	return nil
+}
+
+func (s *session) Mail(from string, opts *gosmtp.MailOptions) error {
+	if s.inbox == "" {
+		return errAuthRequired
+	}
+	if opts != nil && opts.Size > s.limit {
+		return errTooBig(s.limit, s.plan)
+	}
+	if !s.srv.beginTx(s.conn) {
+		return errShuttingDown
+	}
+	s.mu.Lock()
+	s.from, s.to = from, nil
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.to) >= maxRecipients {
+		return errTooManyRecipients
+	}
+	s.to = append(s.to, to)
+	return nil
+}
+
+// Data stores the message and answers only once it is committed.
+func (s *session) Data(r io.Reader) error {
+	if s.inbox == "" {
+		return errAuthRequired
+	}
+	start := time.Now()
+	s.mu.Lock()
+	from, to := s.from, s.to
+	s.mu.Unlock()
+	raw, err := readMessage(r, s.limit)
+	switch {
+	// go-smtp's own cap is the largest plan's limit; it also refuses a
+	// message of exactly that size, as it stops reading before the final
+	// dot.
+	case errors.Is(err, errOverLimit) || errors.Is(err, gosmtp.ErrDataTooLarge):
+		return errTooBig(s.limit, s.plan)
+	case errors.Is(err, gosmtp.ErrTooLongLine):
+		return errLineTooLong(s.srv.cfg.MaxLineLength)
+	case err != nil:
+		// The client went away or gave up (timeout, BDAT reset): there is
+		// nobody to answer and nothing is stored.
+		s.srv.log.Debug("smtp message abandoned", "remote", s.remote.String(), "inbox", s.inbox, "err", err)
+		return err
+	}
+
+	m := newMessage(s.inbox, from, to, raw, mailparse.Parse(raw))
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	id, err := s.srv.st.InsertMessage(ctx, m)
+	cancel()
+	if err != nil {
+		s.srv.log.Error("smtp: store message", "inbox", s.inbox, "size", len(raw), "err", err)
+		return errStoreFailed
+	}
+	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.srv.log.Debug("smtp message captured", "id", id, "inbox", s.inbox, "size", len(raw),
+			"recipients", len(to), "attachments", len(m.Attachments), "warnings", len(m.Warnings),
+			"took", time.Since(start))
+	}
+	return queued(id)
+}
+
+var errOverLimit = errors.New("message over the size limit")
+
+// readMessage reads a whole message, holding at most limit+1 bytes.
+func readMessage(r io.Reader, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(4 << 10)
+	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, errOverLimit
+	}
+	return buf.Bytes(), nil
+}
+
+// Reset ends a transaction (RSET, a new EHLO, or the reply to DATA having
+// been written).
+func (s *session) Reset() {
+	s.mu.Lock()
+	s.from, s.to = "", nil
+	s.mu.Unlock()
+	s.srv.endTx(s.conn)
+}
+
+func (s *session) Logout() error {
+	s.srv.endTx(s.conn)
+	return nil
+}
+
+// newMessage maps a parsed message to what the store keeps.
+func newMessage(inbox, from string, to []string, raw []byte, p *mailparse.Message) *store.NewMessage {
+	m := &store.NewMessage{
+		InboxID:      inbox,
+		ReceivedAt:   time.Now(),
+		EnvelopeFrom: from,
+		EnvelopeTo:   to,
+		To:           addresses(p.To),
+		Cc:           addresses(p.Cc),
+		ReplyTo:      addresses(p.ReplyTo),
+		Subject:      p.Subject,
+		Date:         p.Date,
+		MessageID:    p.MessageID,
+		Text:         p.Text,
+		HTML:         p.HTML,
+		Snippet:      p.Snippet,
+		Warnings:     p.Warnings,
+		Raw:          raw,
+	}
+	if p.From != nil {
+		m.From = &store.Address{Name: p.From.Name, Address: p.From.Address}
+	}
+	if len(p.Headers) > 0 {
+		m.Headers = make([]store.Header, len(p.Headers))
+		for i, h := range p.Headers {
+			m.Headers[i] = store.Header{Name: h.Name, Values: h.Values}
+		}
+	}
+	if len(p.Links) > 0 {
+		m.Links = make([]store.Link, len(p.Links))
+		for i, l := range p.Links {
+			m.Links[i] = store.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
+		}
+	}
+	if len(p.Attachments) > 0 {
+		m.Attachments = make([]store.NewAttachment, len(p.Attachments))
+		for i, a := range p.Attachments {
+			m.Attachments[i] = store.NewAttachment{Filename: a.Filename, ContentType: a.ContentType,
+				ContentID: a.ContentID, Inline: a.Inline, Data: a.Data}
+		}
+	}
+	return m
+}
+
+func addresses(as []mailparse.Address) []store.Address {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]store.Address, len(as))
+	for i, a := range as {
+		out[i] = store.Address{Name: a.Name, Address: a.Address}
+	}
+	return out
+}
+
+// saslReplies turns a SASL mechanism's own errors (a response it cannot
+// split, a second response) into a 501; go-smtp would send them as a 454,
+// which tells the client to retry the same bad input later.
+type saslReplies struct{ sasl.Server }
+
+func (r saslReplies) Next(response []byte) ([]byte, bool, error) {
+	challenge, done, err := r.Server.Next(response)
+	if _, ok := err.(*gosmtp.SMTPError); err != nil && !ok {
+		err = errMalformedAuth
+	}
+	return challenge, done, err
+}
+
+// loginServer is the server side of the LOGIN mechanism
+// (draft-murchison-sasl-login), which go-sasl implements for clients only.
+// It asks for the user name unless the client sent it with AUTH.
+type loginServer struct {
+	authenticate sasl.PlainAuthenticator
+	step         int
+	username     string
+}
+
+func (l *loginServer) Next(response []byte) ([]byte, bool, error) {
+	switch l.step {
+	case 0:
+		l.step++
+		if response == nil {
+			return []byte("Username:"), false, nil
+		}
+		fallthrough
+	case 1:
+		l.step = 2
+		l.username = string(response)
+		return []byte("Password:"), false, nil
+	case 2:
+		l.step++
+		return nil, true, l.authenticate("", l.username, string(response))
+	}
+	return nil, false, errMalformedAuth
+}

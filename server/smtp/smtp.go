@@ -1,0 +1,357 @@
+// Package smtp is capture's SMTP listener: it authenticates a client as one
+// inbox, accepts any recipients, and stores each message it is given, parsed,
+// before answering 250.
+package smtp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/capturedev/capture/store"
+)
+
+// Store is what SMTP capture needs from the database.
+type Store interface {
+	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
+	Project(ctx context.Context, idOrName string) (store.Project, error)
+	InsertMessage(ctx context.Context, m *store.NewMessage) (string, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Config holds the settings shared by every SMTP listener.
+type Config struct {
+	// Hostname names the server in the greeting. Default "localhost".
+	Hostname string
+	// TLSConfig serves STARTTLS and implicit TLS. Without it STARTTLS is not
+	// offered and Serve refuses implicit TLS.
+	TLSConfig *tls.Config
+	// AllowInsecureAuth lets clients authenticate before TLS.
+	AllowInsecureAuth bool
+	// MaxConnections bounds concurrent connections across all listeners;
+	// beyond it a new connection gets a 421 and is closed. Default 256.
+	MaxConnections int
+	// ReadTimeout and WriteTimeout bound each command and reply (a whole
+	// DATA transfer counts as one command). Default 60s each.
+	ReadTimeout, WriteTimeout time.Duration
+	// MaxLineLength bounds a command line and any line of a message sent
+	// with DATA. Default 1 MiB: RFC 5321 asks for 1000, but senders that
+	// skip line folding in HTML or base64 are common and should still be
+	// captured.
+	MaxLineLength int
+	// Logger receives a line at start and one per captured message (debug).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultMaxConnections = 256
+	defaultTimeout        = 60 * time.Second
+	defaultMaxLineLength  = 1 << 20
+
+	// maxRecipients is SPEC §6's limit per message.
+	maxRecipients = 100
+
+	// rejectTimeout bounds the time spent telling an excess client to go
+	// away, so a stalled client cannot hold a goroutine for long.
+	rejectTimeout = 5 * time.Second
+)
+
+// Server serves SMTP on any number of listeners with one go-smtp server:
+// limits, timeouts and the set of open connections are shared.
+type Server struct {
+	st       Store
+	cfg      Config
+	log      *slog.Logger
+	smtp     *gosmtp.Server
+	maxBytes int64 // advertised SIZE: the largest plan's limit
+
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closing bool
+
+	// rejecting counts connections being turned away, so a flood of them
+	// cannot pile up goroutines.
+	rejecting atomic.Int64
+}
+
+// New returns a server that captures into st. It listens nowhere until Serve.
+func New(st Store, cfg Config) *Server {
+	if cfg.Hostname == "" {
+		cfg.Hostname = "localhost"
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = defaultMaxConnections
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = defaultTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = defaultTimeout
+	}
+	if cfg.MaxLineLength <= 0 {
+		cfg.MaxLineLength = defaultMaxLineLength
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		st:       st,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		maxBytes: largestMessageLimit(),
+		conns:    make(map[*conn]struct{}),
+	}
+
+	gs := gosmtp.NewServer(backend{s})
+	gs.Domain = cfg.Hostname
+	gs.TLSConfig = cfg.TLSConfig
+	// go-smtp would answer AUTH before TLS with a non-standard 523; the
+	// session enforces the rule itself so the client gets SPEC §6's 538.
+	gs.AllowInsecureAuth = true
+	// SIZE and the hard cap of DATA are the largest plan's; the session
+	// enforces the authenticated project's own plan below that.
+	gs.MaxMessageBytes = s.maxBytes
+	// Recipients are counted by the session, whose reply names the limit
+	// as SPEC §6 words it.
+	gs.MaxRecipients = 0
+	gs.MaxLineLength = cfg.MaxLineLength
+	gs.ReadTimeout = cfg.ReadTimeout
+	gs.WriteTimeout = cfg.WriteTimeout
+	gs.EnableSMTPUTF8 = true
+	gs.ErrorLog = errorLog{s.log}
+	s.smtp = gs
+	return s
+}
+
+// largestMessageLimit is what EHLO advertises as SIZE: the limit of the
+// authenticated inbox is not known until AUTH, which comes after EHLO.
+func largestMessageLimit() int64 {
+	var largest int64 = 50 << 20
+	for _, name := range store.PlanNames() {
+		if p, err := store.LookupPlan(name); err == nil && p.MessageBytes > largest {
+			largest = p.MessageBytes
+		}
+	}
+	return largest
+}
+
+// Serve accepts connections on l until Shutdown or Close, after which it
+// returns nil. With implicitTLS every connection starts with a TLS
+// handshake (SMTPS); otherwise clients upgrade with STARTTLS.
+func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
+	if implicitTLS && s.cfg.TLSConfig == nil {
+		l.Close()
+		return fmt.Errorf("smtp: serve %s: implicit TLS needs a TLS configuration", l.Addr())
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		l.Close()
+		return nil
+	}
+
+	mode := "starttls"
+	var ln net.Listener = &listener{Listener: l, srv: s, implicitTLS: implicitTLS}
+	if implicitTLS {
+		mode = "implicit-tls"
+		ln = tls.NewListener(ln, s.cfg.TLSConfig)
+	}
+	s.log.Info("smtp listening", "addr", l.Addr().String(), "tls", mode,
+		"insecure_auth", s.cfg.AllowInsecureAuth, "max_connections", s.cfg.MaxConnections)
+
+	err := s.smtp.Serve(ln)
+	s.mu.Lock()
+	closing = s.closing
+	s.mu.Unlock()
+	if err == nil || closing {
+		return nil
+	}
+	return fmt.Errorf("smtp: serve %s: %w", l.Addr(), err)
+}
+
+// Shutdown stops accepting connections, closes idle ones, and lets those in
+// the middle of a transaction finish it (each is closed once its message is
+// answered). When ctx ends first, whatever is left is closed and ctx's
+// error returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.conns {
+		if !c.inTx {
+			c.Conn.Close()
+		}
+	}
+	s.mu.Unlock()
+
+	err := s.smtp.Shutdown(ctx)
+	if err != nil && err == ctx.Err() {
+		// go-smtp's Close does nothing once Shutdown has begun, so the
+		// connections still open are closed here.
+		s.closeConns()
+		return err
+	}
+	if errors.Is(err, gosmtp.ErrServerClosed) || isClosedErr(err) {
+		return nil
+	}
+	return err
+}
+
+// Close closes every listener and connection at once; a transaction in
+// progress is lost unanswered, so its client will send it again.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	err := s.smtp.Close()
+	s.closeConns()
+	if errors.Is(err, gosmtp.ErrServerClosed) || isClosedErr(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Conn.Close()
+	}
+}
+
+func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// admit registers a new connection, or says why it is turned away.
+func (s *Server) admit(nc net.Conn) (*conn, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return nil, "421 4.3.2 " + s.cfg.Hostname + " shutting down, try again later"
+	case len(s.conns) >= s.cfg.MaxConnections:
+		return nil, fmt.Sprintf("421 4.7.0 %s too many connections (limit %d), try again later",
+			s.cfg.Hostname, s.cfg.MaxConnections)
+	}
+	c := &conn{Conn: nc, srv: s}
+	s.conns[c] = struct{}{}
+	return c, ""
+}
+
+// reject tells a client it is not served, in TLS when it expects TLS, then
+// hangs up.
+func (s *Server) reject(nc net.Conn, implicitTLS bool, reply string) {
+	defer s.rejecting.Add(-1)
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(rejectTimeout))
+	if implicitTLS {
+		tc := tls.Server(nc, s.cfg.TLSConfig)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		defer tc.Close()
+		nc = tc
+	}
+	nc.Write([]byte(reply + "\r\n"))
+	s.log.Debug("smtp connection refused", "remote", nc.RemoteAddr().String(), "reply", reply)
+}
+
+// beginTx marks a connection as being in a transaction, which Shutdown lets
+// finish. It fails once Shutdown has begun.
+func (s *Server) beginTx(c *conn) bool {
+	if c == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	c.inTx = true
+	return true
+}
+
+// endTx marks the end of a transaction; during Shutdown the connection is
+// closed there, after its reply has been written.
+func (s *Server) endTx(c *conn) {
+	if c == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.inTx = false
+	if s.closing {
+		c.Conn.Close()
+	}
+}
+
+// listener admits connections up to the configured limit.
+type listener struct {
+	net.Listener
+	srv         *Server
+	implicitTLS bool
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, reply := l.srv.admit(nc)
+		if c != nil {
+			return c, nil
+		}
+		if l.srv.rejecting.Add(1) > int64(l.srv.cfg.MaxConnections) {
+			l.srv.rejecting.Add(-1)
+			nc.Close()
+			continue
+		}
+		go l.srv.reject(nc, l.implicitTLS, reply)
+	}
+}
+
+// conn is an admitted connection as accepted, under any TLS layer.
+type conn struct {
+	net.Conn
+	srv       *Server
+	inTx      bool // guarded by srv.mu
+	closeOnce sync.Once
+}
+
+// Close forgets the connection before closing it, so a client that sees
+// the connection end can count on its slot being free.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.srv.mu.Lock()
+		delete(c.srv.conns, c)
+		c.srv.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// errorLog routes go-smtp's internal log lines to slog. They are mostly
+// clients failing the TLS handshake or dropping the connection: debug
+// level, except for recovered panics.
+type errorLog struct{ log *slog.Logger }
+
+func (e errorLog) Printf(format string, v ...any) { e.print(fmt.Sprintf(format, v...)) }
+func (e errorLog) Println(v ...any)               { e.print(strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }
+
+func (e errorLog) print(msg string) {
+	level := slog.LevelDebug
+	if strings.Contains(msg, "panic") {
+		level = slog.LevelError
+	}
+	e.log.Log(context.Background(), level, "smtp: "+msg)
+}

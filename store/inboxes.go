@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const inboxCols = `inboxes.project_id, inboxes.name, inboxes.smtp_password, inboxes.message_count, inboxes.created_at`
+
+func scanInbox(r interface{ Scan(...any) error }, base *row) (Inbox, error) {
+	var in Inbox
+	var created int64
+	if err := r.Scan(&base.seq, &base.id, &in.ProjectID, &in.Name, &in.SMTPPassword, &in.MessageCount, &created); err != nil {
+		return Inbox{}, err
+	}
+	in.ID = base.id
+	in.CreatedAt = fromMS(created)
+	return in, nil
+}
+
+// CreateInbox adds an inbox with a fresh SMTP password.
+func (s *Store) CreateInbox(ctx context.Context, projectID, name string) (Inbox, error) {
+	if err := validName("inbox", name); err != nil {
+		return Inbox{}, err
+	}
+	in := Inbox{ID: NewID("inb_"), ProjectID: projectID, Name: name, SMTPPassword: newSMTPPassword(), CreatedAt: now()}
+	err := s.write(ctx, func(t *wtx) error {
+		err := checkQuota(t, projectID, "inboxes", `SELECT count(*) FROM inboxes WHERE project_id = ?`,
+			func(p Plan) int64 { return p.Inboxes })
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`INSERT INTO inboxes (id, project_id, name, smtp_password, created_at) VALUES (?, ?, ?, ?, ?)`,
+			in.ID, in.ProjectID, in.Name, in.SMTPPassword, ms(in.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return Inbox{}, err
+	}
+	return in, nil
+}
+
+// Inboxes pages through a project's inboxes, newest first.
+func (s *Store) Inboxes(ctx context.Context, projectID string, p Page) (List[Inbox], error) {
+	return page(ctx, s.rdb, keyset{table: "inboxes", ownerCol: "project_id", owner: projectID, columns: inboxCols}, p,
+		func(r *sql.Rows, base *row) (Inbox, error) { return scanInbox(r, base) })
+}
+
+// Inbox finds an inbox of the project; projectID "" means any project
+// (for SMTP authentication and administration).
+func (s *Store) Inbox(ctx context.Context, projectID, id string) (Inbox, error) {
+	var base row
+	in, err := scanInbox(s.rdb.QueryRowContext(ctx,
+		`SELECT inboxes.seq, inboxes.id, `+inboxCols+` FROM inboxes WHERE id = ? AND (?2 = '' OR project_id = ?2)`,
+		id, projectID), &base)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Inbox{}, fmt.Errorf("%w: no inbox %q", ErrNotFound, id)
+	}
+	return in, err
+}
+
+// RotateInboxPassword replaces an inbox's SMTP password. New SMTP sessions
+// see it at once because authentication reads it from the database.
+func (s *Store) RotateInboxPassword(ctx context.Context, id string) (Inbox, error) {
+	password := newSMTPPassword()
+	err := s.write(ctx, func(t *wtx) error {
+		res, err := t.exec(`UPDATE inboxes SET smtp_password = ? WHERE id = ?`, password, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: no inbox %q", ErrNotFound, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return Inbox{}, err
+	}
+	return s.Inbox(ctx, "", id)
+}
+
+const endpointCols = `endpoints.project_id, endpoints.name, endpoints.target_url, endpoints.response_status,
+	endpoints.response_headers, endpoints.response_body, endpoints.response_delay_ms, endpoints.request_count, endpoints.created_at`
+
+func scanEndpoint(r interface{ Scan(...any) error }, base *row) (Endpoint, error) {
+	var e Endpoint
+	var target sql.NullString
+	var headers string
+	var delay, created int64
+	if err := r.Scan(&base.seq, &base.id, &e.ProjectID, &e.Name, &target, &e.Response.Status,
+		&headers, &e.Response.Body, &delay, &e.RequestCount, &created); err != nil {
+		return Endpoint{}, err
+	}
+	e.ID = base.id
+	e.TargetURL = strPtr(target)
+	if err := json.Unmarshal([]byte(headers), &e.Response.Headers); err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %s: response headers: %w", e.ID, err)
+	}
+	e.Response.Delay = time.Duration(delay) * time.Millisecond
+	e.CreatedAt = fromMS(created)
+	return e, nil
+}
+
+// ValidateTarget checks a saved replay target: an absolute http(s) URL.
+func ValidateTarget(target string) error {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: target %q must be an absolute http:// or https:// URL", ErrInvalid, target)
+	}
+	return nil
+}
+
+// CreateEndpoint adds a webhook endpoint; target may be nil.
+func (s *Store) CreateEndpoint(ctx context.Context, projectID, name string, target *string) (Endpoint, error) {
+	if err := validName("endpoint", name); err != nil {
+		return Endpoint{}, err
+	}
+	if target != nil {
+		if err := ValidateTarget(*target); err != nil {
+			return Endpoint{}, err
+		}
+	}
+	e := Endpoint{ID: NewID("whe_"), ProjectID: projectID, Name: name, TargetURL: target,
+		Response: DefaultResponse(), CreatedAt: now()}
+	err := s.write(ctx, func(t *wtx) error {
+		err := checkQuota(t, projectID, "endpoints", `SELECT count(*) FROM endpoints WHERE project_id = ?`,
+			func(p Plan) int64 { return p.Endpoints })
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`INSERT INTO endpoints (id, project_id, name, target_url, created_at) VALUES (?, ?, ?, ?, ?)`,
+			e.ID, e.ProjectID, e.Name, nullStringPtr(target), ms(e.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// Endpoints pages through a project's endpoints, newest first.
+func (s *Store) Endpoints(ctx context.Context, projectID string, p Page) (List[Endpoint], error) {
+	return page(ctx, s.rdb, keyset{table: "endpoints", ownerCol: "project_id", owner: projectID, columns: endpointCols}, p,
+		func(r *sql.Rows, base *row) (Endpoint, error) { return scanEndpoint(r, base) })
+}
+
+// Endpoint finds an endpoint of the project; projectID "" means any project.
+func (s *Store) Endpoint(ctx context.Context, projectID, id string) (Endpoint, error) {
+	var base row
+	e, err := scanEndpoint(s.rdb.QueryRowContext(ctx,
+		`SELECT endpoints.seq, endpoints.id, `+endpointCols+` FROM endpoints WHERE id = ? AND (?2 = '' OR project_id = ?2)`,
+		id, projectID), &base)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, fmt.Errorf("%w: no endpoint %q", ErrNotFound, id)
+	}
+	return e, err
+}
+
+// EndpointUpdate changes the fields that are set.
+type EndpointUpdate struct {
+	Target      *string
+	Status      *int
+	Headers     map[string]string // replaces all custom headers when non-nil
+	Body        *string
+	Delay       *time.Duration
+	ClearTarget bool
+}
+
+// MaxResponseDelay bounds an endpoint's custom response delay.
+const MaxResponseDelay = 10 * time.Second
+
+// UpdateEndpoint applies u and returns the endpoint as it now is.
+func (s *Store) UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate) (Endpoint, error) {
+	if u.Target != nil {
+		if err := ValidateTarget(*u.Target); err != nil {
+			return Endpoint{}, err
+		}
+	}
+	if u.Status != nil && (*u.Status < 100 || *u.Status > 599) {
+		return Endpoint{}, fmt.Errorf("%w: response status %d must be 100–599", ErrInvalid, *u.Status)
+	}
+	if u.Delay != nil && (*u.Delay < 0 || *u.Delay > MaxResponseDelay) {
+		return Endpoint{}, fmt.Errorf("%w: response delay %s must be 0–10s", ErrInvalid, *u.Delay)
+	}
+	for k, v := range u.Headers {
+		if !ValidHeaderName(k) || strings.ContainsAny(v, "\r\n\x00") {
+			return Endpoint{}, fmt.Errorf("%w: bad response header %q", ErrInvalid, k)
+		}
+	}
+	err := s.write(ctx, func(t *wtx) error {
+		var n int
+		if err := t.queryRow(`SELECT count(*) FROM endpoints WHERE id = ?`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: no endpoint %q", ErrNotFound, id)
+		}
+		if u.ClearTarget {
+			if _, err := t.exec(`UPDATE endpoints SET target_url = NULL WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		if u.Target != nil {
+			if _, err := t.exec(`UPDATE endpoints SET target_url = ? WHERE id = ?`, *u.Target, id); err != nil {
+				return err
+			}
+		}
+		if u.Status != nil {
+			if _, err := t.exec(`UPDATE endpoints SET response_status = ? WHERE id = ?`, *u.Status, id); err != nil {
+				return err
+			}
+		}
+		if u.Headers != nil {
+			canon := make(map[string]string, len(u.Headers))
+			for k, v := range u.Headers {
+				canon[http.CanonicalHeaderKey(k)] = v
+			}
+			b, _ := json.Marshal(canon)
+			if _, err := t.exec(`UPDATE endpoints SET response_headers = ? WHERE id = ?`, string(b), id); err != nil {
+				return err
+			}
+		}
+		if u.Body != nil {
+			if _, err := t.exec(`UPDATE endpoints SET response_body = ? WHERE id = ?`, *u.Body, id); err != nil {
+				return err
+			}
+		}
+		if u.Delay != nil {
+			if _, err := t.exec(`UPDATE endpoints SET response_delay_ms = ? WHERE id = ?`, u.Delay.Milliseconds(), id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return s.Endpoint(ctx, "", id)
+}
+
+// ValidHeaderName reports whether name is an HTTP token (RFC 9110 §5.1).
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors callers map to protocol replies. Wrapped errors carry the detail.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrQuotaExceeded = errors.New("quota_exceeded")
+	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrInvalid       = errors.New("invalid")
+	ErrExists        = errors.New("already exists")
+)
+
+type Project struct {
+	ID        string
+	Name      string
+	Plan      Plan
+	CreatedAt time.Time
+}
+
+type Key struct {
+	ID        string
+	ProjectID string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+type Inbox struct {
+	ID           string
+	ProjectID    string
+	Name         string
+	SMTPPassword string
+	MessageCount int64
+	CreatedAt    time.Time
+}
+
+// Response is what the capture listener answers to the sender of a webhook.
+type Response struct {
+	Status  int
+	Headers map[string]string
+	Body    string
+	Delay   time.Duration
+}
+
+// DefaultResponse is an endpoint's response until one is set.
+func DefaultResponse() Response {
+	return Response{Status: 200, Headers: map[string]string{}}
+}
+
+type Endpoint struct {
+	ID           string
+	ProjectID    string
+	Name         string
+	TargetURL    *string
+	Response     Response
+	RequestCount int64
+	CreatedAt    time.Time
+}
+
+type Address struct {
+	Name    string
+	Address string
+}
+
+// Header is one header name with its values in the order received.
+type Header struct {
+	Name   string
+	Values []string
+}
+
+type Link struct {
+	URL    string
+	Text   *string
+	Origin string
+}
+
+type Attachment struct {
+	ID          string
+	Filename    string
+	ContentType string
+	ContentID   string
+	Inline      bool
+	Size        int64
+}
+
+// NewMessage is a parsed email ready to be stored.
+type NewMessage struct {
+	InboxID      string
+	ReceivedAt   time.Time
+	EnvelopeFrom string
+	EnvelopeTo   []string
+	From         *Address
+	To, Cc       []Address
+	ReplyTo      []Address
+	Subject      string
+	Date         *time.Time
+	MessageID    string
+	Headers      []Header
+	Text, HTML   *string
+	Links        []Link
+	Attachments  []NewAttachment
+	Snippet      string
+	Warnings     []string
+	Raw          []byte
+}
+
+type NewAttachment struct {
+	Filename    string
+	ContentType string
+	ContentID   string
+	Inline      bool
+	Data        []byte
+}
+
+// MessageSummary is a message as lists show it.
+type MessageSummary struct {
+	ID              string
+	InboxID         string
+	ReceivedAt      time.Time
+	From            *Address
+	To, Cc          []Address
+	Subject         string
+	Size            int64
+	AttachmentCount int
+	Snippet         string
+}
+
+type Message struct {
+	MessageSummary
+	EnvelopeFrom string
+	EnvelopeTo   []string
+	ReplyTo      []Address
+	Date         *time.Time
+	MessageID    string
+	Headers      []Header
+	Text, HTML   *string
+	Links        []Link
+	Attachments  []Attachment
+	Warnings     []string
+}
+
+// NewRequest is a captured webhook request ready to be stored.
+type NewRequest struct {
+	EndpointID  string
+	ReceivedAt  time.Time
+	Method      string
+	Path        string
+	Query       string
+	ContentType string
+	RemoteAddr  string
+	Headers     []Header
+	Body        []byte
+}
+
+type RequestSummary struct {
+	ID          string
+	EndpointID  string
+	Method      string
+	Path        string
+	Query       string
+	ContentType *string
+	Size        int64
+	ReceivedAt  time.Time
+	RemoteAddr  string
+}
+
+type Request struct {
+	RequestSummary
+	Headers    []Header
+	Body       []byte
+	Deliveries []Delivery
+}
+
+const (
+	DeliveryReplay  = "replay"
+	DeliveryForward = "forward"
+
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+type NewDelivery struct {
+	Kind           string
+	TargetURL      string
+	ResponseStatus *int
+	Error          *string
+	Duration       time.Duration
+}
+
+type Delivery struct {
+	ID             string
+	Kind           string
+	TargetURL      string
+	Status         string
+	ResponseStatus *int
+	Error          *string
+	DurationMS     int64
+	CreatedAt      time.Time
+}
+
+// Usage counts what a project holds against its plan's quotas.
+type Usage struct {
+	APIKeys   int64
+	Inboxes   int64
+	Endpoints int64
+	Messages  int64
+	Requests  int64
+}
+
+// Page selects a slice of a collection newest first, by keyset on seq.
+type Page struct {
+	Limit  int
+	Before string
+	After  string
+}
+
+// Since, when non-zero, keeps captures received strictly after it.
+type MessageFilter struct {
+	To, From, Subject string
+	Since             time.Time
+}
+
+type RequestFilter struct {
+	Method     string
+	PathPrefix string
+	Since      time.Time
+}
+
+// List is one page of a collection, newest first. Next is the cursor to pass
+// back (as Before when the page was taken without a cursor or with Before, as
+// After when taken with After), or "" when nothing further exists.
+type List[T any] struct {
+	Items []T
+	Next  string
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// pruneChunk bounds each delete so ingest queued behind the pruner waits
+// for one small transaction at most.
+const pruneChunk = 500
+
+type captureTable struct {
+	table, owner, ownerTable, counter string
+}
+
+var captureTables = []captureTable{
+	{table: "messages", owner: "inbox_id", ownerTable: "inboxes", counter: "message_count"},
+	{table: "requests", owner: "endpoint_id", ownerTable: "endpoints", counter: "request_count"},
+}
+
+// Prune deletes captures older than their plan's retention and, in each
+// inbox and endpoint, the oldest captures beyond the plan's cap. It returns
+// how many it deleted.
+func (s *Store) Prune(ctx context.Context, at time.Time) (int64, error) {
+	var total int64
+	for _, plan := range plans {
+		cutoff := ms(at.Add(-plan.Retention))
+		for _, ct := range captureTables {
+			n, err := s.pruneWhere(ctx, ct,
+				`received_at < ? AND `+ct.owner+` IN (SELECT o.id FROM `+ct.ownerTable+` o JOIN projects p ON p.id = o.project_id WHERE p.plan = ?)`,
+				cutoff, plan.Name)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+	}
+	for _, ct := range captureTables {
+		n, err := s.pruneOverCap(ctx, ct)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// pruneWhere deletes, chunk by chunk, the captures matching cond.
+func (s *Store) pruneWhere(ctx context.Context, ct captureTable, cond string, args ...any) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.write(ctx, func(t *wtx) error {
+			rows, err := t.query(`DELETE FROM `+ct.table+` WHERE seq IN (SELECT seq FROM `+ct.table+` WHERE `+cond+
+				` ORDER BY seq LIMIT `+fmt.Sprint(pruneChunk)+`) RETURNING `+ct.owner, args...)
+			if err != nil {
+				return err
+			}
+			counts := map[string]int64{}
+			for rows.Next() {
+				var owner string
+				if err := rows.Scan(&owner); err != nil {
+					rows.Close()
+					return err
+				}
+				counts[owner]++
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			n = 0
+			for owner, c := range counts {
+				n += c
+				if _, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - ? WHERE id = ?`, c, owner); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		total += n
+		if err != nil || n < pruneChunk {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) pruneOverCap(ctx context.Context, ct captureTable) (int64, error) {
+	type over struct {
+		id     string
+		excess int64
+	}
+	var list []over
+	var capByPlan = map[string]int64{}
+	for _, p := range plans {
+		capByPlan[p.Name] = p.CapturesPerCollection
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT o.id, o.`+ct.counter+`, p.plan FROM `+ct.ownerTable+` o
+		JOIN projects p ON p.id = o.project_id`)
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+		var id, plan string
+		var count int64
+		if err := rows.Scan(&id, &count, &plan); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if c, ok := capByPlan[plan]; ok && count > c {
+			list = append(list, over{id, count - c})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, o := range list {
+		// The newest seq to delete: the excess-th oldest of the collection.
+		var last int64
+		err := s.rdb.QueryRowContext(ctx, `SELECT seq FROM `+ct.table+` WHERE `+ct.owner+` = ? ORDER BY seq LIMIT 1 OFFSET ?`,
+			o.id, o.excess-1).Scan(&last)
+		if err != nil {
+			return total, err
+		}
+		n, err := s.pruneWhere(ctx, ct, ct.owner+` = ? AND seq <= ?`, o.id, last)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

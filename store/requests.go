@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// InsertRequest stores a captured webhook request and returns its id once
+// the transaction holding it has committed.
+func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error) {
+	id := NewID("req_")
+	headers, err := json.Marshal(headerPairs(r.Headers))
+	if err != nil {
+		return "", err
+	}
+	path := r.Path
+	if path == "" {
+		path = "/"
+	}
+	body := r.Body
+	if body == nil {
+		body = []byte{}
+	}
+	err = s.write(ctx, func(t *wtx) error {
+		if _, err := t.exec(`INSERT INTO requests (id, endpoint_id, received_at, method, path, query, content_type, size,
+			remote_addr, headers, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query, nullString(r.ContentType), len(body),
+			r.RemoteAddr, string(headers), body); err != nil {
+			return fmt.Errorf("insert request: %w", err)
+		}
+		t.countCapture("endpoints", "request_count", r.EndpointID)
+		t.wakeAfterCommit(r.EndpointID)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+const requestSummaryCols = `requests.endpoint_id, requests.method, requests.path, requests.query,
+	requests.content_type, requests.size, requests.received_at, requests.remote_addr`
+
+func scanRequestSummary(r interface{ Scan(...any) error }, base *row, extra ...any) (RequestSummary, error) {
+	var q RequestSummary
+	var ct sql.NullString
+	var received int64
+	dest := append([]any{&base.seq, &base.id, &q.EndpointID, &q.Method, &q.Path, &q.Query, &ct, &q.Size,
+		&received, &q.RemoteAddr}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return RequestSummary{}, err
+	}
+	q.ID = base.id
+	q.ContentType = strPtr(ct)
+	q.ReceivedAt = fromMS(received)
+	return q, nil
+}
+
+// Requests pages through an endpoint's captured requests, newest first.
+func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter, p Page) (List[RequestSummary], error) {
+	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols}
+	if f.Method != "" {
+		k.where = append(k.where, "requests.method = ? COLLATE NOCASE")
+		k.whereArgs = append(k.whereArgs, f.Method)
+	}
+	if f.PathPrefix != "" {
+		// substr and length both count characters, so the prefix test holds
+		// for any UTF-8 path; it also avoids LIKE's wildcards in paths.
+		k.where = append(k.where, "substr(requests.path, 1, length(?)) = ?")
+		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix)
+	}
+	if !f.Since.IsZero() {
+		k.where = append(k.where, "requests.received_at > ?")
+		k.whereArgs = append(k.whereArgs, ms(f.Since))
+	}
+	return page(ctx, s.rdb, k, p, func(r *sql.Rows, base *row) (RequestSummary, error) {
+		return scanRequestSummary(r, base)
+	})
+}
+
+// Request returns one captured request of the project with its deliveries.
+func (s *Store) Request(ctx context.Context, projectID, id string) (Request, error) {
+	var base row
+	var headers string
+	var body []byte
+	summary, err := scanRequestSummary(s.rdb.QueryRowContext(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
+		requests.headers, requests.body FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
+		WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	r := Request{RequestSummary: summary, Body: body}
+	if r.Body == nil {
+		r.Body = []byte{}
+	}
+	var pairs [][2]any
+	if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
+		return Request{}, fmt.Errorf("request %s headers: %w", id, err)
+	}
+	r.Headers = headersFromPairs(pairs)
+	r.Deliveries, err = s.deliveries(ctx, base.seq)
+	return r, err
+}
+
+func (s *Store) deliveries(ctx context.Context, requestSeq int64) ([]Delivery, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, kind, target_url, status, response_status, error, duration_ms, created_at
+		FROM deliveries WHERE request_seq = ? ORDER BY seq`, requestSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Delivery{}
+	for rows.Next() {
+		var d Delivery
+		var status sql.NullInt64
+		var errText sql.NullString
+		var created int64
+		if err := rows.Scan(&d.ID, &d.Kind, &d.TargetURL, &d.Status, &status, &errText, &d.DurationMS, &created); err != nil {
+			return nil, err
+		}
+		if status.Valid {
+			v := int(status.Int64)
+			d.ResponseStatus = &v
+		}
+		d.Error = strPtr(errText)
+		d.CreatedAt = fromMS(created)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// AddDelivery records the outcome of sending a captured request somewhere.
+// A delivery is "delivered" when the target answered 2xx.
+func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd NewDelivery) (Delivery, error) {
+	if nd.Kind != DeliveryReplay && nd.Kind != DeliveryForward {
+		return Delivery{}, fmt.Errorf("%w: delivery kind %q", ErrInvalid, nd.Kind)
+	}
+	d := Delivery{
+		ID:             NewID("dlv_"),
+		Kind:           nd.Kind,
+		TargetURL:      nd.TargetURL,
+		Status:         DeliveryFailed,
+		ResponseStatus: nd.ResponseStatus,
+		Error:          nd.Error,
+		DurationMS:     nd.Duration.Milliseconds(),
+		CreatedAt:      now(),
+	}
+	if nd.ResponseStatus != nil && *nd.ResponseStatus >= 200 && *nd.ResponseStatus <= 299 {
+		d.Status = DeliveryDelivered
+	}
+	var status any
+	if d.ResponseStatus != nil {
+		status = *d.ResponseStatus
+	}
+	err := s.write(ctx, func(t *wtx) error {
+		var seq int64
+		err := t.queryRow(`SELECT r.seq FROM requests r JOIN endpoints e ON e.id = r.endpoint_id
+			WHERE r.id = ? AND e.project_id = ?`, requestID, projectID).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: no request %q", ErrNotFound, requestID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`INSERT INTO deliveries (id, request_seq, kind, target_url, status, response_status, error, duration_ms, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, seq, d.Kind, d.TargetURL, d.Status, status, nullStringPtr(d.Error), d.DurationMS, ms(d.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return Delivery{}, err
+	}
+	return d, nil
+}
+
+// DeleteRequest deletes one captured request of the project.
+func (s *Store) DeleteRequest(ctx context.Context, projectID, id string) error {
+	return s.write(ctx, func(t *wtx) error {
+		var endpointID string
+		err := t.queryRow(`DELETE FROM requests WHERE id = ?1 AND endpoint_id IN (SELECT id FROM endpoints WHERE project_id = ?2)
+			RETURNING endpoint_id`, id, projectID).Scan(&endpointID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: no request %q", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`UPDATE endpoints SET request_count = request_count - 1 WHERE id = ?`, endpointID)
+		return err
+	})
+}
+
+// PurgeEndpoint deletes every captured request of an endpoint of the project.
+func (s *Store) PurgeEndpoint(ctx context.Context, projectID, endpointID string) error {
+	if _, err := s.Endpoint(ctx, projectID, endpointID); err != nil {
+		return err
+	}
+	return s.write(ctx, func(t *wtx) error {
+		if _, err := t.exec(`DELETE FROM requests WHERE endpoint_id = ?`, endpointID); err != nil {
+			return err
+		}
+		_, err := t.exec(`UPDATE endpoints SET request_count = 0 WHERE id = ?`, endpointID)
+		return err
+	})
+}
+
+// HeaderValues flattens headers for lookups by canonical name.
+func HeaderValues(hs []Header, name string) []string {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, name) {
+			return h.Values
+		}
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+// Package store keeps everything capture knows in one SQLite file: projects,
+// keys, inboxes, endpoints and the captures themselves. It is the only
+// package that speaks SQL.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = errors.New("store is closed")
+
+// Store is the database. Writes go through one goroutine that commits them
+// in batches; reads use a separate pool of read-only connections.
+type Store struct {
+	path   string
+	wdb    *sql.DB
+	rdb    *sql.DB
+	notify *notifier
+
+	ops        chan *writeOp
+	quit       chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+const pragmas = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+
+// Open opens (creating when missing) the database at path and brings its
+// schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// One writer connection: SQLite has one writer at a time anyway, and a
+	// single connection never meets "database is locked" from itself.
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	rdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8)
+	rdb.SetConnMaxIdleTime(0)
+
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s := &Store{
+		path:       path,
+		wdb:        wdb,
+		rdb:        rdb,
+		notify:     newNotifier(),
+		ops:        make(chan *writeOp, 4096),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	go s.runWriter(w)
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close finishes the writes already queued, then closes the database.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.writerDone
+		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+	})
+	return s.closeErr
+}
+
+// Watch returns a channel closed at the next commit that adds captures to
+// the collection (an inbox or endpoint id). Take it before querying.
+func (s *Store) Watch(collectionID string) <-chan struct{} {
+	return s.notify.watch(collectionID)
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var current int
+	err := db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&current)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	type migration struct {
+		version int
+		name    string
+	}
+	var all []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return fmt.Errorf("migrate: bad migration name %q", e.Name())
+		}
+		all = append(all, migration{v, e.Name()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
+	for _, m := range all {
+		if m.version <= current {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + m.name)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, m.version); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullStringPtr(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func strPtr(ns sql.NullString) *string {
+	if !ns.Valid {
+		return nil
+	}
+	v := ns.String
+	return &v
+}
+
+// placeholders returns "?,?,…" for n arguments.
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+// DBFile is the database's name inside the data dir.
+const DBFile = "capture.db"
+
+// ResolveDir picks the data dir: the flag, else $CAPTURE_DATA_DIR, else
+// the platform's per-user data dir.
+func ResolveDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv("CAPTURE_DATA_DIR"); env != "" {
+		return env, nil
+	}
+	if runtime.GOOS == "darwin" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find data dir: %w", err)
+		}
+		return filepath.Join(home, "Library", "Application Support", "capture"), nil
+	}
+	if xdg := os.Getenv("XDG_DATA_HOME"); xdg != "" {
+		return filepath.Join(xdg, "capture"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find data dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "capture"), nil
+}
+
+// PrepareDir creates the data dir (0700) when missing and checks that it is
+// a directory.
+func PrepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s: not a directory", dir)
+	}
+	return nil
+}
+
+// OpenDir prepares the data dir and opens its database.
+func OpenDir(ctx context.Context, dir string) (*Store, error) {
+	if err := PrepareDir(dir); err != nil {
+		return nil, err
+	}
+	return Open(ctx, filepath.Join(dir, DBFile))
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,634 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustProject(t *testing.T, s *Store, name, plan string) Project {
+	t.Helper()
+	p, err := s.CreateProject(t.Context(), name, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func insertRequests(t *testing.T, s *Store, endpointID string, paths ...string) []string {
+	t.Helper()
+	ids := make([]string, len(paths))
+	for i, p := range paths {
+		id, err := s.InsertRequest(t.Context(), &NewRequest{EndpointID: endpointID, ReceivedAt: now(), Method: "POST",
+			Path: p, RemoteAddr: "127.0.0.1:1", Body: []byte(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+func TestMigrationsAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DBFile)
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustProject(t, s, "keep", "pro")
+	var version int
+	if err := s.rdb.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version < 1 {
+		t.Fatalf("schema_version = %d, %v", version, err)
+	}
+	var journal string
+	if err := s.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&journal); err != nil || journal != "wal" {
+		t.Fatalf("journal_mode = %q, %v", journal, err)
+	}
+	var fk int
+	if err := s.rdb.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Fatalf("foreign_keys = %d, %v", fk, err)
+	}
+	s.Close()
+
+	s, err = Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Project(t.Context(), "keep")
+	if err != nil || got.ID != p.ID || got.Plan.Name != "pro" {
+		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+func TestOpenBadPlaces(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := OpenDir(t.Context(), file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("data dir that is a file: %v", err)
+	}
+
+	// A database file that is not SQLite is refused with its path named.
+	bad := filepath.Join(dir, "bad")
+	os.Mkdir(bad, 0o700)
+	os.WriteFile(filepath.Join(bad, DBFile), []byte(strings.Repeat("not a database ", 100)), 0o600)
+	if _, err := OpenDir(t.Context(), bad); err == nil || !strings.Contains(err.Error(), DBFile) {
+		t.Fatalf("garbage database: %v", err)
+	}
+
+	if os.Geteuid() == 0 {
+		t.Log("running as root: read-only permissions do not apply; skipping that case")
+		return
+	}
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o500)
+	if _, err := OpenDir(t.Context(), ro); err == nil {
+		t.Fatal("read-only data dir opened")
+	}
+}
+
+func TestResolveDir(t *testing.T) {
+	t.Setenv("CAPTURE_DATA_DIR", "/env/dir")
+	if d, _ := ResolveDir("/flag/dir"); d != "/flag/dir" {
+		t.Fatalf("flag: %s", d)
+	}
+	if d, _ := ResolveDir(""); d != "/env/dir" {
+		t.Fatalf("env: %s", d)
+	}
+	t.Setenv("CAPTURE_DATA_DIR", "")
+	t.Setenv("XDG_DATA_HOME", "/xdg")
+	if d, _ := ResolveDir(""); d != "/xdg/capture" {
+		t.Fatalf("xdg: %s", d)
+	}
+}
+
+func TestProjectsAndQuotas(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "web", "free")
+	if _, err := s.CreateProject(ctx, "web", "free"); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if _, err := s.CreateProject(ctx, "x", "gold"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad plan: %v", err)
+	}
+	if _, err := s.CreateProject(ctx, "  ", "free"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("blank name: %v", err)
+	}
+	if byID, err := s.Project(ctx, p.ID); err != nil || byID.Name != "web" {
+		t.Fatalf("by id: %v %v", byID, err)
+	}
+	if _, err := s.Project(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+
+	k, secret, err := s.CreateKey(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "cap_") || len(secret) < 36 {
+		t.Fatalf("secret %q", secret)
+	}
+	if _, _, err := s.CreateKey(ctx, p.ID); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), "quota_exceeded") {
+		t.Fatalf("second key on free: %v", err)
+	}
+	gotKey, gotProject, err := s.Authenticate(ctx, secret)
+	if err != nil || gotKey.ID != k.ID || gotProject.ID != p.ID {
+		t.Fatalf("authenticate: %v %v %v", gotKey, gotProject, err)
+	}
+	// Only the hash is stored.
+	var n int
+	s.rdb.QueryRow(`SELECT count(*) FROM api_keys WHERE hash = ?`, secret).Scan(&n)
+	if n != 0 {
+		t.Fatal("secret stored in clear")
+	}
+	if _, err := s.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeKey(ctx, k.ID); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("revoke twice: %v", err)
+	}
+	if _, _, err := s.Authenticate(ctx, secret); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoked key authenticated: %v", err)
+	}
+	// A revoked key frees its slot.
+	if _, _, err := s.CreateKey(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := range 5 {
+		if _, err := s.CreateInbox(ctx, p.ID, fmt.Sprint("in", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateEndpoint(ctx, p.ID, fmt.Sprint("ep", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.CreateInbox(ctx, p.ID, "sixth"); !errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("sixth inbox: %v", err)
+	}
+	if _, err := s.CreateEndpoint(ctx, p.ID, "sixth", nil); !errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("sixth endpoint: %v", err)
+	}
+	if _, err := s.SetPlan(ctx, p.ID, "pro"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateInbox(ctx, p.ID, "sixth"); err != nil {
+		t.Fatalf("sixth inbox on pro: %v", err)
+	}
+	u, err := s.Usage(ctx, p.ID)
+	if err != nil || u.APIKeys != 1 || u.Inboxes != 6 || u.Endpoints != 5 {
+		t.Fatalf("usage %+v %v", u, err)
+	}
+}
+
+func TestInboxPasswordAndEndpointUpdate(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	in, err := s.CreateInbox(ctx, p.ID, "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.SMTPPassword) < 24 || !strings.HasPrefix(in.ID, "inb_") {
+		t.Fatalf("inbox %+v", in)
+	}
+	rotated, err := s.RotateInboxPassword(ctx, in.ID)
+	if err != nil || rotated.SMTPPassword == in.SMTPPassword {
+		t.Fatalf("rotate: %v %v", rotated, err)
+	}
+	if _, err := s.RotateInboxPassword(ctx, "inb_nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("rotate unknown: %v", err)
+	}
+	other := mustProject(t, s, "other", "free")
+	if _, err := s.Inbox(ctx, other.ID, in.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other project's inbox: %v", err)
+	}
+
+	bad := "ftp://x"
+	if _, err := s.CreateEndpoint(ctx, p.ID, "e", &bad); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad target: %v", err)
+	}
+	e, err := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, status, body, delay := "http://localhost:3000/x", 202, "ok", 1500*time.Millisecond
+	e, err = s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Target: &target, Status: &status, Body: &body, Delay: &delay,
+		Headers: map[string]string{"x-test": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *e.TargetURL != target || e.Response.Status != 202 || e.Response.Body != "ok" ||
+		e.Response.Delay != delay || e.Response.Headers["X-Test"] != "1" {
+		t.Fatalf("updated %+v", e)
+	}
+	tooLong := 11 * time.Second
+	for name, u := range map[string]EndpointUpdate{
+		"status": {Status: new(int)},
+		"delay":  {Delay: &tooLong},
+		"header": {Headers: map[string]string{"bad name": "x"}},
+	} {
+		if _, err := s.UpdateEndpoint(ctx, e.ID, u); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	e, err = s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{ClearTarget: true})
+	if err != nil || e.TargetURL != nil || e.Response.Status != 202 {
+		t.Fatalf("clear target: %+v %v", e, err)
+	}
+}
+
+func TestBootstrapOnce(t *testing.T) {
+	s := newStore(t)
+	b, err := s.EnsureBootstrap(t.Context())
+	if err != nil || !b.Created || b.Secret == "" || b.Inbox.ID == "" || b.Endpoint.ID == "" {
+		t.Fatalf("first: %+v %v", b, err)
+	}
+	again, err := s.EnsureBootstrap(t.Context())
+	if err != nil || again.Created || again.Secret != "" || again.Inbox.ID != b.Inbox.ID || again.Endpoint.ID != b.Endpoint.ID {
+		t.Fatalf("second: %+v %v", again, err)
+	}
+	if _, p, err := s.Authenticate(t.Context(), b.Secret); err != nil || p.Name != DefaultName || p.Plan.Name != "free" {
+		t.Fatalf("bootstrap key: %v %v", p, err)
+	}
+}
+
+func TestPaginationBothWays(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "team")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	other, _ := s.CreateEndpoint(ctx, p.ID, "other", nil)
+	paths := make([]string, 7)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/%d", i)
+	}
+	ids := insertRequests(t, s, e.ID, paths...) // ids[6] is the newest
+	otherIDs := insertRequests(t, s, other.ID, "/x")
+
+	idsOf := func(l List[RequestSummary]) []string {
+		out := []string{}
+		for _, it := range l.Items {
+			out = append(out, it.ID)
+		}
+		return out
+	}
+	eq := func(name string, got, want []string) {
+		t.Helper()
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: got %v want %v", name, got, want)
+		}
+	}
+
+	l, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq("newest page", idsOf(l), []string{ids[6], ids[5], ids[4]})
+	if l.Next != ids[4] {
+		t.Errorf("next = %s", l.Next)
+	}
+	l, _ = s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 3, Before: l.Next})
+	eq("before", idsOf(l), []string{ids[3], ids[2], ids[1]})
+	l, _ = s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 3, Before: l.Next})
+	eq("last page", idsOf(l), []string{ids[0]})
+	if l.Next != "" {
+		t.Errorf("last page next = %q", l.Next)
+	}
+
+	l, _ = s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 2, After: ids[1]})
+	eq("after", idsOf(l), []string{ids[3], ids[2]})
+	if l.Next != ids[3] {
+		t.Errorf("after next = %q", l.Next)
+	}
+	l, _ = s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 5, After: ids[3]})
+	eq("after to the end", idsOf(l), []string{ids[6], ids[5], ids[4]})
+	if l.Next != "" {
+		t.Errorf("caught-up next = %q", l.Next)
+	}
+	l, _ = s.Requests(ctx, e.ID, RequestFilter{}, Page{After: ids[6]})
+	eq("after newest", idsOf(l), []string{})
+
+	for name, pg := range map[string]Page{
+		"malformed":        {Before: "garbage"},
+		"other collection": {After: otherIDs[0]},
+		"never existed":    {Before: "req_AAAAAAAAAAAAAAAAAAAA"},
+		"other kind of id": {Before: e.ID},
+	} {
+		if _, err := s.Requests(ctx, e.ID, RequestFilter{}, pg); !errors.Is(err, ErrInvalidCursor) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A deleted capture is no longer a valid cursor.
+	if err := s.DeleteRequest(ctx, p.ID, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{After: ids[2]}); !errors.Is(err, ErrInvalidCursor) {
+		t.Errorf("deleted cursor: %v", err)
+	}
+	if _, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{Before: ids[1], After: ids[3]}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("before+after: %v", err)
+	}
+	got, _ := s.Endpoint(ctx, p.ID, e.ID)
+	if got.RequestCount != 6 {
+		t.Errorf("request_count = %d", got.RequestCount)
+	}
+}
+
+func TestRequestFilters(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	first := insertRequests(t, s, e.ID, "/ci/1/hook", "/ci/2/hook", "/other", "/ci/1/again")
+	time.Sleep(2 * time.Millisecond) // received_at has millisecond precision
+	for _, m := range []string{"PUT", "propfind"} {
+		if _, err := s.InsertRequest(ctx, &NewRequest{EndpointID: e.ID, ReceivedAt: now(), Method: m, Path: "/ci/1/m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(f RequestFilter) int {
+		l, err := s.Requests(ctx, e.ID, f, Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	if n := count(RequestFilter{PathPrefix: "/ci/1/"}); n != 4 {
+		t.Errorf("path prefix: %d", n)
+	}
+	if n := count(RequestFilter{PathPrefix: "/ci/1%"}); n != 0 {
+		t.Errorf("prefix is literal, not a pattern: %d", n)
+	}
+	if n := count(RequestFilter{Method: "post"}); n != 4 {
+		t.Errorf("method case-insensitive: %d", n)
+	}
+	if n := count(RequestFilter{Method: "PROPFIND"}); n != 1 {
+		t.Errorf("propfind: %d", n)
+	}
+	r, err := s.Request(ctx, p.ID, first[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(RequestFilter{Since: r.ReceivedAt}); n != 2 {
+		t.Errorf("since excludes the item's own time: %d", n)
+	}
+}
+
+func TestMessagesRoundTrip(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	in, _ := s.CreateInbox(ctx, p.ID, "in")
+	text, html, linkText := "Hello Zoë", "<p>Hello</p>", "Confirm"
+	date := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	id, err := s.InsertMessage(ctx, &NewMessage{
+		InboxID: in.ID, ReceivedAt: now(), EnvelopeFrom: "bounce@app.test", EnvelopeTo: []string{"a@x.test", "bcc@x.test"},
+		From: &Address{Name: "Ápp", Address: "noreply@app.test"}, To: []Address{{Address: "a@x.test"}},
+		Cc: []Address{{Name: "C", Address: "c@x.test"}}, ReplyTo: []Address{{Address: "help@app.test"}},
+		Subject: "Welcome ÉTÉ", Date: &date, MessageID: "m1@app.test",
+		Headers: []Header{{Name: "Subject", Values: []string{"Welcome ÉTÉ"}}, {Name: "X-Two", Values: []string{"1", "2"}}},
+		Text:    &text, HTML: &html,
+		Links:       []Link{{URL: "https://app.test/c?t=1", Text: &linkText, Origin: "https://app.test"}, {URL: "http://x.test/", Origin: "http://x.test"}},
+		Attachments: []NewAttachment{{Filename: "a.pdf", ContentType: "application/pdf", Data: []byte("%PDF")}, {Filename: "i.png", ContentType: "image/png", ContentID: "img1", Inline: true, Data: []byte{0, 1}}},
+		Snippet:     "Hello Zoë", Raw: []byte("raw bytes\r\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Message(ctx, p.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "Welcome ÉTÉ" || m.From.Name != "Ápp" || len(m.To) != 1 || len(m.Cc) != 1 || len(m.ReplyTo) != 1 ||
+		len(m.EnvelopeTo) != 2 || *m.Text != text || *m.HTML != html || !m.Date.Equal(date) || m.MessageID != "m1@app.test" ||
+		len(m.Links) != 2 || *m.Links[0].Text != "Confirm" || len(m.Attachments) != 2 || !m.Attachments[1].Inline ||
+		m.Attachments[1].ContentID != "img1" || m.AttachmentCount != 2 || m.Size != 11 || len(m.Headers) != 2 {
+		t.Fatalf("message %+v", m)
+	}
+	links, _ := s.MessageLinks(ctx, p.ID, id, "t=1")
+	if len(links) != 1 {
+		t.Fatalf("match: %v", links)
+	}
+	_, data, err := s.AttachmentData(ctx, p.ID, id, m.Attachments[0].ID)
+	if err != nil || string(data) != "%PDF" {
+		t.Fatalf("attachment %q %v", data, err)
+	}
+	raw, _ := s.MessageRaw(ctx, p.ID, id)
+	if string(raw) != "raw bytes\r\n" {
+		t.Fatalf("raw %q", raw)
+	}
+	other := mustProject(t, s, "other", "free")
+	if _, err := s.Message(ctx, other.ID, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other project: %v", err)
+	}
+	for f, want := range map[MessageFilter]int{
+		{To: "A@X"}:      1,
+		{To: "bcc@"}:     1, // envelope recipients count
+		{To: "c@x.test"}: 1, // Cc counts
+		{To: "zzz"}:      0,
+		{From: "ápp"}:    1, // non-ASCII case folding
+		{From: "bounce"}: 1,
+		{Subject: "été"}: 1,
+	} {
+		l, err := s.Messages(ctx, in.ID, f, Page{})
+		if err != nil || len(l.Items) != want {
+			t.Errorf("%+v: %d items, %v", f, len(l.Items), err)
+		}
+	}
+	l, _ := s.Messages(ctx, in.ID, MessageFilter{}, Page{})
+	if len(l.Items[0].To) != 1 || len(l.Items[0].Cc) != 1 {
+		t.Errorf("list item recipients %+v", l.Items[0])
+	}
+	if err := s.DeleteMessage(ctx, other.ID, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete from other project: %v", err)
+	}
+	if err := s.DeleteMessage(ctx, p.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	s.rdb.QueryRow(`SELECT (SELECT count(*) FROM attachments) + (SELECT count(*) FROM message_links) + (SELECT count(*) FROM message_recipients)`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d child rows left after delete", n)
+	}
+}
+
+func TestWatchWakesOnCommit(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	other, _ := s.CreateEndpoint(ctx, p.ID, "o", nil)
+	ch := s.Watch(e.ID)
+	otherCh := s.Watch(other.ID)
+	insertRequests(t, s, e.ID, "/")
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch not woken by a commit")
+	}
+	select {
+	case <-otherCh:
+		t.Fatal("another collection's watcher woke")
+	default:
+	}
+}
+
+func TestConcurrentInsertsAllCommitted(t *testing.T) {
+	s := newStore(t)
+	p := mustProject(t, s, "p", "team")
+	e, _ := s.CreateEndpoint(t.Context(), p.ID, "e", nil)
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	ids := make(chan string, writers*each)
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				id, err := s.InsertRequest(context.Background(), &NewRequest{EndpointID: e.ID, ReceivedAt: now(), Method: "POST", Path: "/"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// Acknowledged means readable.
+				if _, err := s.Request(context.Background(), p.ID, id); err != nil {
+					t.Error(err)
+				}
+				ids <- id
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	got, _ := s.Endpoint(t.Context(), p.ID, e.ID)
+	if len(seen) != writers*each || got.RequestCount != writers*each {
+		t.Fatalf("%d ids, count %d", len(seen), got.RequestCount)
+	}
+}
+
+func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
+	s := newStore(t)
+	p := mustProject(t, s, "p", "team")
+	e, _ := s.CreateEndpoint(t.Context(), p.ID, "e", nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			endpoint := e.ID
+			if i%4 == 0 {
+				endpoint = "whe_missing" // foreign key violation
+			}
+			_, errs[i] = s.InsertRequest(context.Background(), &NewRequest{EndpointID: endpoint, ReceivedAt: now(), Method: "POST"})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%4 == 0) != (err != nil) {
+			t.Errorf("insert %d: %v", i, err)
+		}
+	}
+	got, _ := s.Endpoint(t.Context(), p.ID, e.ID)
+	if got.RequestCount != 30 {
+		t.Fatalf("count %d", got.RequestCount)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	in, _ := s.CreateInbox(ctx, p.ID, "i")
+	old := now().Add(-8 * 24 * time.Hour)
+	for range 3 {
+		s.InsertRequest(ctx, &NewRequest{EndpointID: e.ID, ReceivedAt: old, Method: "POST"})
+		s.InsertMessage(ctx, &NewMessage{InboxID: in.ID, ReceivedAt: old, Raw: []byte("x")})
+	}
+	fresh := insertRequests(t, s, e.ID, "/new")
+	n, err := s.Prune(ctx, time.Now())
+	if err != nil || n != 6 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	l, _ := s.Requests(ctx, e.ID, RequestFilter{}, Page{})
+	if len(l.Items) != 1 || l.Items[0].ID != fresh[0] {
+		t.Fatalf("left %+v", l.Items)
+	}
+	got, _ := s.Endpoint(ctx, p.ID, e.ID)
+	gotIn, _ := s.Inbox(ctx, p.ID, in.ID)
+	if got.RequestCount != 1 || gotIn.MessageCount != 0 {
+		t.Fatalf("counts %d %d", got.RequestCount, gotIn.MessageCount)
+	}
+}
+
+func TestPruneOverCap(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	// Pretend the endpoint already holds the cap, then add three more.
+	s.write(ctx, func(t *wtx) error {
+		_, err := t.exec(`UPDATE endpoints SET request_count = ? WHERE id = ?`, 10_000-3, e.ID)
+		return err
+	})
+	ids := insertRequests(t, s, e.ID, "/1", "/2", "/3", "/4", "/5", "/6")
+	n, err := s.Prune(ctx, time.Now())
+	if err != nil || n != 3 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	l, _ := s.Requests(ctx, e.ID, RequestFilter{}, Page{})
+	if len(l.Items) != 3 || l.Items[2].ID != ids[3] {
+		t.Fatalf("oldest not evicted first: %+v", l.Items)
+	}
+}
+
+func TestDeliveries(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	id := insertRequests(t, s, e.ID, "/")[0]
+	ok, fail := 204, 500
+	errText := "connection refused"
+	for _, nd := range []NewDelivery{
+		{Kind: DeliveryReplay, TargetURL: "http://t/", ResponseStatus: &ok, Duration: 12 * time.Millisecond},
+		{Kind: DeliveryForward, TargetURL: "http://t/", ResponseStatus: &fail},
+		{Kind: DeliveryForward, TargetURL: "http://t/", Error: &errText},
+	} {
+		if _, err := s.AddDelivery(ctx, p.ID, id, nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.AddDelivery(ctx, p.ID, id, NewDelivery{Kind: "carrier pigeon"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad kind: %v", err)
+	}
+	other := mustProject(t, s, "o", "free")
+	if _, err := s.AddDelivery(ctx, other.ID, id, NewDelivery{Kind: DeliveryForward}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other project: %v", err)
+	}
+	r, _ := s.Request(ctx, p.ID, id)
+	if len(r.Deliveries) != 3 || r.Deliveries[0].Status != DeliveryDelivered || r.Deliveries[0].DurationMS != 12 ||
+		r.Deliveries[1].Status != DeliveryFailed || *r.Deliveries[2].Error != errText {
+		t.Fatalf("deliveries %+v", r.Deliveries)
+	}
+}

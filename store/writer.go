@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// maxBatch bounds one group commit so a burst cannot hold the write lock
+// (and every caller of the batch) for long.
+const maxBatch = 512
+
+type writeOp struct {
+	fn   func(*wtx) error
+	done chan error
+	// wake lists the collections whose waiters the commit must wake.
+	wake []string
+}
+
+type writer struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// wtx is the write transaction an operation runs in. Statements are
+// prepared once on the writer connection and reused.
+type wtx struct {
+	ctx  context.Context
+	w    *writer
+	wake []string
+	// bumps collects counter increments that the batch applies once per
+	// collection instead of once per capture.
+	bumps map[bump]int64
+}
+
+type bump struct{ table, column, id string }
+
+func (t *wtx) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := t.w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := t.w.conn.PrepareContext(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.w.stmts[query] = st
+	return st, nil
+}
+
+func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
+}
+
+func (t *wtx) queryRow(query string, args ...any) *sql.Row {
+	st, err := t.stmt(query)
+	if err != nil {
+		// Surface the prepare error through Scan, as database/sql does.
+		return t.w.conn.QueryRowContext(t.ctx, query, args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
+func (t *wtx) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
+}
+
+// countCapture adds one to a collection's capture counter before the
+// batch commits.
+func (t *wtx) countCapture(table, column, id string) { t.bumps[bump{table, column, id}]++ }
+
+// wakeAfterCommit marks a collection whose waiters the commit wakes.
+func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, collectionID) }
+
+// write runs fn in a write transaction, possibly together with other
+// callers' operations, and returns once that transaction has committed (or
+// fn failed). The caller's context only bounds queueing: once the operation
+// is queued its outcome is always reported, so nothing committed is ever
+// reported as failed.
+func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.ops <- op:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-s.writerDone:
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+func (s *Store) runWriter(w *writer) {
+	defer close(s.writerDone)
+	defer func() {
+		for _, st := range w.stmts {
+			st.Close()
+		}
+		w.conn.Close()
+	}()
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		var first *writeOp
+		select {
+		case first = <-s.ops:
+		case <-s.quit:
+			// Finish what was queued before Close.
+			for {
+				select {
+				case op := <-s.ops:
+					s.commit(w, []*writeOp{op})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break drain
+			}
+		}
+		s.commit(w, batch)
+	}
+}
+
+// commit runs a batch in one transaction. When one operation fails, the
+// batch is rolled back and each operation runs again alone, so one caller's
+// bad input never fails another's write.
+func (s *Store) commit(w *writer, batch []*writeOp) {
+	ctx := context.Background()
+	err := s.runTx(ctx, w, batch)
+	if err == nil {
+		var wake []string
+		for _, op := range batch {
+			wake = append(wake, op.wake...)
+			op.done <- nil
+		}
+		s.notify.notify(wake)
+		return
+	}
+	if len(batch) == 1 {
+		batch[0].done <- err
+		return
+	}
+	for _, op := range batch {
+		s.commit(w, []*writeOp{op})
+	}
+}
+
+func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err error) {
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := w.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+			}
+		}
+	}()
+	bumps := make(map[bump]int64)
+	for _, op := range batch {
+		t := &wtx{ctx: ctx, w: w, bumps: bumps}
+		if err := op.fn(t); err != nil {
+			return err
+		}
+		op.wake = t.wake
+	}
+	t := &wtx{ctx: ctx, w: w}
+	for b, n := range bumps {
+		if _, err := t.exec(`UPDATE `+b.table+` SET `+b.column+` = `+b.column+` + ? WHERE id = ?`, n, b.id); err != nil {
+			return err
+		}
+	}
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
