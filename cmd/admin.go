@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -228,10 +229,11 @@ func newInboxCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), struct {
-						any
-						SMTPPassword string `json:"smtp_password"`
-					}{api.InboxJSON(in, defaultAPIConfig()), in.SMTPPassword})
+					out, err := withField(api.InboxJSON(in, defaultAPIConfig()), "smtp_password", in.SMTPPassword)
+					if err != nil {
+						return err
+					}
+					return printJSON(c.OutOrStdout(), out)
 				}
 				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP username: %s\nSMTP password: %s\n",
 					in.Name, in.ID, in.ID, in.SMTPPassword)
@@ -299,6 +301,21 @@ func newInboxCmd() *cobra.Command {
 	password.Flags().Bool("rotate", false, "replace the password; new SMTP sessions need the new one at once")
 	c.AddCommand(create, list, password)
 	return c
+}
+
+// withField adds a field (a secret shown once) to an object in the API's
+// shape.
+func withField(v any, name string, value any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m[name] = value
+	return m, nil
 }
 
 // allPages follows a list's cursors to the end; the CLI prints whole lists.

@@ -208,5 +208,3 @@ func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, d
 	}
 	fmt.Fprintln(w)
 }
-
-

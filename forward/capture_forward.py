@@ -1,0 +1,762 @@
+#!/usr/bin/env python3
+"""capture-forward: deliver webhook requests captured by capture to a local handler.
+
+Pulls the requests an endpoint captures from capture's read API and delivers
+each one, once, to a handler on this machine: same method, the captured path
+and query appended to --to, the same headers (minus hop-by-hop ones, Host set
+to the target) and the same body bytes. It never listens on a port or opens a
+tunnel, and it does not retry a failed delivery.
+
+Python 3.10 or newer, standard library only. This is the single-file twin of
+`capture forward`; both behave the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import ipaddress
+import json
+import os
+import signal
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+
+if sys.version_info < (3, 10):
+    sys.exit("capture-forward: needs Python 3.10 or newer")
+
+DEFAULT_API = "http://127.0.0.1:7780/api/v1"
+DEFAULT_INTERVAL = 2
+MAX_LIMIT = 100
+DELIVERY_TIMEOUT = 30.0
+CALL_TIMEOUT = 30.0
+RECORD_TIMEOUT = 10.0
+MAX_RESPONSE_DRAIN = 1 << 20
+
+EXIT_START = 2
+
+# Headers that describe one connection rather than the request; Host and
+# Content-Length follow the new target and body.
+HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+    "host", "content-length",
+}
+
+DESCRIPTION = """\
+Deliver webhook requests captured by capture to a local handler.
+
+Each request captured after the start is sent once, oldest first: same method,
+the captured path and query appended to --to, the same headers (minus hop-by-hop
+ones; Host set to the target) and the same body bytes. Results are printed and
+recorded in the request's delivery history. No retries, no listening port, no
+tunnel.
+"""
+
+EPILOG = """\
+The API key comes from $CAPTURE_API_KEY, else $CAPTURE_KEY, else
+credentials.json in capture's data dir (--data-dir, else $CAPTURE_DATA_DIR,
+else $XDG_DATA_HOME/capture or ~/.local/share/capture; on macOS
+~/Library/Application Support/capture). --api defaults from the same file,
+else http://127.0.0.1:7780/api/v1.
+
+--output json prints NDJSON on stdout: one {"type":"ready"} object, one
+{"type":"delivery"} object per delivery (time, request_id, method, path, url,
+status, error, error_class, duration_ms, bytes) and a {"type":"summary"} on
+stop. Warnings go to stderr.
+
+Exit codes: 0 after Ctrl-C, 2 for a bad flag or a failed start (bad key,
+unknown endpoint, API unreachable), 1 when the API stops accepting the key or
+the endpoint mid-run.
+
+examples:
+  python3 capture-forward.py --endpoint whe_... --to localhost:3000
+  CAPTURE_API_KEY=cap_... python3 capture-forward.py --api http://127.0.0.1:7780/api/v1 \\
+      --endpoint whe_... --to http://127.0.0.1:8080/hooks --replay-last 5
+"""
+
+
+class StartError(Exception):
+    """A failure before forwarding began; its text is the one line shown."""
+
+
+class Stop(BaseException):
+    """Raised by the signal handlers to end the run cleanly."""
+
+
+class APIError(Exception):
+    def __init__(self, status, code, message, fields=None, retry_after=0.0):
+        super().__init__(f"{status} {code}: {message}" if code else f"{status}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.fields = fields or {}
+        self.retry_after = retry_after
+
+
+class Unreachable(Exception):
+    def __init__(self, url, err):
+        super().__init__(f"cannot reach the API at {url}: {err}")
+
+
+# ---------------------------------------------------------------- settings
+
+
+def resolve_data_dir(flag):
+    if flag:
+        return flag
+    env = os.environ.get("CAPTURE_DATA_DIR")
+    if env:
+        return env
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "capture")
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg:
+        return os.path.join(xdg, "capture")
+    return os.path.join(home, ".local", "share", "capture")
+
+
+def resolve_credentials(api_flag, data_dir_flag):
+    """Returns (api, key) as `capture forward` finds them."""
+    key = os.environ.get("CAPTURE_API_KEY", "").strip() or os.environ.get("CAPTURE_KEY", "").strip()
+    api = (api_flag or "").strip()
+    if not key or not api:
+        path = os.path.join(resolve_data_dir(data_dir_flag), "credentials.json")
+        saved = {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                saved = json.load(f)
+            if not isinstance(saved, dict):
+                raise ValueError("not a JSON object")
+        except FileNotFoundError:
+            if not key:
+                raise StartError(
+                    f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY), or run `capture serve` once so that {path} exists")
+        except (OSError, ValueError) as e:
+            raise StartError(f"read {path}: {e}")
+        if not key:
+            key = str(saved.get("key") or "").strip()
+            if not key:
+                raise StartError(f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY); {path} holds none")
+        if not api:
+            api = str(saved.get("api") or "").strip()
+    api = (api or DEFAULT_API).rstrip("/")
+    u = urllib.parse.urlsplit(api)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise StartError(f"API URL {api!r}: want an absolute http:// or https:// URL ending in /api/v1")
+    return api, key
+
+
+def parse_target(s):
+    """--to as a base URL; no scheme means http://."""
+    s = (s or "").strip()
+    if not s:
+        raise ValueError("the local handler URL is empty")
+    if "://" not in s:
+        s = "http://" + s
+    try:
+        u = urllib.parse.urlsplit(s)
+        host = u.hostname
+        u.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise ValueError(f"{s!r} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
+    if u.scheme not in ("http", "https") or not host:
+        raise ValueError(f"{s!r} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
+    if u.query or u.fragment or "?" in s or "@" in u.netloc:
+        raise ValueError(f"{s!r}: give the handler's base URL without query, fragment or user info")
+    return s.rstrip("/")
+
+
+def interval_arg(v):
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r}: want a whole number of seconds")
+    if n < 1 or n > 60:
+        raise argparse.ArgumentTypeError(f"{n}: want 1 to 60 seconds")
+    return n
+
+
+def replay_arg(v):
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r}: want a whole number")
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n}: want 0 or more")
+    return n
+
+
+def to_arg(v):
+    try:
+        return parse_target(v)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def endpoint_arg(v):
+    if not v.startswith("whe_"):
+        raise argparse.ArgumentTypeError(f"{v!r}: want an endpoint id (whe_...)")
+    return v
+
+
+# --------------------------------------------------------------- API client
+
+
+def parse_time(s):
+    """The API's times: RFC 3339 UTC with milliseconds and Z."""
+    return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+EPOCH = datetime.fromtimestamp(0, timezone.utc)
+
+
+class API:
+    def __init__(self, base, key):
+        self.base = base.rstrip("/")
+        self.key = key
+        host = urllib.parse.urlsplit(self.base).hostname or ""
+        handlers = []
+        if is_loopback(host):
+            # A proxy from the environment must not stand between this
+            # machine and its own capture.
+            handlers.append(urllib.request.ProxyHandler({}))
+        self.opener = urllib.request.build_opener(*handlers)
+
+    def call(self, method, path, query=None, body=None, timeout=CALL_TIMEOUT):
+        url = self.base + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
+        data = None
+        headers = {"Authorization": "Bearer " + self.key, "Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with self.opener.open(req, timeout=timeout) as resp:
+                raw = resp.read()
+                if resp.status == 204 or not raw:
+                    return None
+                return json.loads(raw)
+        except urllib.error.HTTPError as e:
+            try:
+                raw = e.read(1 << 20)
+            except OSError:
+                raw = b""
+            raise api_error(e.code, e.headers, raw) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", e)
+            if isinstance(reason, (socket.timeout, TimeoutError)):
+                reason = f"no answer within {int(timeout)}s"
+            raise Unreachable(self.base, reason) from None
+
+    def me(self):
+        return self.call("GET", "/me")
+
+    def endpoint(self, endpoint_id):
+        # No route serves one endpoint: page through the list.
+        query = {"limit": MAX_LIMIT}
+        while True:
+            page = self.call("GET", "/endpoints", query)
+            for e in page["items"]:
+                if e["id"] == endpoint_id:
+                    return e
+            if not page.get("next"):
+                raise APIError(404, "not_found", f"no endpoint {endpoint_id!r} in this key's project")
+            query["before"] = page["next"]
+
+    def requests(self, endpoint_id, **query):
+        return self.call("GET", "/endpoints/" + urllib.parse.quote(endpoint_id, safe="") + "/requests", query)
+
+    def request(self, request_id):
+        return self.call("GET", "/requests/" + urllib.parse.quote(request_id, safe=""))
+
+    def record_delivery(self, request_id, report):
+        return self.call("POST", "/requests/" + urllib.parse.quote(request_id, safe="") + "/deliveries",
+                         body=report, timeout=RECORD_TIMEOUT)
+
+
+def api_error(status, headers, raw):
+    retry_after = 0.0
+    ra = (headers.get("Retry-After") or "").strip() if headers else ""
+    if ra.isdigit():
+        retry_after = float(ra)
+    try:
+        env = json.loads(raw)["error"]
+        return APIError(status, env["code"], env.get("message", ""), env.get("fields"), retry_after)
+    except (ValueError, KeyError, TypeError):
+        text = raw.decode("utf-8", "replace").strip()
+        msg = http.client.responses.get(status, "error")
+        if text and len(text) <= 200:
+            msg += ": " + text
+        return APIError(status, "", msg, None, retry_after)
+
+
+def is_loopback(host):
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# ----------------------------------------------------------------- output
+
+
+def now_json():
+    return fmt_json_time(datetime.now(timezone.utc))
+
+
+def fmt_json_time(t):
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def fmt_bytes(n):
+    if n < 1024:
+        return f"{n} B"
+    v = n / 1024
+    for unit in ("KiB", "MiB"):
+        if v < 1024:
+            return f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"
+
+
+class Printer:
+    def __init__(self, output, out=sys.stdout, err=sys.stderr):
+        self.json = output == "json"
+        self.out = out
+        self.err = err
+
+    def _line(self, stream, s):
+        stream.write(s + "\n")
+        stream.flush()
+
+    def _emit(self, obj):
+        self._line(self.out, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+
+    def ready(self, info):
+        if self.json:
+            self._emit({"type": "ready", "time": now_json(), "api": info["api"], "project": info["project"],
+                        "endpoint": info["endpoint"], "capture_url": info["capture_url"], "to": info["to"],
+                        "baseline": info["baseline"], "replay_last": info["replay_last"],
+                        "interval_s": info["interval"]})
+            return
+        rows = [("API", f"{info['api']} (project {info['project']})")]
+        if info["capture_url"]:
+            rows.append(("Capture", info["capture_url"] + "/…"))
+        if info["baseline"]:
+            rows.append(("Baseline", info["baseline"] + " (requests captured after it are forwarded)"))
+        else:
+            rows.append(("Baseline", "none yet (the endpoint is empty; every new request is forwarded)"))
+        if info["replay_last"]:
+            rows.append(("Replay", f"the {info['replay_last']} newest existing first"))
+        rows.append(("Interval", f"every {info['interval']}s"))
+        lines = [f"Forwarding {info['endpoint']} → {info['to']}"]
+        lines += [f"  {k:<9} {v}" for k, v in rows]
+        lines.append("Press Ctrl-C to stop.")
+        self._line(self.out, "\n".join(lines))
+
+    def delivery(self, r):
+        if self.json:
+            self._emit({"type": "delivery", "time": fmt_json_time(r["at"]), "request_id": r["id"],
+                        "method": r["method"], "path": r["target"], "url": r["url"],
+                        "status": r["status"], "error": r["error"], "error_class": r["class"],
+                        "duration_ms": r["duration_ms"], "bytes": r["bytes"]})
+            return
+        at = r["at"].astimezone().strftime("%H:%M:%S")
+        if r["error"] is not None:
+            outcome = f"{r['class']} {r['duration_ms']} ms: {r['error']}"
+        else:
+            outcome = f"{r['reason']} {r['duration_ms']} ms {fmt_bytes(r['bytes'])}"
+        self._line(self.out, f"{at} {r['id']} {r['method']} {r['target']} → {outcome}")
+
+    def warn(self, msg):
+        self._line(self.err, "warning: " + msg)
+
+    def info(self, msg):
+        self._line(self.err, msg)
+
+    def summary(self, stats, ran):
+        if self.json:
+            self._emit({"type": "summary", "time": now_json(), "deliveries": stats["deliveries"],
+                        "ok": stats["ok"], "non_2xx": stats["non_2xx"], "errors": stats["errors"],
+                        "duration_ms": int(ran * 1000)})
+            return
+        self._line(self.out, f"Stopped after {round(ran)}s: {stats['deliveries']} forwarded "
+                             f"({stats['ok']} answered 2xx, {stats['non_2xx']} another status, "
+                             f"{stats['errors']} failed).")
+
+
+# --------------------------------------------------------------- delivery
+
+
+def classify(e):
+    if isinstance(e, socket.gaierror):
+        return "dns"
+    if isinstance(e, ConnectionRefusedError):
+        return "refused"
+    if isinstance(e, (socket.timeout, TimeoutError)):
+        return "timeout"
+    return "other"
+
+
+def forward_headers(headers):
+    """The captured headers minus hop-by-hop ones and those Connection names."""
+    named = set()
+    for name, values in headers.items():
+        if name.lower() == "connection":
+            for v in values:
+                named.update(n.strip().lower() for n in v.split(",") if n.strip())
+    out = []
+    for name, values in headers.items():
+        low = name.lower()
+        if low in HOP_BY_HOP or low in named:
+            continue
+        out.extend((name, v) for v in values)
+    return out
+
+
+def deliver_http(to, method, target, headers, body):
+    """Sends one request; returns (status, reason). Raises on no answer."""
+    u = urllib.parse.urlsplit(to)
+    port = u.port
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT,
+                                           context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT)
+    try:
+        # Host and Accept-Encoding are set here, exactly, rather than by
+        # http.client.
+        conn.putrequest(method, (u.path or "") + target, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", u.netloc)
+        for name, value in headers:
+            conn.putheader(name, value)
+        if body or method not in ("GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT"):
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body if body else None)
+        resp = conn.getresponse()
+        resp.read(MAX_RESPONSE_DRAIN)
+        return resp.status, f"{resp.status} {resp.reason}".strip()
+    finally:
+        conn.close()
+
+
+class Forwarder:
+    def __init__(self, args, api, printer):
+        self.endpoint = args.endpoint
+        self.to = args.to
+        self.interval = args.interval
+        self.replay_last = args.replay_last
+        self.api = api
+        self.out = printer
+        self.last = ""
+        # Latest received_at of every capture seen: when the cursor is gone,
+        # captures received after it are certainly new.
+        self.seen_until = EPOCH
+        self.handler_down = False
+        self.api_down = False
+        self.last_problem = ""
+        self.rate_limited = False
+        self.stats = {"deliveries": 0, "ok": 0, "non_2xx": 0, "errors": 0}
+        self.started = time.monotonic()
+
+    # A rate-limited call was not carried out, so repeating it is safe.
+    def call(self, fn, *args, **kwargs):
+        while True:
+            try:
+                v = fn(*args, **kwargs)
+                self.rate_limited = False
+                return v
+            except APIError as e:
+                if e.status != 429:
+                    self.rate_limited = False
+                    raise
+                wait = e.retry_after or 1.0
+                if not self.rate_limited:
+                    self.rate_limited = True
+                    self.out.info(f"API rate limit reached; waiting {wait:g}s as Retry-After asks")
+                time.sleep(wait)
+
+    def start(self):
+        api = self.api.base
+        try:
+            me = self.call(self.api.me)
+        except Unreachable as e:
+            raise StartError(f"{e} (is `capture serve` running? --api sets the URL)")
+        except APIError as e:
+            if e.code == "unauthorized":
+                raise StartError(f"the API at {api} refused the key (unknown or revoked): "
+                                 "set CAPTURE_API_KEY to a valid key")
+            raise StartError(f"API at {api}: {e}")
+        try:
+            ep = self.call(self.api.endpoint, self.endpoint)
+        except Unreachable as e:
+            raise StartError(str(e))
+        except APIError as e:
+            if e.code == "not_found":
+                raise StartError(f"endpoint {self.endpoint} not found in project {me['project']['name']!r} "
+                                 "(`capture endpoint list` shows the ids)")
+            raise StartError(f"API at {api}: {e}")
+        try:
+            newest = self.newest(max(self.replay_last, 1))
+        except Unreachable as e:
+            raise StartError(str(e))
+        except APIError as e:
+            raise StartError(f"list the requests of {self.endpoint}: {e}")
+        if newest:
+            self.last = newest[0]["id"]
+        for r in newest:
+            self.see(r)
+        self.out.ready({"api": api, "project": me["project"]["name"], "endpoint": ep["id"],
+                        "capture_url": ep.get("capture_url", ""), "to": self.to, "baseline": self.last or None,
+                        "replay_last": self.replay_last, "interval": self.interval})
+        replay = newest[:self.replay_last]
+        for r in reversed(replay):
+            try:
+                self.deliver(r)
+            except (APIError, Unreachable) as e:
+                self.out.warn(f"could not replay {r['id']}: {e}")
+        if newest:
+            self.last = newest[0]["id"]
+
+    def newest(self, n):
+        out = []
+        query = {"limit": MAX_LIMIT}
+        while True:
+            page = self.call(self.api.requests, self.endpoint, **query)
+            out.extend(page["items"])
+            if len(out) >= n or not page.get("next"):
+                return out
+            query["before"] = page["next"]
+
+    def see(self, r):
+        t = parse_time(r["received_at"])
+        if t > self.seen_until:
+            self.seen_until = t
+
+    def loop(self):
+        while True:
+            time.sleep(self.interval)
+            try:
+                self.pull()
+            except Unreachable as e:
+                if not self.api_down:
+                    self.api_down = True
+                    self.out.warn(f"{e}; retrying every {self.interval}s")
+                continue
+            except APIError as e:
+                if e.code == "unauthorized":
+                    raise RuntimeError(f"the API refused the key (revoked?): {e}")
+                if e.code == "not_found":
+                    raise RuntimeError(f"endpoint {self.endpoint} is gone: {e}")
+                if str(e) != self.last_problem:
+                    self.last_problem = str(e)
+                    self.out.warn(f"pull failed: {e}; retrying every {self.interval}s")
+                continue
+            if self.api_down or self.last_problem:
+                where = f"after {self.last}" if self.last else "from the start"
+                self.out.info(f"API answers again; resuming {where}")
+            self.api_down = False
+            self.last_problem = ""
+
+    def pull(self):
+        if not self.last:
+            return self.pull_fresh("")
+        while True:
+            after = self.last
+            try:
+                page = self.call(self.api.requests, self.endpoint, after=after, limit=MAX_LIMIT)
+            except APIError as e:
+                if e.code == "invalid_cursor":
+                    return self.pull_fresh(after)
+                raise
+            for r in reversed(page["items"]):
+                self.deliver(r)
+            if not page.get("next") or not page["items"]:
+                return
+
+    def pull_fresh(self, gone):
+        """Lists without a cursor: the newest capture becomes the cursor, and
+        captures received after everything seen so far are delivered."""
+        fresh = []
+        newest_id = ""
+        query = {"limit": MAX_LIMIT}
+        while True:
+            page = self.call(self.api.requests, self.endpoint, **query)
+            if not newest_id and page["items"]:
+                newest_id = page["items"][0]["id"]
+            older = False
+            for r in page["items"]:
+                if parse_time(r["received_at"]) > self.seen_until:
+                    fresh.append(r)
+                else:
+                    older = True
+            if older or not page.get("next"):
+                break
+            query["before"] = page["next"]
+        if gone:
+            self.out.warn(f"cursor {gone} no longer exists (deleted or pruned); "
+                          f"new baseline: {newest_id or 'none (the endpoint is empty)'}")
+        for r in reversed(fresh):
+            self.deliver(r)
+        if newest_id:
+            self.last = newest_id
+
+    def deliver(self, summary):
+        try:
+            req = self.call(self.api.request, summary["id"])
+        except APIError as e:
+            if e.code == "not_found":
+                self.see(summary)  # deleted since it was listed
+                return
+            raise
+        res = self.send(req)
+        self.last = summary["id"]
+        self.see(summary)
+        self.count(res)
+        self.out.delivery(res)
+        self.note_handler(res)
+        self.record(res)
+
+    def send(self, req):
+        target = req["path"] + ("?" + req["query"] if req["query"] else "")
+        res = {"at": datetime.now(timezone.utc), "id": req["id"], "method": req["method"], "target": target,
+               "url": self.to + target, "status": None, "reason": "", "error": None, "class": None,
+               "duration_ms": 0, "bytes": 0}
+        try:
+            if req.get("body") is not None:
+                body = req["body"].encode("utf-8")
+            elif req.get("body_base64") is not None:
+                body = base64.b64decode(req["body_base64"])
+            else:
+                body = b""
+        except (ValueError, UnicodeError) as e:
+            res["error"], res["class"] = f"body: {e}", "other"
+            return res
+        res["bytes"] = len(body)
+        headers = forward_headers(req.get("headers") or {})
+        start = time.monotonic()
+        try:
+            res["status"], res["reason"] = deliver_http(self.to, req["method"], target, headers, body)
+        except Exception as e:  # every failure to get an answer is reported, never retried
+            res["class"] = classify(e)
+            res["error"] = f"no answer within {int(DELIVERY_TIMEOUT)}s" if res["class"] == "timeout" else (
+                str(e) or type(e).__name__)
+        res["duration_ms"] = int((time.monotonic() - start) * 1000)
+        return res
+
+    def count(self, r):
+        self.stats["deliveries"] += 1
+        if r["error"] is not None:
+            self.stats["errors"] += 1
+        elif 200 <= r["status"] < 300:
+            self.stats["ok"] += 1
+        else:
+            self.stats["non_2xx"] += 1
+
+    def note_handler(self, r):
+        down = r["error"] is not None and r["class"] != "other"
+        if down and not self.handler_down:
+            self.out.warn(f"local handler {self.to} is unreachable ({r['class']}); deliveries fail until it answers")
+        elif r["error"] is None and self.handler_down:
+            self.out.info(f"local handler {self.to} answers again")
+        if r["error"] is None or down:
+            self.handler_down = down
+
+    def record(self, r):
+        report = {"target_url": r["url"], "duration_ms": r["duration_ms"],
+                  "response_status": r["status"], "error": None}
+        if r["error"] is not None:
+            report["error"] = f"{r['class']}: {r['error']}"
+            report["response_status"] = None
+        deadline = time.monotonic() + RECORD_TIMEOUT
+        while True:
+            try:
+                self.api.record_delivery(r["id"], report)
+                return
+            except APIError as e:
+                if e.status == 429 and time.monotonic() + (e.retry_after or 1.0) < deadline:
+                    time.sleep(e.retry_after or 1.0)
+                    continue
+                self.out.warn(f"could not record the delivery of {r['id']} on the server: {e}")
+                return
+            except Unreachable as e:
+                self.out.warn(f"could not record the delivery of {r['id']} on the server: {e}")
+                return
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="capture-forward.py",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--endpoint", required=True, type=endpoint_arg, metavar="whe_ID",
+                   help="webhook endpoint id to forward (required)")
+    p.add_argument("--to", required=True, type=to_arg, metavar="URL",
+                   help="base URL of the local handler; the captured path is appended, so do not repeat "
+                        "the handler path (required; no scheme means http://)")
+    p.add_argument("--api", default="", metavar="URL",
+                   help=f"read API base URL (default from credentials.json, else {DEFAULT_API})")
+    p.add_argument("--interval", type=interval_arg, default=DEFAULT_INTERVAL, metavar="SECONDS",
+                   help="seconds between pulls, 1 to 60 (default 2)")
+    p.add_argument("--replay-last", type=replay_arg, default=0, metavar="N",
+                   help="also deliver the N newest existing requests first, oldest first")
+    p.add_argument("--output", choices=("text", "json"), default="text",
+                   help="text lines, or NDJSON on stdout for scripts and agents (default text)")
+    p.add_argument("--data-dir", default="", metavar="DIR",
+                   help="capture's data dir, where credentials.json is looked for")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    printer = Printer(args.output)
+
+    def stop(signum, frame):
+        raise Stop()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+
+    try:
+        api, key = resolve_credentials(args.api, args.data_dir)
+        fwd = Forwarder(args, API(api, key), printer)
+        fwd.start()
+    except StartError as e:
+        print(f"capture-forward: {e}", file=sys.stderr)
+        return EXIT_START
+    except Stop:
+        return 0
+    code = 0
+    try:
+        fwd.loop()
+    except Stop:
+        pass
+    except RuntimeError as e:
+        print(f"capture-forward: {e}", file=sys.stderr)
+        code = 1
+    try:
+        printer.summary(fwd.stats, time.monotonic() - fwd.started)
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -74,6 +74,10 @@ const (
 	maxWarningLen  = 300
 	maxPartErrors  = 10
 	maxQuotedValue = 80
+	// maxMIMEDepth bounds multipart nesting. enmime stacks one boundary
+	// reader per level and its cost doubles with each level past about
+	// ten; real mail stays under eight.
+	maxMIMEDepth = 10
 )
 
 // parser is configured once and never mutated; ReadParts copies it.
@@ -152,7 +156,13 @@ func Parse(raw []byte) (m *Message) {
 	readHeaders(m, hdr.fields, hd)
 
 	var b bodies
-	root, err := readParts(mime, hdr.found)
+	var root *enmime.Part
+	var err error
+	if top := topBoundary(hdr.fields); top != nil && mimeDepth(mime[hdr.body:], top, maxMIMEDepth) > maxMIMEDepth {
+		err = fmt.Errorf("multiparts nested deeper than %d levels", maxMIMEDepth)
+	} else {
+		root, err = readParts(mime, hdr.found)
+	}
 	if err != nil {
 		w.addf("MIME structure could not be read (%v); body kept as plain text", err)
 		b.fallback(mime[hdr.body:])
@@ -266,11 +276,18 @@ func (b *bodies) walk(root *enmime.Part, w *warnings) {
 		if p.FirstChild != nil {
 			return
 		}
-		if strings.HasPrefix(p.ContentType, "multipart/") {
-			return // empty container
+		ct := p.ContentType
+		if strings.HasPrefix(ct, "multipart/") {
+			if p.Boundary != "" || len(p.Content) == 0 {
+				return // empty container
+			}
+			w.addf("part %s: %s without boundary; read as text/plain", p.PartID, ct)
+			ct = ""
 		}
 		b.parts++
-		ct := p.ContentType
+		if p.Parent == nil && len(p.Content) == 0 {
+			return // a message without a body has no text, not an empty one
+		}
 		if ct == "" && p.Header.Get("Content-Type") != "" {
 			w.addf("part %s: unreadable Content-Type %q; read as text/plain",
 				p.PartID, quoteShort(p.Header.Get("Content-Type")))
@@ -399,6 +416,107 @@ func contentID(v string) string {
 	v = strings.TrimPrefix(v, "<")
 	v = strings.TrimSuffix(v, ">")
 	return strings.ToValidUTF8(strings.TrimSpace(v), "\uFFFD")
+}
+
+// topBoundary returns the boundary of a multipart top-level Content-Type.
+func topBoundary(fields []field) []byte {
+	for _, f := range fields {
+		if f.name != "Content-Type" {
+			continue
+		}
+		if indexFold(f.value, "multipart/") < 0 {
+			return nil
+		}
+		if i := indexFold(f.value, "boundary="); i >= 0 {
+			return boundaryValue(f.value[i+len("boundary="):])
+		}
+		return nil
+	}
+	return nil
+}
+
+// mimeDepth estimates how deeply the body's multiparts nest, stopping once
+// it passes limit. It follows boundaries the way a MIME parser does: a
+// boundary= in a part's header opens a level, a delimiter line of an open
+// level starts a part's header in it, a close delimiter leaves it. Mentions
+// of boundary= in body text are not in a header and do not count.
+func mimeDepth(body, top []byte, limit int) int {
+	stack := [][]byte{top}
+	inHeader := false
+	for pos := 0; pos < len(body) && len(stack) > 0; {
+		line, next := body[pos:], len(body)
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line, next = line[:i], pos+i+1
+		}
+		pos = next
+		line = bytes.TrimRight(line, " \t\r")
+		if len(line) == 0 {
+			inHeader = false
+			continue
+		}
+		if len(line) > 2 && line[0] == '-' && line[1] == '-' {
+			if i, closing := matchDelimiter(line[2:], stack); i >= 0 {
+				if closing {
+					stack, inHeader = stack[:i], false
+				} else {
+					stack, inHeader = stack[:i+1], true
+				}
+				continue
+			}
+		}
+		if !inHeader {
+			continue
+		}
+		if i := indexFold(line, "boundary="); i >= 0 {
+			if v := boundaryValue(line[i+len("boundary="):]); len(v) > 0 {
+				if stack = append(stack, v); len(stack) > limit {
+					return len(stack)
+				}
+			}
+		}
+	}
+	return len(stack)
+}
+
+// matchDelimiter finds the innermost open boundary that line (without its
+// leading "--") delimits, or -1.
+func matchDelimiter(line []byte, stack [][]byte) (int, bool) {
+	for i := len(stack) - 1; i >= 0; i-- {
+		rest, ok := bytes.CutPrefix(line, stack[i])
+		if !ok {
+			continue
+		}
+		switch {
+		case bytes.HasPrefix(rest, []byte("--")):
+			return i, true
+		case len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t':
+			return i, false
+		}
+	}
+	return -1, false
+}
+
+func indexFold(s []byte, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if c := s[i]; (c == sub[0] || c == sub[0]-('a'-'A')) && strings.EqualFold(string(s[i:i+len(sub)]), sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func boundaryValue(v []byte) []byte {
+	if len(v) > 0 && v[0] == '"' {
+		v = v[1:]
+		if i := bytes.IndexByte(v, '"'); i >= 0 {
+			v = v[:i]
+		}
+		return v
+	}
+	if i := bytes.IndexAny(v, "; \t"); i >= 0 {
+		v = v[:i]
+	}
+	return v
 }
 
 // mboxFromLine returns the length of a leading mbox "From " separator line.

@@ -1,0 +1,293 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the real capture binary, built once for the tests that run it.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "capture-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "capture")
+	build := exec.Command("go", "build", "-o", binary, "..")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build capture: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// capture runs the binary with args and returns what it printed.
+func capture(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func TestAdministration(t *testing.T) {
+	dir := t.TempDir()
+	d := "--data-dir=" + dir
+
+	r := capture(t, "project", "create", "staging", "--plan", "pro", "--json", d)
+	var proj map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &proj) != nil || proj["plan"] != "pro" {
+		t.Fatalf("project create: %+v", r)
+	}
+	if r := capture(t, "project", "create", "staging", d); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("duplicate project: %+v", r)
+	}
+	if r := capture(t, "project", "create", "x", "--plan", "gold", d); r.code != 2 || !strings.Contains(r.stderr, "unknown plan") {
+		t.Errorf("bad plan: %+v", r)
+	}
+	if r := capture(t, "project", "list", "--json", d); !strings.Contains(r.stdout, `"items"`) || !strings.Contains(r.stdout, "staging") {
+		t.Errorf("project list: %+v", r)
+	}
+
+	r = capture(t, "key", "create", "--project", "staging", "--json", d)
+	var key map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &key) != nil || !strings.HasPrefix(key["key"].(string), "cap_") {
+		t.Fatalf("key create: %+v", r)
+	}
+	if r := capture(t, "key", "list", "--project", "staging", d); strings.Contains(r.stdout, key["key"].(string)) || !strings.Contains(r.stdout, key["id"].(string)) {
+		t.Errorf("key list shows the secret or misses the key: %+v", r)
+	}
+	if r := capture(t, "key", "revoke", key["id"].(string), d); r.code != 0 {
+		t.Errorf("revoke: %+v", r)
+	}
+	if r := capture(t, "key", "revoke", "key_nope", d); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("revoke unknown: %+v", r)
+	}
+	if r := capture(t, "key", "create", "--project", "nope", d); r.code != 1 || !strings.Contains(r.stderr, "no project") {
+		t.Errorf("unknown project: %+v", r)
+	}
+
+	r = capture(t, "inbox", "create", "--project", "staging", "--name", "signup", "--json", d)
+	var inbox map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &inbox) != nil || len(inbox["smtp_password"].(string)) < 24 {
+		t.Fatalf("inbox create: %+v", r)
+	}
+	id := inbox["id"].(string)
+	pw := capture(t, "inbox", "password", id, d)
+	if strings.TrimSpace(pw.stdout) != inbox["smtp_password"] {
+		t.Errorf("password: %+v", pw)
+	}
+	rot := capture(t, "inbox", "password", id, "--rotate", d)
+	if rot.code != 0 || strings.TrimSpace(rot.stdout) == inbox["smtp_password"] || strings.Count(rot.stdout, "\n") != 1 {
+		t.Errorf("rotate: %+v", rot)
+	}
+	if r := capture(t, "inbox", "password", "inb_nope", d); r.code != 1 {
+		t.Errorf("unknown inbox: %+v", r)
+	}
+
+	r = capture(t, "endpoint", "create", "--project", "staging", "--name", "stripe", "--target", "http://localhost:3000", "--json", d)
+	var ep map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ep) != nil || ep["target_url"] != "http://localhost:3000" {
+		t.Fatalf("endpoint create: %+v", r)
+	}
+	epID := ep["id"].(string)
+	r = capture(t, "endpoint", "set", epID, "--response-status", "202", "--response-header", "X-Test: yes",
+		"--response-body", "ok", "--response-delay", "250ms", "--no-target", "--json", d)
+	if r.code != 0 || !strings.Contains(r.stdout, `"delay_ms": 250`) || !strings.Contains(r.stdout, `"target_url": null`) {
+		t.Errorf("endpoint set: %+v", r)
+	}
+	for _, bad := range [][]string{
+		{"--response-status", "99"},
+		{"--response-delay", "11s"},
+		{"--response-header", "no colon"},
+		{"--target", "localhost:3000"},
+		{"--target", "http://x", "--no-target"},
+		{},
+	} {
+		if r := capture(t, append([]string{"endpoint", "set", epID, d}, bad...)...); r.code != 2 {
+			t.Errorf("endpoint set %v: %+v", bad, r)
+		}
+	}
+	if r := capture(t, "endpoint", "set", "whe_nope", "--response-status", "200", d); r.code != 1 {
+		t.Errorf("unknown endpoint: %+v", r)
+	}
+	if r := capture(t, "endpoint", "list", "--project", "staging", d); !strings.Contains(r.stdout, "stripe") {
+		t.Errorf("endpoint list: %+v", r)
+	}
+
+	// Quotas: a free project allows five inboxes.
+	capture(t, "project", "create", "small", d)
+	for i := range 6 {
+		r := capture(t, "inbox", "create", "--project", "small", d)
+		if (i < 5) != (r.code == 0) {
+			t.Fatalf("inbox %d on free: %+v", i+1, r)
+		}
+		if i == 5 && !strings.Contains(r.stderr, "quota_exceeded") {
+			t.Errorf("sixth inbox: %+v", r)
+		}
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if r := capture(t, "project", "list", "--data-dir", file); r.code != 1 || !strings.Contains(r.stderr, "not a directory") {
+		t.Errorf("data dir is a file: %+v", r)
+	}
+	if r := capture(t, "serve", "--nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown flag") {
+		t.Errorf("bad flag: %+v", r)
+	}
+	if r := capture(t, "frobnicate"); r.code == 0 {
+		t.Errorf("unknown command: %+v", r)
+	}
+	if r := capture(t, "key", "revoke"); r.code != 2 {
+		t.Errorf("missing argument: %+v", r)
+	}
+	if r := capture(t, "ca", "--data-dir", t.TempDir()); r.code != 1 || !strings.Contains(r.stderr, "capture serve") {
+		t.Errorf("ca before serve: %+v", r)
+	}
+	if r := capture(t, "--help"); r.code != 0 || !strings.Contains(r.stdout, "serve") {
+		t.Errorf("help: %+v", r)
+	}
+	if r := capture(t, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "capture ") {
+		t.Errorf("version: %+v", r)
+	}
+}
+
+var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|CA certificate)\s+(\S+)`)
+
+func TestServeEndToEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data") // serve creates it
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	banner := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := bannerLine.FindStringSubmatch(sc.Text()); m != nil {
+			banner[m[1]] = m[2]
+		}
+		if _, ok := banner["CA certificate"]; ok {
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	api, key := banner["Read API"], banner["API key"]
+	if api == "" || !strings.HasPrefix(key, "cap_") || !strings.HasPrefix(banner["Inbox"], "inb_") ||
+		!strings.Contains(banner["Capture URL"], "/whe_") {
+		t.Fatalf("banner %v\nstderr: %s", banner, stderr.String())
+	}
+	var creds struct{ API, Key string }
+	b, _ := os.ReadFile(filepath.Join(dir, "credentials.json"))
+	fi, _ := os.Stat(filepath.Join(dir, "credentials.json"))
+	if json.Unmarshal(b, &creds) != nil || creds.Key != key || creds.API != api || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials.json %s %v", b, fi.Mode())
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir mode %v", fi.Mode())
+	}
+
+	get := func(key, path string) (int, string) {
+		req, _ := http.NewRequest("GET", api+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(key, "/me"); code != 200 || !strings.Contains(body, `"name":"default"`) {
+		t.Fatalf("/me: %d %s", code, body)
+	}
+
+	// Administration works on the same database while serve runs.
+	if r := capture(t, "key", "create", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "quota_exceeded") {
+		t.Errorf("second key on free: %+v", r)
+	}
+	capture(t, "project", "create", "second", "--data-dir", dir)
+	r := capture(t, "key", "create", "--project", "second", "--json", "--data-dir", dir)
+	var other map[string]any
+	json.Unmarshal([]byte(r.stdout), &other)
+	endpointID := banner["Capture URL"][strings.LastIndex(banner["Capture URL"], "/")+1:]
+	if code, body := get(other["key"].(string), "/endpoints/"+endpointID+"/requests"); code != 404 || !strings.Contains(body, "not_found") {
+		t.Errorf("another project's endpoint: %d %s", code, body)
+	}
+	if r := capture(t, "ca", "--data-dir", dir); !strings.HasPrefix(r.stdout, "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("ca: %+v", r)
+	}
+
+	// SIGTERM stops it cleanly.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
+	}
+
+	// A later start shows ids but never the key again.
+	cmd = exec.CommandContext(ctx, binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+	stdout, _ = cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	cmd.Start()
+	var out strings.Builder
+	sc = bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "CA certificate") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go io.Copy(io.Discard, stdout)
+	cmd.Wait()
+	if strings.Contains(out.String(), key) || !strings.Contains(out.String(), banner["Inbox"]) {
+		t.Errorf("second banner:\n%s", out.String())
+	}
+
+	// A port in use is named.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r = capture(t, "serve", "--data-dir", dir, "--http", l.Addr().String())
+	if r.code == 0 || !strings.Contains(r.stderr, l.Addr().String()) || !strings.Contains(r.stderr, "in use") {
+		t.Errorf("port in use: %+v", r)
+	}
+}

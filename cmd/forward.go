@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capturedev/capture/forward"
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+func newForwardCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "forward --endpoint whe_… --to URL",
+		Short: "Deliver captured webhook requests to a local handler",
+		Long: `forward pulls the requests an endpoint captures from the read API and delivers
+each one, once, to a handler on this machine: same method, the captured path and
+query appended to --to, the same headers (minus hop-by-hop ones, Host set to the
+target) and the same body bytes. It never listens on a port or opens a tunnel.
+
+Only requests captured after the start are delivered; --replay-last N also
+delivers the N newest existing ones first. Each result is printed and recorded
+in the request's delivery history. A failed delivery is not retried.
+
+The API key comes from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json
+in the data dir (written by ` + "`capture serve`" + `); --api defaults from the same file,
+else http://127.0.0.1:7780/api/v1.
+
+--output json prints NDJSON on stdout: one {"type":"ready"} object, one
+{"type":"delivery"} object per delivery (time, request_id, method, path, url,
+status, error, error_class, duration_ms, bytes), and a {"type":"summary"} on stop.
+Warnings go to stderr.`,
+		Example: `  capture forward --endpoint whe_… --to localhost:3000
+  capture forward --endpoint whe_… --to http://127.0.0.1:8080/hooks --replay-last 5
+  capture forward --endpoint whe_… --to localhost:3000 --output json`,
+		Args: cobra.NoArgs,
+		RunE: runForward,
+	}
+	f := c.Flags()
+	f.String("endpoint", "", "webhook endpoint id (whe_…) to forward (required)")
+	f.String("to", "", "base URL of the local handler; the captured path is appended (required; no scheme means http://)")
+	f.String("api", "", "read API base URL (default from credentials.json, else "+apiclient.DefaultAPI+")")
+	f.Int("interval", int(forward.DefaultInterval/time.Second), "seconds between pulls, 1 to 60")
+	f.Int("replay-last", 0, "also deliver the N newest existing requests first, oldest first")
+	f.String("output", forward.OutputText, "output format: text or json (NDJSON)")
+	return c
+}
+
+func runForward(c *cobra.Command, _ []string) error {
+	f := c.Flags()
+	endpoint, _ := f.GetString("endpoint")
+	to, _ := f.GetString("to")
+	apiFlag, _ := f.GetString("api")
+	interval, _ := f.GetInt("interval")
+	replayLast, _ := f.GetInt("replay-last")
+	output, _ := f.GetString("output")
+	dataDirFlag, _ := f.GetString("data-dir")
+
+	switch {
+	case endpoint == "":
+		return usagef("--endpoint is required (an endpoint id, whe_…; `capture endpoint list` shows them)")
+	case to == "":
+		return usagef("--to is required (the local handler's base URL, e.g. localhost:3000)")
+	case interval < 1 || interval > 60:
+		return usagef("--interval %d: want 1 to 60 seconds", interval)
+	case replayLast < 0:
+		return usagef("--replay-last %d: want 0 or more", replayLast)
+	case output != forward.OutputText && output != forward.OutputJSON:
+		return usagef("--output %q: want text or json", output)
+	}
+	target, err := forward.ParseTarget(to)
+	if err != nil {
+		return usagef("--to: %v", err)
+	}
+	creds, err := apiclient.Resolve(apiFlag, dataDirFlag)
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+
+	stdout := c.OutOrStdout()
+	err = forward.Run(c.Context(), forward.Config{
+		Endpoint:   endpoint,
+		To:         target,
+		Interval:   time.Duration(interval) * time.Second,
+		ReplayLast: replayLast,
+		Output:     output,
+		Stdout:     stdout,
+		Stderr:     c.ErrOrStderr(),
+		Color:      output == forward.OutputText && forward.ColorFor(stdout),
+		Client:     apiclient.New(creds.API, creds.Key, nil),
+	})
+	var se *forward.StartError
+	if errors.As(err, &se) {
+		return exitError{code: 2, err: se}
+	}
+	return err
+}

@@ -1,0 +1,503 @@
+// Package forward is capture's forwarding client: it pulls the requests an
+// endpoint captures from the read API and delivers each to a local HTTP
+// handler, so that a webhook sent to a capture URL reaches code running on
+// a developer's machine without a tunnel. The same client, as one Python
+// file, is embedded for machines without Go.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// Limits of the pull interval and the delivery timeout.
+const (
+	MinInterval     = time.Second
+	MaxInterval     = 60 * time.Second
+	DefaultInterval = 2 * time.Second
+	DeliveryTimeout = 30 * time.Second
+)
+
+// Output formats.
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+)
+
+// recordTimeout bounds recording a delivery on the server, also after a
+// stop, so that the last delivery still shows in the request's history.
+const recordTimeout = 10 * time.Second
+
+// Config is what `capture forward` was asked for.
+type Config struct {
+	// Endpoint is the id (whe_…) whose captured requests are forwarded.
+	Endpoint string
+	// To is the local handler's base URL; see ParseTarget.
+	To         string
+	Interval   time.Duration
+	ReplayLast int
+	// Output is OutputText (the default) or OutputJSON: NDJSON on Stdout.
+	Output string
+	// Stdout gets the banner, deliveries and summary; Stderr warnings and
+	// status lines.
+	Stdout, Stderr io.Writer
+	// Color adds ANSI colours to text output.
+	Color  bool
+	Client *apiclient.Client
+	// HTTP delivers to the local handler; nil means a client that sends
+	// directly (no proxy), follows no redirects and gives up after
+	// DeliveryTimeout.
+	HTTP *http.Client
+}
+
+// StartError is a failure before forwarding began: a bad key, an unknown
+// endpoint, an API that does not answer, a bad setting. Its message is one
+// line meant for the user as it is.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+func startErrorf(format string, args ...any) error {
+	return &StartError{fmt.Errorf(format, args...)}
+}
+
+// ParseTarget turns a --to value into the handler's base URL. A value
+// without a scheme ("localhost:3000") means http://. The URL keeps its
+// path, without a trailing slash, since the captured path is appended.
+func ParseTarget(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errors.New("the local handler URL is empty")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return "", fmt.Errorf("%q is not an http:// or https:// URL of a local handler (e.g. localhost:3000)", s)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q: give the handler's base URL without query, fragment or user info", s)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Run forwards until ctx ends, then prints a summary and returns nil. It
+// returns a *StartError when it cannot begin, and another error when the
+// API refuses to go on (the key was revoked, the endpoint deleted).
+func Run(ctx context.Context, cfg Config) error {
+	f, err := newForwarder(cfg)
+	if err != nil {
+		return &StartError{err}
+	}
+	if err := f.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	err = f.loop(ctx)
+	f.out.summary(f.stats, time.Since(f.started))
+	return err
+}
+
+func newForwarder(cfg Config) (*forwarder, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("no API client")
+	}
+	if !strings.HasPrefix(cfg.Endpoint, "whe_") {
+		return nil, fmt.Errorf("endpoint %q: want an endpoint id (whe_…)", cfg.Endpoint)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Interval < MinInterval || cfg.Interval > MaxInterval {
+		return nil, fmt.Errorf("interval %s: want 1 to 60 seconds", cfg.Interval)
+	}
+	if cfg.ReplayLast < 0 {
+		return nil, fmt.Errorf("replay-last %d: want 0 or more", cfg.ReplayLast)
+	}
+	to, err := ParseTarget(cfg.To)
+	if err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(to)
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	var out printer
+	switch cfg.Output {
+	case "", OutputText:
+		out = &textPrinter{w: cfg.Stdout, errw: cfg.Stderr, color: cfg.Color}
+	case OutputJSON:
+		out = &jsonPrinter{w: cfg.Stdout, errw: cfg.Stderr}
+	default:
+		return nil, fmt.Errorf("output %q: want text or json", cfg.Output)
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = newDeliveryClient()
+	}
+	return &forwarder{cfg: cfg, api: cfg.Client, http: hc, to: to, base: base, out: out}, nil
+}
+
+// newDeliveryClient reports what the handler answered, redirects included,
+// and never goes through a proxy: the handler is local by design.
+func newDeliveryClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	// The captured headers are sent as they are; the transport must not
+	// add an Accept-Encoding of its own.
+	t.DisableCompression = true
+	return &http.Client{
+		Transport:     t,
+		Timeout:       DeliveryTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// stats count deliveries for the summary.
+type stats struct {
+	Deliveries int // attempts made
+	OK         int // answered 2xx
+	Non2xx     int // answered with another status
+	Errors     int // no answer
+}
+
+type forwarder struct {
+	cfg  Config
+	api  *apiclient.Client
+	http *http.Client
+	to   string
+	base *url.URL
+	out  printer
+
+	started time.Time
+	// last is the cursor: the newest capture delivered or taken as the
+	// baseline; "" when the endpoint held none.
+	last string
+	// seenUntil is the latest received_at of every capture seen so far. When
+	// the cursor is gone, captures received after it are certainly new.
+	seenUntil time.Time
+
+	handlerDown bool
+	apiDown     bool
+	lastProblem string
+	rateLimited bool
+	stats       stats
+}
+
+func (f *forwarder) start(ctx context.Context) error {
+	f.started = time.Now()
+	api := f.api.BaseURL()
+	me, err := callAPI(ctx, f, func() (apiclient.Me, error) { return f.api.Me(ctx) })
+	switch {
+	case errors.Is(err, apiclient.ErrUnreachable):
+		return startErrorf("%v (is `capture serve` running? --api sets the URL)", err)
+	case apiclient.IsCode(err, apiclient.CodeUnauthorized):
+		return startErrorf("the API at %s refused the key (unknown or revoked): set %s to a valid key", api, apiclient.EnvAPIKey)
+	case err != nil:
+		return startErrorf("API at %s: %v", api, err)
+	}
+	ep, err := callAPI(ctx, f, func() (apiclient.Endpoint, error) { return f.api.Endpoint(ctx, f.cfg.Endpoint) })
+	switch {
+	case apiclient.IsCode(err, apiclient.CodeNotFound):
+		return startErrorf("endpoint %s not found in project %q (`capture endpoint list` shows the ids)", f.cfg.Endpoint, me.Project.Name)
+	case errors.Is(err, apiclient.ErrUnreachable):
+		return startErrorf("%v", err)
+	case err != nil:
+		return startErrorf("API at %s: %v", api, err)
+	}
+
+	newest, err := f.newest(ctx, max(f.cfg.ReplayLast, 1))
+	switch {
+	case errors.Is(err, apiclient.ErrUnreachable):
+		return startErrorf("%v", err)
+	case err != nil:
+		return startErrorf("list the requests of %s: %v", f.cfg.Endpoint, err)
+	}
+	if len(newest) > 0 {
+		f.last = newest[0].ID
+	}
+	for _, r := range newest {
+		f.see(r)
+	}
+	f.out.ready(readyInfo{
+		Time: time.Now(), API: api, Project: me.Project.Name, Endpoint: ep.ID, EndpointName: ep.Name,
+		CaptureURL: ep.CaptureURL, To: f.to, Baseline: f.last, ReplayLast: f.cfg.ReplayLast, Interval: f.cfg.Interval,
+	})
+
+	replay := newest[:min(f.cfg.ReplayLast, len(newest))]
+	for i := len(replay) - 1; i >= 0; i-- {
+		if err := f.deliver(ctx, replay[i]); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// The replayed ones are a courtesy; the pull loop carries on
+			// from the baseline whatever happened to them.
+			f.out.warn("could not replay %s: %v", replay[i].ID, err)
+		}
+	}
+	// Replays do not move the cursor: the baseline was the newest already.
+	if len(newest) > 0 {
+		f.last = newest[0].ID
+	}
+	return nil
+}
+
+// newest returns at least the n newest captures (fewer if the endpoint
+// holds fewer), newest first. A whole page is read even for a small n, so
+// that seenUntil covers captures committed slightly out of order.
+func (f *forwarder) newest(ctx context.Context, n int) ([]apiclient.RequestSummary, error) {
+	var out []apiclient.RequestSummary
+	q := apiclient.RequestQuery{Limit: apiclient.MaxLimit}
+	for {
+		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
+			return f.api.Requests(ctx, f.cfg.Endpoint, q)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if len(out) >= n || l.Next == "" {
+			return out, nil
+		}
+		q.Before = l.Next
+	}
+}
+
+func (f *forwarder) see(r apiclient.RequestSummary) {
+	if r.ReceivedAt.After(f.seenUntil) {
+		f.seenUntil = r.ReceivedAt
+	}
+}
+
+// loop pulls every interval until ctx ends. Problems with the API are shown
+// once, when they begin, and forwarding resumes from the cursor when they
+// end.
+func (f *forwarder) loop(ctx context.Context) error {
+	t := time.NewTimer(f.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := f.pull(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			if f.apiDown || f.lastProblem != "" {
+				where := "from the start"
+				if f.last != "" {
+					where = "after " + f.last
+				}
+				f.out.info("API answers again; resuming %s", where)
+			}
+			f.apiDown, f.lastProblem = false, ""
+		case apiclient.IsCode(err, apiclient.CodeUnauthorized):
+			return fmt.Errorf("the API refused the key (revoked?): %w", err)
+		case apiclient.IsCode(err, apiclient.CodeNotFound):
+			return fmt.Errorf("endpoint %s is gone: %w", f.cfg.Endpoint, err)
+		case errors.Is(err, apiclient.ErrUnreachable):
+			if !f.apiDown {
+				f.apiDown = true
+				f.out.warn("%v; retrying every %s", err, f.cfg.Interval)
+			}
+		default:
+			if msg := err.Error(); msg != f.lastProblem {
+				f.lastProblem = msg
+				f.out.warn("pull failed: %v; retrying every %s", err, f.cfg.Interval)
+			}
+		}
+		t.Reset(f.cfg.Interval)
+	}
+}
+
+// pull delivers everything captured after the cursor, oldest first,
+// following next until caught up.
+func (f *forwarder) pull(ctx context.Context) error {
+	if f.last == "" {
+		return f.pullFresh(ctx, "")
+	}
+	for {
+		after := f.last
+		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
+			return f.api.Requests(ctx, f.cfg.Endpoint, apiclient.RequestQuery{After: after, Limit: apiclient.MaxLimit})
+		})
+		if apiclient.IsCode(err, apiclient.CodeInvalidCursor) {
+			return f.pullFresh(ctx, after)
+		}
+		if err != nil {
+			return err
+		}
+		for i := len(l.Items) - 1; i >= 0; i-- {
+			if err := f.deliver(ctx, l.Items[i]); err != nil {
+				return err
+			}
+		}
+		if l.Next == "" || len(l.Items) == 0 {
+			return nil
+		}
+	}
+}
+
+// pullFresh lists without a cursor: at the start when the endpoint was
+// empty, or when the cursor named by gone no longer exists. The newest
+// capture becomes the cursor; captures received after everything seen so
+// far are delivered, so nothing is delivered twice.
+func (f *forwarder) pullFresh(ctx context.Context, gone string) error {
+	var fresh []apiclient.RequestSummary
+	newestID := ""
+	q := apiclient.RequestQuery{Limit: apiclient.MaxLimit}
+	for {
+		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
+			return f.api.Requests(ctx, f.cfg.Endpoint, q)
+		})
+		if err != nil {
+			return err
+		}
+		if newestID == "" && len(l.Items) > 0 {
+			newestID = l.Items[0].ID
+		}
+		older := false
+		for _, r := range l.Items {
+			if r.ReceivedAt.After(f.seenUntil) {
+				fresh = append(fresh, r)
+			} else {
+				older = true
+			}
+		}
+		if older || l.Next == "" {
+			break
+		}
+		q.Before = l.Next
+	}
+	if gone != "" {
+		baseline := "none (the endpoint is empty)"
+		if newestID != "" {
+			baseline = newestID
+		}
+		f.out.warn("cursor %s no longer exists (deleted or pruned); new baseline: %s", gone, baseline)
+	}
+	for i := len(fresh) - 1; i >= 0; i-- {
+		if err := f.deliver(ctx, fresh[i]); err != nil {
+			return err
+		}
+	}
+	if newestID != "" {
+		f.last = newestID
+	}
+	return nil
+}
+
+// deliver fetches one capture, sends it to the handler once, reports the
+// result and records it on the server. An error means the capture was not
+// delivered and the cursor did not move.
+func (f *forwarder) deliver(ctx context.Context, s apiclient.RequestSummary) error {
+	req, err := callAPI(ctx, f, func() (apiclient.Request, error) { return f.api.Request(ctx, s.ID) })
+	if apiclient.IsCode(err, apiclient.CodeNotFound) {
+		// Deleted since it was listed: nothing left to deliver.
+		f.see(s)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res := f.send(ctx, req)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	f.last = s.ID
+	f.see(s)
+	f.count(res)
+	f.out.delivery(res)
+	f.noteHandler(res)
+	f.record(ctx, res)
+	return nil
+}
+
+func (f *forwarder) count(r result) {
+	f.stats.Deliveries++
+	switch {
+	case r.Err != nil:
+		f.stats.Errors++
+	case r.Status >= 200 && r.Status < 300:
+		f.stats.OK++
+	default:
+		f.stats.Non2xx++
+	}
+}
+
+// noteHandler warns when the handler stops or starts answering; one line per
+// change rather than one per failed delivery.
+func (f *forwarder) noteHandler(r result) {
+	down := r.Err != nil && r.Class != classOther
+	switch {
+	case down && !f.handlerDown:
+		f.out.warn("local handler %s is unreachable (%s); deliveries fail until it answers", f.to, r.Class)
+	case !down && r.Err == nil && f.handlerDown:
+		f.out.info("local handler %s answers again", f.to)
+	}
+	if r.Err == nil || down {
+		f.handlerDown = down
+	}
+}
+
+func (f *forwarder) record(ctx context.Context, r result) {
+	rep := apiclient.DeliveryReport{TargetURL: r.URL, DurationMS: r.Duration.Milliseconds()}
+	if _, err := url.Parse(r.URL); err != nil {
+		rep.TargetURL = f.to
+	}
+	if r.Err != nil {
+		msg := r.Class + ": " + r.ErrText
+		rep.Error = &msg
+	} else {
+		status := r.Status
+		rep.ResponseStatus = &status
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	_, err := callAPI(rctx, f, func() (apiclient.Delivery, error) { return f.api.RecordDelivery(rctx, r.ID, rep) })
+	if err != nil {
+		f.out.warn("could not record the delivery of %s on the server: %v", r.ID, err)
+	}
+}
+
+// callAPI runs one API call, waiting out 429 answers as long as ctx allows:
+// a rate-limited call was not carried out, so repeating it is safe.
+func callAPI[T any](ctx context.Context, f *forwarder, call func() (T, error)) (T, error) {
+	for {
+		v, err := call()
+		wait, limited := apiclient.RetryAfter(err)
+		if !limited {
+			f.rateLimited = false
+			return v, err
+		}
+		if !f.rateLimited {
+			f.rateLimited = true
+			f.out.info("API rate limit reached; waiting %s as Retry-After asks", wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
