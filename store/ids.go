@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"time"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -28,9 +29,21 @@ func randomBase62(n int) string {
 	return string(out)
 }
 
-// NewID returns an opaque public id with its type prefix: 20 base62
-// characters are about 119 random bits.
-func NewID(prefix string) string { return prefix + randomBase62(20) }
+// NewID returns an opaque public id with its type prefix: 8 base62
+// characters of the creation time in milliseconds, then 16 random ones
+// (about 95 bits). The time prefix makes inserts land at the right edge of
+// the id index instead of at random pages, which keeps ingest fast; the
+// random part keeps ids unguessable.
+func NewID(prefix string) string {
+	var b [24]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := 7; i >= 0; i-- {
+		b[i] = base62[ms%62]
+		ms /= 62
+	}
+	copy(b[8:], randomBase62(16))
+	return prefix + string(b[:])
+}
 
 // Key secrets are "cap_" and 40 base62 characters (about 238 bits).
 func newKeySecret() string { return "cap_" + randomBase62(40) }

@@ -288,7 +288,7 @@ func (b *bodies) walk(root *enmime.Part, w *warnings) {
 		if p.Parent == nil && len(p.Content) == 0 {
 			return // a message without a body has no text, not an empty one
 		}
-		if ct == "" && p.Header.Get("Content-Type") != "" {
+		if p.ContentType == "" && p.Header.Get("Content-Type") != "" {
 			w.addf("part %s: unreadable Content-Type %q; read as text/plain",
 				p.PartID, quoteShort(p.Header.Get("Content-Type")))
 		}

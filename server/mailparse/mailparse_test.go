@@ -618,12 +618,7 @@ Content-Type: text/html
 // TestParseHostileInput feeds inputs that have broken mail parsers: it wants
 // no panic, a usable result and bounded warnings.
 func TestParseHostileInput(t *testing.T) {
-	var deep bytes.Buffer
-	deep.WriteString("Content-Type: multipart/mixed; boundary=b0\r\n\r\n")
-	for i := 1; i < 500; i++ {
-		deep.WriteString("--b" + strconv.Itoa(i-1) + "\r\nContent-Type: multipart/mixed; boundary=b" + strconv.Itoa(i) + "\r\n\r\n")
-	}
-	deep.WriteString("--b499\r\nContent-Type: text/plain\r\n\r\ndeep https://example.com/deep\r\n")
+	deep := bytes.NewBuffer(nested(500))
 
 	var manyParts bytes.Buffer
 	manyParts.WriteString("Content-Type: multipart/mixed; boundary=p\r\n\r\n")
@@ -670,6 +665,24 @@ func TestParseHostileInput(t *testing.T) {
 		}},
 		{"deep nesting", deep.Bytes(), func(t *testing.T, m *Message) {
 			eq(t, "Links", m.Links, []Link{{"https://example.com/deep", nil, "https://example.com"}})
+			if !containsWarning(m.Warnings, "nested deeper than") {
+				t.Errorf("Warnings = %q", m.Warnings)
+			}
+		}},
+		{"nesting at the limit", nested(maxMIMEDepth), func(t *testing.T, m *Message) {
+			eq(t, "Text", m.Text, ptr("deep https://example.com/deep"))
+			eq(t, "Warnings", m.Warnings, nil)
+		}},
+		{"nesting past the limit", nested(maxMIMEDepth + 1), func(t *testing.T, m *Message) {
+			if m.Text == nil || !strings.Contains(*m.Text, "deep https://example.com/deep") {
+				t.Errorf("Text = %v", m.Text)
+			}
+		}},
+		{"sibling multiparts are not nesting", siblings(3 * maxMIMEDepth), func(t *testing.T, m *Message) {
+			eq(t, "Warnings", m.Warnings, nil)
+			if m.Text == nil || strings.Count(*m.Text, "leaf") != 3*maxMIMEDepth {
+				t.Errorf("Text = %v", m.Text)
+			}
 		}},
 		{"many bad parts", manyParts.Bytes(), func(t *testing.T, m *Message) {
 			if len(m.Warnings) > maxWarnings+1 {
@@ -774,4 +787,31 @@ func containsWarning(ws []string, sub string) bool {
 
 func crlf(s string) []byte {
 	return []byte(strings.ReplaceAll(s, "\n", "\r\n"))
+}
+
+// nested builds a message whose multiparts nest depth levels deep.
+func nested(depth int) []byte {
+	var b bytes.Buffer
+	b.WriteString("Content-Type: multipart/mixed; boundary=b0\r\n\r\n")
+	for i := 1; i < depth; i++ {
+		b.WriteString("--b" + strconv.Itoa(i-1) + "\r\nContent-Type: multipart/mixed;\r\n boundary=\"b" + strconv.Itoa(i) + "\"\r\n\r\n")
+	}
+	b.WriteString("--b" + strconv.Itoa(depth-1) + "\r\nContent-Type: text/plain\r\n\r\ndeep https://example.com/deep\r\n")
+	for i := depth - 1; i >= 0; i-- {
+		b.WriteString("--b" + strconv.Itoa(i) + "--\r\n")
+	}
+	return b.Bytes()
+}
+
+// siblings builds n two-level multiparts side by side in one mixed.
+func siblings(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("Content-Type: multipart/mixed; boundary=top\r\n\r\n")
+	for i := range n {
+		s := "s" + strconv.Itoa(i)
+		b.WriteString("--top\r\nContent-Type: multipart/alternative; boundary=" + s + "\r\n\r\n")
+		b.WriteString("--" + s + "\r\nContent-Type: text/plain\r\n\r\nleaf\r\n--" + s + "--\r\n")
+	}
+	b.WriteString("--top--\r\n")
+	return b.Bytes()
 }

@@ -1,0 +1,180 @@
+// Package capturetest runs a real capture server for the tests of the
+// forwarding client and the API client: a SQLite file in a temporary dir,
+// every listener on a free loopback port.
+package capturetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/forward"
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server"
+	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/store"
+)
+
+// Server is a running capture with its bootstrap objects.
+type Server struct {
+	Store      *store.Store
+	ProjectID  string
+	Key        string
+	EndpointID string
+	InboxID    string
+
+	// APIBase ends in /api/v1; HTTPBase is the same listener's root, where
+	// downloads are served; CaptureBase is where webhooks are posted.
+	APIBase, HTTPBase, CaptureBase string
+
+	cfg    server.Config
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start runs a server until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	boot, err := st.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := certs.Ensure(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{
+		Store: st, ProjectID: boot.Project.ID, Key: boot.Secret, EndpointID: boot.Endpoint.ID, InboxID: boot.Inbox.ID,
+		cfg: server.Config{
+			HTTPAddr:          "127.0.0.1:0",
+			CaptureAddr:       "127.0.0.1:0",
+			SMTPStartTLSAddrs: []string{"127.0.0.1:0"},
+			SMTPHost:          "localhost",
+			TLSConfig:         certs.ServerConfig(res.Certificate),
+			Downloads:         map[string][]byte{forward.PythonClientName: forward.PythonClient},
+			ShutdownTimeout:   2 * time.Second,
+			Logger:            slog.New(slog.DiscardHandler),
+		},
+	}
+	s.run(t)
+	// Later starts reuse the ports, so that clients find the server again.
+	s.cfg.HTTPAddr = strings.TrimPrefix(strings.TrimSuffix(s.APIBase, "/api/v1"), "http://")
+	s.cfg.CaptureAddr = strings.TrimPrefix(s.CaptureBase, "http://")
+	t.Cleanup(func() { s.Stop(t) })
+	return s
+}
+
+func (s *Server) run(t testing.TB) {
+	t.Helper()
+	srv, err := server.Listen(s.Store, s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- srv.Run(ctx) }()
+	s.APIBase = srv.APIBase()
+	s.HTTPBase = strings.TrimSuffix(s.APIBase, "/api/v1")
+	s.CaptureBase = srv.CaptureBase()
+}
+
+// Stop shuts the listeners down and waits for them; the store stays open.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("server: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("server did not stop within 10 s")
+	}
+}
+
+// Restart serves again on the same addresses over the same store.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop(t)
+	s.run(t)
+}
+
+// Client is an API client with the bootstrap key.
+func (s *Server) Client() *apiclient.Client { return apiclient.New(s.APIBase, s.Key, nil) }
+
+// Post sends a webhook to the endpoint; target is the path with its query
+// appended to the capture URL. It returns the capture's id.
+func (s *Server) Post(t testing.TB, method, target string, header http.Header, body []byte) string {
+	t.Helper()
+	req, err := http.NewRequest(method, s.CaptureBase+"/"+s.EndpointID+target, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) == 0 {
+		req.Body = http.NoBody
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return captureID(t, resp)
+}
+
+// PostRaw writes a raw HTTP/1.1 request to the capture listener, for
+// headers an http.Client would not send as given. "{endpoint}" in raw is
+// replaced by the endpoint id.
+func (s *Server) PostRaw(t testing.TB, raw string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.CaptureBase, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, strings.ReplaceAll(raw, "{endpoint}", s.EndpointID)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return captureID(t, resp)
+}
+
+func captureID(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("capture answered %d: %s", resp.StatusCode, b)
+	}
+	var v struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || !strings.HasPrefix(v.ID, "req_") {
+		t.Fatalf("capture answered %s", b)
+	}
+	return v.ID
+}

@@ -1,0 +1,46 @@
+package mailparse
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse starts from the .eml corpus; checkInvariants states what must
+// hold for any input (a panic fails the run by itself).
+func FuzzParse(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed corpus in %s: %v", corpusDir, err)
+	}
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkInvariants(t, Parse(raw))
+	})
+}
+
+func FuzzExtractLinks(f *testing.F) {
+	f.Add(`<base href="https://example.com/a/"><a href="b?x=1&amp;y=2">t</a>`, "see https://example.com/c).")
+	f.Add(`<a href="HTTP://[::1]:80/">x<a href=//h/p>y</a>`, "(https://e.example/w_(x)) <http://h:1/>")
+	f.Add("<a href=\"\thttps://e.example/\n\">\u00a0</a><area href=rel>", "https://\u3000 http://")
+	f.Fuzz(func(t *testing.T, html, text string) {
+		checkLinks(t, ExtractLinks(&html, &text))
+	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	raw := readEML(b, "multipart-2k.eml")
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := Parse(raw); len(m.Links) != 3 {
+			b.Fatalf("got %d links", len(m.Links))
+		}
+	}
+}
