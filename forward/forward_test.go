@@ -1,0 +1,490 @@
+package forward_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/forward"
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/internal/capturetest"
+)
+
+// connectionHeaders are never forwarded, nor the headers a captured
+// Connection header names; Host and Content-Length follow the new request.
+var connectionHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "X-Hop"}
+
+func TestForwardRequests(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		to := h.URL + "/base"
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: to})
+		ready := s.ready(t)
+		if ready["endpoint"] != srv.EndpointID || ready["to"] != to || ready["baseline"] != nil ||
+			ready["api"] != srv.APIBase || ready["capture_url"] != srv.CaptureBase+"/"+srv.EndpointID {
+			t.Errorf("ready = %v", ready)
+		}
+
+		type sent struct {
+			id, method, target string
+			body               []byte
+		}
+		var want []sent
+		post := func(method, target string, header http.Header, body []byte) {
+			want = append(want, sent{srv.Post(t, method, target, header, body), method, target, body})
+		}
+		raw := "POST /{endpoint}/raw/path?z=%20&a=1 HTTP/1.1\r\n" +
+			"Host: sender.example\r\n" +
+			"Connection: keep-alive, X-Hop\r\n" +
+			"X-Hop: named by Connection\r\n" +
+			"Keep-Alive: timeout=5\r\n" +
+			"Proxy-Authorization: Basic eDp5\r\n" +
+			"Te: trailers\r\n" +
+			"Upgrade: websocket\r\n" +
+			"X-Keep: yes\r\n" +
+			"Content-Type: text/plain\r\n" +
+			"Content-Length: 5\r\n\r\nhello"
+		want = append(want, sent{srv.PostRaw(t, raw), "POST", "/raw/path?z=%20&a=1", []byte("hello")})
+		post("PUT", "/ci/42/hook?x=1&y=%2F", http.Header{"X-Multi": {"1", "2"}, "Content-Type": {"application/json"}}, []byte(`{"a":1}`))
+		post("GET", "", nil, nil)
+		post("DELETE", "/a%2Fb/c", nil, nil)
+		post("PATCH", "/p?flag", http.Header{"User-Agent": {"sender/1.0"}}, []byte("x"))
+		post("PURGE", "/custom-method", nil, nil)
+
+		hits := h.waitFor(t, len(want))
+		if len(hits) != len(want) {
+			t.Fatalf("handler got %v", uris(hits))
+		}
+		api := srv.Client()
+		for i, w := range want {
+			got := hits[i]
+			target := w.target
+			if target == "" {
+				target = "/"
+			}
+			if got.Method != w.method || got.URI != "/base"+target {
+				t.Errorf("hit %d = %s %s, want %s /base%s", i, got.Method, got.URI, w.method, target)
+			}
+			if got.Host != h.Host {
+				t.Errorf("hit %d Host = %q, want the target %q", i, got.Host, h.Host)
+			}
+			if !bytes.Equal(got.Body, w.body) {
+				t.Errorf("hit %d body = %q, want %q", i, got.Body, w.body)
+			}
+			// Every captured header but the connection ones arrives,
+			// values in order, and nothing else.
+			captured := getRequest(t, api, w.id).Headers.HTTP()
+			for _, name := range connectionHeaders {
+				delete(captured, name)
+			}
+			received := got.Header.Clone()
+			delete(received, "Content-Length")
+			if fmt.Sprint(received) != fmt.Sprint(captured) {
+				t.Errorf("hit %d headers:\n got %v\nwant %v", i, received, captured)
+			}
+		}
+		if hits[0].Header.Get("X-Keep") != "yes" || hits[0].Header.Get("Upgrade") != "" || hits[0].Header.Get("X-Hop") != "" {
+			t.Errorf("hop-by-hop filtering: %v", hits[0].Header)
+		}
+		if !slices.Equal(hits[1].Header["X-Multi"], []string{"1", "2"}) {
+			t.Errorf("X-Multi = %q", hits[1].Header["X-Multi"])
+		}
+
+		events := s.waitDeliveries(t, len(want))
+		for i, w := range want {
+			e := events[i]
+			target := w.target
+			if target == "" {
+				target = "/"
+			}
+			if e["request_id"] != w.id || e["method"] != w.method || e["path"] != target || e["url"] != to+target ||
+				e["status"] != float64(200) || e["error"] != nil || e["error_class"] != nil ||
+				e["bytes"] != float64(len(w.body)) {
+				t.Errorf("delivery %d = %v", i, e)
+			}
+			if d, ok := e["duration_ms"].(float64); !ok || d < 0 {
+				t.Errorf("delivery %d duration_ms = %v", i, e["duration_ms"])
+			}
+			if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["time"])); err != nil {
+				t.Errorf("delivery %d time = %v", i, e["time"])
+			}
+			ds := waitRecorded(t, api, w.id, 1)
+			d := ds[0]
+			if len(ds) != 1 || d.Kind != apiclient.KindForward || d.Status != apiclient.StatusDelivered ||
+				d.ResponseStatus == nil || *d.ResponseStatus != 200 || d.Error != nil || d.TargetURL != to+target {
+				t.Errorf("recorded delivery of %s = %+v", w.id, ds)
+			}
+		}
+
+		if code := s.stop(t); code != 0 {
+			t.Errorf("exit code after interrupt = %d, want 0; stderr:\n%s", code, s.stderr)
+		}
+		all := s.events(t)
+		last := all[len(all)-1]
+		if last["type"] != "summary" || last["deliveries"] != float64(len(want)) || last["ok"] != float64(len(want)) {
+			t.Errorf("last line = %v, want the summary", last)
+		}
+		if strings.Contains(s.stderr.String(), "warning") {
+			t.Errorf("unexpected warnings:\n%s", s.stderr)
+		}
+	})
+}
+
+func TestForwardReplayLast(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		old := []string{
+			srv.Post(t, "POST", "/old/1", nil, []byte("1")),
+			srv.Post(t, "POST", "/old/2", nil, []byte("2")),
+			srv.Post(t, "POST", "/old/3", nil, []byte("3")),
+		}
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL, replayLast: 2})
+		if ready := s.ready(t); ready["baseline"] != old[2] || ready["replay_last"] != float64(2) {
+			t.Errorf("ready = %v", ready)
+		}
+		h.waitFor(t, 2)
+		srv.Post(t, "POST", "/new", nil, []byte("4"))
+		hits := h.waitFor(t, 3)
+		if got := uris(hits); !slices.Equal(got, []string{"POST /old/2", "POST /old/3", "POST /new"}) {
+			t.Errorf("delivered %v, want the 2 newest existing oldest first, then the new one", got)
+		}
+	})
+}
+
+func TestForwardBurst(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		release := make(chan struct{})
+		// The handler holds the first delivery, and so the client, until
+		// the whole burst is captured: it must then be found in one pull.
+		h := newHandler(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/gate" {
+				select {
+				case <-release:
+				case <-time.After(waitTimeout):
+				}
+			}
+		})
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		srv.Post(t, "POST", "/gate", nil, nil)
+		h.waitFor(t, 1)
+		const burst = 130
+		want := []string{"POST /gate"}
+		for i := range burst {
+			srv.Post(t, "POST", fmt.Sprintf("/burst/%d", i), nil, []byte(fmt.Sprint(i)))
+			want = append(want, fmt.Sprintf("POST /burst/%d", i))
+		}
+		close(release)
+		hits := h.waitFor(t, burst+1)
+		if got := uris(hits); !slices.Equal(got, want) {
+			t.Errorf("delivered %d in this order:\n%v\nwant %d in capture order", len(got), got, len(want))
+		}
+		s.waitDeliveries(t, burst+1)
+		if n := len(s.deliveries(t)); n != burst+1 {
+			t.Errorf("%d delivery lines, want %d", n, burst+1)
+		}
+	})
+}
+
+func TestForwardBinaryBodies(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		every := make([]byte, 256)
+		for i := range every {
+			every[i] = byte(i)
+		}
+		large := make([]byte, 200<<10)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range large {
+			large[i] = byte(rng.Uint32())
+		}
+		bodies := [][]byte{every, []byte("héllo ✓ \x00 \"quoted\"\n"), {}, large, {0xc3}}
+		for i, b := range bodies {
+			srv.Post(t, "POST", fmt.Sprintf("/body/%d", i), http.Header{"Content-Type": {"application/octet-stream"}}, b)
+		}
+		hits := h.waitFor(t, len(bodies))
+		for i, b := range bodies {
+			if !bytes.Equal(hits[i].Body, b) || hits[i].Length != int64(len(b)) {
+				t.Errorf("body %d: got %d bytes (Content-Length %d), want %d byte for byte", i, len(hits[i].Body), hits[i].Length, len(b))
+			}
+		}
+		for i, e := range s.waitDeliveries(t, len(bodies)) {
+			if e["bytes"] != float64(len(bodies[i])) {
+				t.Errorf("delivery %d bytes = %v, want %d", i, e["bytes"], len(bodies[i]))
+			}
+		}
+	})
+}
+
+func TestForwardFailingHandler(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		api := srv.Client()
+		h := newHandler(t, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/fail") {
+				http.Error(w, "broken", http.StatusInternalServerError)
+			}
+		})
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		failed := srv.Post(t, "POST", "/fail", nil, []byte("x"))
+		marker := srv.Post(t, "POST", "/ok", nil, []byte("y"))
+		h.waitFor(t, 2)
+		waitRecorded(t, api, marker, 1)
+		// The marker came after the failure: had the failure been retried,
+		// it would show by now.
+		if got := uris(h.got()); !slices.Equal(got, []string{"POST /fail", "POST /ok"}) {
+			t.Errorf("handler got %v, want the failure once, then the marker", got)
+		}
+		ds := getRequest(t, api, failed).Deliveries
+		if len(ds) != 1 || ds[0].Kind != apiclient.KindForward || ds[0].Status != apiclient.StatusFailed ||
+			ds[0].ResponseStatus == nil || *ds[0].ResponseStatus != 500 {
+			t.Errorf("recorded deliveries of the failure = %+v", ds)
+		}
+		if e := s.deliveries(t)[0]; e["status"] != float64(500) || e["error"] != nil {
+			t.Errorf("delivery of the failure = %v", e)
+		}
+		if strings.Contains(s.stderr.String(), "unreachable") {
+			t.Errorf("a 500 is an answer, not an unreachable handler:\n%s", s.stderr)
+		}
+		s.stop(t)
+
+		// Nothing listens at the target: refused, reported once, recorded,
+		// not retried.
+		s = c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: "http://" + closedAddr(t)})
+		s.ready(t)
+		refused := srv.Post(t, "POST", "/refused/1", nil, []byte("x"))
+		events := s.waitDeliveries(t, 1)
+		if e := events[0]; e["request_id"] != refused || e["status"] != nil || e["error_class"] != "refused" || e["error"] == nil {
+			t.Errorf("delivery to a closed port = %v", e)
+		}
+		second := srv.Post(t, "POST", "/refused/2", nil, []byte("y"))
+		s.waitDeliveries(t, 2)
+		waitRecorded(t, api, second, 1)
+		ds = getRequest(t, api, refused).Deliveries
+		if len(ds) != 1 || ds[0].Status != apiclient.StatusFailed || ds[0].ResponseStatus != nil ||
+			ds[0].Error == nil || !strings.Contains(*ds[0].Error, "refused") {
+			t.Errorf("recorded deliveries of the refused one = %+v", ds)
+		}
+		if n := strings.Count(s.stderr.String(), "unreachable"); n != 1 {
+			t.Errorf("%d unreachable warnings for two failures in a row, want 1:\n%s", n, s.stderr)
+		}
+	})
+}
+
+func TestForwardInvalidCursor(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		api := srv.Client()
+		ctx := context.Background()
+		h := newHandler(t, nil)
+		baseline := srv.Post(t, "POST", "/baseline", nil, nil)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		if ready := s.ready(t); ready["baseline"] != baseline {
+			t.Fatalf("ready = %v", ready)
+		}
+
+		x := srv.Post(t, "POST", "/x", nil, nil)
+		h.waitFor(t, 1)
+		waitRecorded(t, api, x, 1)
+		// The cursor is now x; deleting it makes the next pull fail with
+		// invalid_cursor. y, captured meanwhile, is still delivered.
+		if err := api.DeleteRequest(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		y := srv.Post(t, "POST", "/y", nil, nil)
+		h.waitFor(t, 2)
+		s.stderr.waitContains(t, "no longer exists", 1)
+		waitRecorded(t, api, y, 1)
+
+		// Deleting y too leaves the old baseline as the newest: a new
+		// baseline, and nothing delivered again.
+		if err := api.DeleteRequest(ctx, y); err != nil {
+			t.Fatal(err)
+		}
+		s.stderr.waitContains(t, "no longer exists", 2)
+		srv.Post(t, "POST", "/z", nil, nil)
+		hits := h.waitFor(t, 3)
+		if got := uris(hits); !slices.Equal(got, []string{"POST /x", "POST /y", "POST /z"}) {
+			t.Errorf("delivered %v, want x, y, z once each", got)
+		}
+		if n := len(s.waitDeliveries(t, 3)); n != 3 {
+			t.Errorf("%d delivery lines, want 3", n)
+		}
+		if !strings.Contains(s.stderr.String(), "new baseline: "+baseline) {
+			t.Errorf("stderr does not name the new baseline %s:\n%s", baseline, s.stderr)
+		}
+	})
+}
+
+func TestForwardAPIDown(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		before := srv.Post(t, "POST", "/before", nil, nil)
+		h.waitFor(t, 1)
+		waitRecorded(t, srv.Client(), before, 1)
+
+		srv.Stop(t)
+		s.stderr.waitContains(t, "cannot reach the API", 1)
+		srv.Restart(t)
+		srv.Post(t, "POST", "/after", nil, nil)
+		hits := h.waitFor(t, 2)
+		if got := uris(hits); !slices.Equal(got, []string{"POST /before", "POST /after"}) {
+			t.Errorf("delivered %v", got)
+		}
+		s.stderr.waitContains(t, "API answers again", 1)
+		if n := strings.Count(s.stderr.String(), "cannot reach the API"); n != 1 {
+			t.Errorf("%d unreachable lines, want one for the whole outage:\n%s", n, s.stderr)
+		}
+	})
+}
+
+func TestForwardBadStart(t *testing.T) {
+	srv := capturetest.Start(t)
+	tests := []struct {
+		name string
+		o    opts
+		want string
+	}{
+		{"bad key", opts{api: srv.APIBase, key: "cap_notakey", endpoint: srv.EndpointID}, "refused the key"},
+		{"unknown endpoint", opts{api: srv.APIBase, key: srv.Key, endpoint: "whe_unknown"}, "endpoint whe_unknown not found"},
+		{"unreachable API", opts{api: "http://" + closedAddr(t) + "/api/v1", key: srv.Key, endpoint: srv.EndpointID}, "cannot reach the API"},
+		{"interval out of range", opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, interval: 61}, "60"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			both(t, func(t *testing.T, c client) {
+				h := newHandler(t, nil)
+				tt.o.to = h.URL
+				s := c.start(t, tt.o)
+				if code := s.wait(t); code != 2 {
+					t.Errorf("exit code %d, want 2; stderr:\n%s", code, s.stderr)
+				}
+				lines := strings.Split(strings.TrimSpace(s.stderr.String()), "\n")
+				if !strings.Contains(s.stderr.String(), tt.want) || len(lines) > 3 {
+					t.Errorf("stderr = %q, want one clear line with %q", s.stderr, tt.want)
+				}
+				if len(h.got()) != 0 {
+					t.Error("something was delivered")
+				}
+			})
+		})
+	}
+
+	t.Run("python flags and key", func(t *testing.T) {
+		t.Parallel()
+		script := pythonScript(t)
+		cases := []struct {
+			name string
+			env  []string
+			args []string
+			want string
+		}{
+			{"interval 0", pythonEnv(t, srv.Key, ""), []string{"--endpoint", srv.EndpointID, "--to", "localhost:1", "--interval", "0"}, "--interval"},
+			{"missing --to", pythonEnv(t, srv.Key, ""), []string{"--endpoint", srv.EndpointID}, "--to"},
+			{"no key anywhere", pythonEnv(t, "", ""), []string{"--api", srv.APIBase, "--endpoint", srv.EndpointID, "--to", "localhost:1"}, "no API key"},
+		}
+		for _, tc := range cases {
+			s := runPython(t, tc.env, append([]string{script}, tc.args...)...)
+			if code := s.wait(t); code != 2 || !strings.Contains(s.stderr.String(), tc.want) {
+				t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, s.stderr, tc.want)
+			}
+		}
+	})
+}
+
+func TestForwardTextOutput(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL, output: forward.OutputText})
+		s.stdout.waitContains(t, "Press Ctrl-C to stop.", 1)
+		banner := s.stdout.String()
+		for _, want := range []string{"Forwarding " + srv.EndpointID + " → " + h.URL, srv.APIBase, "Baseline"} {
+			if !strings.Contains(banner, want) {
+				t.Errorf("banner lacks %q:\n%s", want, banner)
+			}
+		}
+		id := srv.Post(t, "POST", "/ci/42/hook", nil, bytes.Repeat([]byte("a"), 1024))
+		out := s.stdout.waitContains(t, " → ", 2)
+		line := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d ` + id + ` POST /ci/42/hook → 200 OK \d+ ms 1\.0 KiB$`)
+		if !line.MatchString(out) {
+			t.Errorf("no delivery line like `22:14:03 %s POST /ci/42/hook → 200 OK 12 ms 1.0 KiB` in:\n%s", id, out)
+		}
+		if code := s.stop(t); code != 0 {
+			t.Errorf("exit code %d", code)
+		}
+		out = s.stdout.String()
+		if !strings.Contains(out, "Stopped after") || !strings.Contains(out, "1 forwarded (1 answered 2xx") {
+			t.Errorf("no summary:\n%s", out)
+		}
+		if strings.Contains(out, "\x1b[") {
+			t.Errorf("colour in plain output:\n%q", out)
+		}
+	})
+}
+
+func TestForwardColor(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	h := newHandler(t, nil)
+	out := newOutput()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- forward.Run(ctx, forward.Config{Endpoint: srv.EndpointID, To: h.URL, Interval: time.Second,
+			Stdout: out, Stderr: io.Discard, Color: true, Client: srv.Client()})
+	}()
+	out.waitContains(t, "Press Ctrl-C", 1)
+	srv.Post(t, "GET", "/c", nil, nil)
+	out.waitContains(t, "\x1b[32m200 OK\x1b[0m", 1)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v after cancel, want nil", err)
+	}
+}
+
+func TestDownload(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	resp, err := http.Get(srv.HTTPBase + "/downloads/capture-forward.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Equal(body, forward.PythonClient) ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/x-python") {
+		t.Fatalf("download: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	if !bytes.HasPrefix(body, []byte("#!/usr/bin/env python3\n")) {
+		t.Error("the script does not start with #!/usr/bin/env python3")
+	}
+	s := runPython(t, pythonEnv(t, "", ""), pythonScript(t), "--help")
+	if code := s.wait(t); code != 0 {
+		t.Fatalf("--help exit %d: %s", code, s.stderr)
+	}
+	for _, flag := range []string{"--endpoint", "--to", "--api", "--interval", "--replay-last", "--output", "CAPTURE_API_KEY", "CAPTURE_KEY"} {
+		if !strings.Contains(s.stdout.String(), flag) {
+			t.Errorf("--help does not mention %s", flag)
+		}
+	}
+}
