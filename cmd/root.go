@@ -95,6 +95,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 		newInboxCmd(),
 		newEndpointCmd(),
 		newCACmd(),
+		newForwardCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
 	)

@@ -247,7 +247,10 @@ class API:
                 raw = resp.read()
                 if resp.status == 204 or not raw:
                     return None
-                return json.loads(raw)
+                try:
+                    return json.loads(raw)
+                except ValueError:
+                    raise APIError(resp.status, "", f"{method} {path}: answer is not the expected JSON") from None
         except urllib.error.HTTPError as e:
             try:
                 raw = e.read(1 << 20)
@@ -395,8 +398,8 @@ class Printer:
                         "duration_ms": int(ran * 1000)})
             return
         self._line(self.out, f"Stopped after {round(ran)}s: {stats['deliveries']} forwarded "
-                             f"({stats['ok']} answered 2xx, {stats['non_2xx']} another status, "
-                             f"{stats['errors']} failed).")
+                             f"({stats['ok']} answered 2xx, {stats['non_2xx']} answered another status, "
+                             f"{stats['errors']} got no answer).")
 
 
 # --------------------------------------------------------------- delivery

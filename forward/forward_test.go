@@ -7,9 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,6 +361,47 @@ func TestForwardAPIDown(t *testing.T) {
 	})
 }
 
+func TestForwardRateLimited(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		upstream, err := url.Parse(srv.HTTPBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := httputil.NewSingleHostReverseProxy(upstream)
+		// The first two fetches of a capture are refused as the API does
+		// over its rate limit.
+		var refused atomic.Int32
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "GET" && strings.Contains(r.URL.Path, "/requests/") && refused.Add(1) <= 2 {
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"code":"rate_limited","message":"slow down","fields":{}}}`)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+		h := newHandler(t, nil)
+		s := c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		posted := time.Now()
+		id := srv.Post(t, "POST", "/limited", nil, []byte("x"))
+		h.waitFor(t, 1)
+		if waited := time.Since(posted); waited < 2*time.Second {
+			t.Errorf("delivered %s after capture, want at least the two Retry-After waits of 1 s", waited)
+		}
+		waitRecorded(t, srv.Client(), id, 1)
+		if n := len(h.got()); n != 1 {
+			t.Errorf("handler got %d requests, want 1", n)
+		}
+		if !strings.Contains(s.stderr.String(), "rate limit") {
+			t.Errorf("no rate limit status line:\n%s", s.stderr)
+		}
+	})
+}
+
 func TestForwardBadStart(t *testing.T) {
 	srv := capturetest.Start(t)
 	tests := []struct {
@@ -373,13 +418,15 @@ func TestForwardBadStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			both(t, func(t *testing.T, c client) {
 				h := newHandler(t, nil)
-				tt.o.to = h.URL
-				s := c.start(t, tt.o)
+				o := tt.o
+				o.to = h.URL
+				s := c.start(t, o)
 				if code := s.wait(t); code != 2 {
 					t.Errorf("exit code %d, want 2; stderr:\n%s", code, s.stderr)
 				}
+				// One line; argparse puts its usage before it.
 				lines := strings.Split(strings.TrimSpace(s.stderr.String()), "\n")
-				if !strings.Contains(s.stderr.String(), tt.want) || len(lines) > 3 {
+				if !strings.Contains(lines[len(lines)-1], tt.want) {
 					t.Errorf("stderr = %q, want one clear line with %q", s.stderr, tt.want)
 				}
 				if len(h.got()) != 0 {

@@ -120,7 +120,7 @@ func (p *textPrinter) info(format string, args ...any) {
 }
 
 func (p *textPrinter) summary(s stats, ran time.Duration) {
-	fmt.Fprintf(p.w, "Stopped after %s: %d forwarded (%d answered 2xx, %d another status, %d failed).\n",
+	fmt.Fprintf(p.w, "Stopped after %s: %d forwarded (%d answered 2xx, %d answered another status, %d got no answer).\n",
 		ran.Round(time.Second), s.Deliveries, s.OK, s.Non2xx, s.Errors)
 }
 

@@ -87,6 +87,8 @@ var (
 	closeConnection = []string{"close"}
 )
 
+// ServeHTTP answers only once InsertRequest has returned: an acknowledged
+// capture must survive a crash of the process right after (SPEC §13).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.cache.now()
 	id, path, query, ok := splitTarget(r.RequestURI)
@@ -303,7 +305,9 @@ func writeID(w http.ResponseWriter, id string) {
 // loses only the answer.
 func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response) {
 	if resp.Delay > 0 {
-		t := time.NewTimer(resp.Delay)
+		// The store refuses longer delays; the bound also keeps the
+		// answer inside the server's write timeout.
+		t := time.NewTimer(min(resp.Delay, store.MaxResponseDelay))
 		select {
 		case <-t.C:
 		case <-r.Context().Done():

@@ -23,7 +23,7 @@ type field struct {
 type headerSection struct {
 	fields []field
 	body   int  // offset of the body in the scanned input
-	found  bool // false when the input does not start with a header line
+	found  bool // false when the input starts with neither a header line nor a blank line
 }
 
 // scanHeader reads the top-level header section itself, because enmime keeps
@@ -42,11 +42,8 @@ func scanHeader(raw []byte) headerSection {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
 		case len(line) == 0:
-			h.body = next
-			h.found = len(h.fields) > 0
-			if !h.found {
-				h.body = 0
-			}
+			// Possibly an empty header section: still a header section.
+			h.body, h.found = next, true
 			return h
 		case line[0] == ' ' || line[0] == '\t':
 			if len(h.fields) == 0 {
@@ -339,6 +336,11 @@ func parseDate(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, false
+	}
+	// The form nearly every mailer writes; net/mail tries several layouts
+	// and pays for an error value on each miss.
+	if t, err := time.Parse("Mon, _2 Jan 2006 15:04:05 -0700", s); err == nil {
+		return t, true
 	}
 	if t, err := mail.ParseDate(s); err == nil {
 		return t, true

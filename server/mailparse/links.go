@@ -190,7 +190,7 @@ func scanHTML(doc string, ls *linkSet, opt scanHTMLOptions) htmlScan {
 			}
 			switch a {
 			case atom.Script, atom.Style, atom.Title, atom.Noscript,
-				atom.Noembed, atom.Noframes, atom.Iframe, atom.Xmp:
+				atom.Noembed, atom.Noframes, atom.Iframe:
 				skipText = true
 			case atom.A:
 				closeAnchor() // <a> cannot nest; a new one ends the last
@@ -368,23 +368,28 @@ func urlEnd(s string, i int) int {
 // trimURLTail drops sentence punctuation after a URL. A closing bracket is
 // kept when it closes one opened inside the URL, as in Wikipedia links.
 func trimURLTail(u string) string {
+	var open, closed [3]int // (), [], {}; counted once, as u may be long
+	counted := false
 	for len(u) > 0 {
 		r, size := utf8.DecodeLastRuneInString(u)
-		switch r {
-		case '.', ',', ';', ':', '!', '?', '\'', '*', '"',
-			'…', '»', '«', '”', '“', '’', '‘', '。', '、':
-		case ')':
-			if strings.Count(u, "(") >= strings.Count(u, ")") {
+		k := strings.IndexRune(")]}", r)
+		switch {
+		case k >= 0:
+			if !counted {
+				for i := 0; i < len(u); i++ {
+					if j := strings.IndexByte("([{", u[i]); j >= 0 {
+						open[j]++
+					} else if j := strings.IndexByte(")]}", u[i]); j >= 0 {
+						closed[j]++
+					}
+				}
+				counted = true
+			}
+			if open[k] >= closed[k] {
 				return u
 			}
-		case ']':
-			if strings.Count(u, "[") >= strings.Count(u, "]") {
-				return u
-			}
-		case '}':
-			if strings.Count(u, "{") >= strings.Count(u, "}") {
-				return u
-			}
+			closed[k]--
+		case strings.ContainsRune(".,;:!?'*\"…»«”“’‘。、", r):
 		default:
 			return u
 		}

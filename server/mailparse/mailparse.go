@@ -74,10 +74,6 @@ const (
 	maxWarningLen  = 300
 	maxPartErrors  = 10
 	maxQuotedValue = 80
-	// maxMIMEDepth bounds multipart nesting. enmime stacks one boundary
-	// reader per level and its cost doubles with each level past about
-	// ten; real mail stays under eight.
-	maxMIMEDepth = 10
 )
 
 // parser is configured once and never mutated; ReadParts copies it.
@@ -143,13 +139,13 @@ func Parse(raw []byte) (m *Message) {
 		m.Warnings = w.finish()
 	}()
 
-	mime := raw
+	msg := raw
 	if n := mboxFromLine(raw); n > 0 {
 		// An mbox separator is not a header; enmime would choke on it.
-		mime = raw[n:]
+		msg = raw[n:]
 	}
-	hdr := scanHeader(mime)
-	if !hdr.found && len(mime) > 0 {
+	hdr := scanHeader(msg)
+	if !hdr.found && len(msg) > 0 {
 		w.add("message has no header section; whole message read as the body")
 	}
 	hd := &headerDecoder{w: &w}
@@ -158,14 +154,12 @@ func Parse(raw []byte) (m *Message) {
 	var b bodies
 	var root *enmime.Part
 	var err error
-	if top := topBoundary(hdr.fields); top != nil && mimeDepth(mime[hdr.body:], top, maxMIMEDepth) > maxMIMEDepth {
-		err = fmt.Errorf("multiparts nested deeper than %d levels", maxMIMEDepth)
-	} else {
-		root, err = readParts(mime, hdr.found)
+	if err = checkShape(hdr, msg[hdr.body:]); err == nil {
+		root, err = readParts(msg, hdr.found)
 	}
 	if err != nil {
 		w.addf("MIME structure could not be read (%v); body kept as plain text", err)
-		b.fallback(mime[hdr.body:])
+		b.fallback(msg[hdr.body:])
 	} else {
 		for _, e := range collectErrors(root) {
 			w.add(e)
@@ -173,10 +167,10 @@ func Parse(raw []byte) (m *Message) {
 		b.walk(root, &w)
 		if b.parts == 0 && root.FirstChild == nil && root.Boundary != "" {
 			w.addf("no part found for MIME boundary %q; body kept as plain text", quoteShort(root.Boundary))
-			b.fallback(mime[hdr.body:])
+			b.fallback(msg[hdr.body:])
 		}
 	}
-	b.finish(m, &w)
+	b.finish(m)
 
 	sc := scanHTMLOptions{}
 	if m.HTML != nil {
@@ -199,13 +193,13 @@ func Parse(raw []byte) (m *Message) {
 
 // readParts runs enmime with a recover of its own, so that a panic inside it
 // still leaves Parse with the headers and a fallback body.
-func readParts(mime []byte, hasHeader bool) (root *enmime.Part, err error) {
+func readParts(msg []byte, hasHeader bool) (root *enmime.Part, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			root, err = nil, fmt.Errorf("internal error: %v", r)
 		}
 	}()
-	var r io.Reader = bytes.NewReader(mime)
+	var r io.Reader = bytes.NewReader(msg)
 	if !hasHeader {
 		// An empty header section makes enmime read everything as the body
 		// instead of failing on the first line.
@@ -320,7 +314,7 @@ func (b *bodies) fallback(body []byte) {
 	b.hasText = true
 }
 
-func (b *bodies) finish(m *Message, w *warnings) {
+func (b *bodies) finish(m *Message) {
 	if b.hasText {
 		s := string(crlfToLF(b.text))
 		m.Text = &s
@@ -416,107 +410,6 @@ func contentID(v string) string {
 	v = strings.TrimPrefix(v, "<")
 	v = strings.TrimSuffix(v, ">")
 	return strings.ToValidUTF8(strings.TrimSpace(v), "\uFFFD")
-}
-
-// topBoundary returns the boundary of a multipart top-level Content-Type.
-func topBoundary(fields []field) []byte {
-	for _, f := range fields {
-		if f.name != "Content-Type" {
-			continue
-		}
-		if indexFold(f.value, "multipart/") < 0 {
-			return nil
-		}
-		if i := indexFold(f.value, "boundary="); i >= 0 {
-			return boundaryValue(f.value[i+len("boundary="):])
-		}
-		return nil
-	}
-	return nil
-}
-
-// mimeDepth estimates how deeply the body's multiparts nest, stopping once
-// it passes limit. It follows boundaries the way a MIME parser does: a
-// boundary= in a part's header opens a level, a delimiter line of an open
-// level starts a part's header in it, a close delimiter leaves it. Mentions
-// of boundary= in body text are not in a header and do not count.
-func mimeDepth(body, top []byte, limit int) int {
-	stack := [][]byte{top}
-	inHeader := false
-	for pos := 0; pos < len(body) && len(stack) > 0; {
-		line, next := body[pos:], len(body)
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line, next = line[:i], pos+i+1
-		}
-		pos = next
-		line = bytes.TrimRight(line, " \t\r")
-		if len(line) == 0 {
-			inHeader = false
-			continue
-		}
-		if len(line) > 2 && line[0] == '-' && line[1] == '-' {
-			if i, closing := matchDelimiter(line[2:], stack); i >= 0 {
-				if closing {
-					stack, inHeader = stack[:i], false
-				} else {
-					stack, inHeader = stack[:i+1], true
-				}
-				continue
-			}
-		}
-		if !inHeader {
-			continue
-		}
-		if i := indexFold(line, "boundary="); i >= 0 {
-			if v := boundaryValue(line[i+len("boundary="):]); len(v) > 0 {
-				if stack = append(stack, v); len(stack) > limit {
-					return len(stack)
-				}
-			}
-		}
-	}
-	return len(stack)
-}
-
-// matchDelimiter finds the innermost open boundary that line (without its
-// leading "--") delimits, or -1.
-func matchDelimiter(line []byte, stack [][]byte) (int, bool) {
-	for i := len(stack) - 1; i >= 0; i-- {
-		rest, ok := bytes.CutPrefix(line, stack[i])
-		if !ok {
-			continue
-		}
-		switch {
-		case bytes.HasPrefix(rest, []byte("--")):
-			return i, true
-		case len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t':
-			return i, false
-		}
-	}
-	return -1, false
-}
-
-func indexFold(s []byte, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if c := s[i]; (c == sub[0] || c == sub[0]-('a'-'A')) && strings.EqualFold(string(s[i:i+len(sub)]), sub) {
-			return i
-		}
-	}
-	return -1
-}
-
-func boundaryValue(v []byte) []byte {
-	if len(v) > 0 && v[0] == '"' {
-		v = v[1:]
-		if i := bytes.IndexByte(v, '"'); i >= 0 {
-			v = v[:i]
-		}
-		return v
-	}
-	if i := bytes.IndexAny(v, "; \t"); i >= 0 {
-		v = v[:i]
-	}
-	return v
 }
 
 // mboxFromLine returns the length of a leading mbox "From " separator line.

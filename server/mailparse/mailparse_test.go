@@ -644,6 +644,10 @@ func TestParseHostileInput(t *testing.T) {
 			}
 		}},
 		{"only CRLF", []byte("\r\n"), nil},
+		{"empty header section", []byte("\r\nbody https://example.com/b"), func(t *testing.T, m *Message) {
+			eq(t, "Text", m.Text, ptr("body https://example.com/b"))
+			eq(t, "Warnings", m.Warnings, nil)
+		}},
 		{"header without body", []byte("Subject: hi"), func(t *testing.T, m *Message) {
 			eq(t, "Subject", m.Subject, "hi")
 		}},

@@ -120,7 +120,12 @@ func (e *testEnv) clientTLS() *tls.Config {
 // against ca.pem, authenticated as the inbox.
 func (e *testEnv) dialSTARTTLS(t *testing.T) *netsmtp.Client {
 	t.Helper()
-	c, err := netsmtp.Dial(e.starttls)
+	conn, err := net.Dial("tcp", e.starttls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The name given here is the one PlainAuth insists on.
+	c, err := netsmtp.NewClient(conn, "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +143,12 @@ func (e *testEnv) dialSTARTTLS(t *testing.T) *netsmtp.Client {
 // Data hides.
 func sendData(t *testing.T, c *netsmtp.Client, raw []byte) (int, string) {
 	t.Helper()
-	if _, err := c.Text.Cmd("DATA"); err != nil {
+	seq, err := c.Text.Cmd("DATA")
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.Text.StartResponse(seq)
+	defer c.Text.EndResponse(seq)
 	if _, _, err := c.Text.ReadResponse(354); err != nil {
 		t.Fatalf("DATA: %v", err)
 	}

@@ -1,0 +1,105 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// sessionTimeout closes sessions whose client went away without saying so.
+const sessionTimeout = 30 * time.Minute
+
+// caller is the checked key of one HTTP request.
+type caller struct {
+	client *apiclient.Client
+	keyID  string
+}
+
+type callerKey struct{}
+
+// HTTPHandler serves MCP over streamable HTTP for the read API at apiBase
+// (…/api/v1). Every request must carry `Authorization: Bearer cap_…`; the
+// key is checked with GET /me, and the session it opens reads through a
+// client with that same key, so it sees that key's project only.
+func HTTPHandler(apiBase string, version string) http.Handler {
+	streamable := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+		c, ok := r.Context().Value(callerKey{}).(caller)
+		if !ok {
+			return nil
+		}
+		return New(c.client, version)
+	}, &mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
+
+	// The SDK binds a session to the UserID of the request that opened it
+	// and refuses the session's id from anyone else; the key id is that
+	// user. The key itself was checked before this point.
+	bound := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		c, ok := r.Context().Value(callerKey{}).(caller)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: c.keyID}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearer(r)
+		if !ok {
+			writeError(w, &apiclient.APIError{Status: http.StatusUnauthorized, Code: apiclient.CodeUnauthorized,
+				Message: "missing or malformed API key: send Authorization: Bearer cap_…"})
+			return
+		}
+		client := apiclient.New(apiBase, key, nil)
+		me, err := client.Me(r.Context())
+		if err != nil {
+			var ae *apiclient.APIError
+			if !errors.As(err, &ae) || ae.Code == "" {
+				ae = &apiclient.APIError{Status: http.StatusInternalServerError, Code: apiclient.CodeInternal,
+					Message: "cannot check the API key: " + err.Error()}
+			}
+			writeError(w, ae)
+			return
+		}
+		ctx := context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID})
+		bound.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// bearer returns the API key of an `Authorization: Bearer cap_…` header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	key = strings.TrimSpace(key)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(key, "cap_") || strings.ContainsAny(key, " \t") {
+		return "", false
+	}
+	return key, true
+}
+
+// writeError answers with the read API's error envelope, so that clients
+// of /mcp and /api/v1 see the same thing for the same mistake.
+func writeError(w http.ResponseWriter, e *apiclient.APIError) {
+	h := w.Header()
+	if e.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="capture"`)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	fields := e.Fields
+	if fields == nil {
+		fields = map[string]string{}
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	json.NewEncoder(w).Encode(map[string]any{
+		"error": map[string]any{"code": e.Code, "message": e.Message, "fields": fields},
+	})
+}

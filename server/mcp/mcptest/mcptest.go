@@ -1,0 +1,198 @@
+// Package mcptest runs a real capture server and checks an MCP transport
+// of it end to end with the SDK's own client. The tests of the HTTP
+// transport (server/mcp) and of the stdio one (`capture mcp`) share it, so
+// both are held to the same behaviour.
+package mcptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/server"
+	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/store"
+)
+
+// Env is a running capture server with two projects: the one under test
+// and another whose objects the first must not see.
+type Env struct {
+	Store *store.Store
+	// Server is the running server; tests mount /mcp on their own listener
+	// when it does not.
+	Server               *server.Server
+	APIBase, CaptureBase string
+
+	ProjectID, Key, InboxID, EndpointID string
+	// Other is the other project's key and objects.
+	Other struct {
+		Key, InboxID, EndpointID, MessageID, RequestID string
+	}
+}
+
+// Start runs a server until the test ends. Both projects are on the team
+// plan, so that many quick calls meet no rate limit.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	boot, err := st.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetPlan(ctx, boot.Project.ID, "team"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := certs.Ensure(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.Listen(st, server.Config{
+		HTTPAddr:        "127.0.0.1:0",
+		CaptureAddr:     "127.0.0.1:0",
+		SMTPHost:        "localhost",
+		TLSConfig:       certs.ServerConfig(res.Certificate),
+		ShutdownTimeout: 5 * time.Second,
+		Logger:          slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop within 10 s")
+		}
+	})
+
+	e := &Env{
+		Store: st, Server: srv, APIBase: srv.APIBase(), CaptureBase: srv.CaptureBase(),
+		ProjectID: boot.Project.ID, Key: boot.Secret, InboxID: boot.Inbox.ID, EndpointID: boot.Endpoint.ID,
+	}
+
+	other, err := st.CreateProject(ctx, "other", "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, e.Other.Key, err = st.CreateKey(ctx, other.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := st.CreateInbox(ctx, other.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := st.CreateEndpoint(ctx, other.ID, "other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Other.InboxID, e.Other.EndpointID = inbox.ID, ep.ID
+	e.Other.MessageID = e.Message(t, inbox.ID, Mail{Subject: "other project's mail"})
+	e.Other.RequestID = e.Post(t, ep.ID, "POST", "/other", nil, []byte("other project's request"))
+	return e
+}
+
+// Mail is what Message stores; zero fields get plain defaults.
+type Mail struct {
+	To, Subject, Text, HTML string
+	Links                   []string
+}
+
+// Message stores a message in an inbox, as the SMTP listener would after
+// parsing it, and returns its id.
+func (e *Env) Message(t testing.TB, inboxID string, m Mail) string {
+	t.Helper()
+	id, err := e.message(inboxID, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// message is Message for goroutines, which must not call t.Fatal.
+func (e *Env) message(inboxID string, m Mail) (string, error) {
+	if m.To == "" {
+		m.To = "user@example.test"
+	}
+	if m.Text == "" {
+		m.Text = "Hello."
+	}
+	links := make([]store.Link, len(m.Links))
+	for i, u := range m.Links {
+		text := "link " + u
+		links[i] = store.Link{URL: u, Text: &text, Origin: origin(u)}
+	}
+	raw := "From: App <app@example.test>\r\nTo: " + m.To + "\r\nSubject: " + m.Subject + "\r\n\r\n" + m.Text + "\r\n"
+	nm := &store.NewMessage{
+		InboxID: inboxID, ReceivedAt: time.Now(),
+		EnvelopeFrom: "app@example.test", EnvelopeTo: []string{m.To},
+		From: &store.Address{Name: "App", Address: "app@example.test"}, To: []store.Address{{Address: m.To}},
+		Subject: m.Subject, Text: &m.Text, Links: links, Snippet: m.Text,
+		Headers: []store.Header{{Name: "Subject", Values: []string{m.Subject}}},
+		Raw:     []byte(raw),
+	}
+	if m.HTML != "" {
+		nm.HTML = &m.HTML
+	}
+	return e.Store.InsertMessage(context.Background(), nm)
+}
+
+func origin(u string) string {
+	scheme, rest, _ := strings.Cut(u, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return scheme + "://" + host
+}
+
+// Post sends a webhook to an endpoint's capture URL with target (path and
+// query) appended, and returns the capture's id.
+func (e *Env) Post(t testing.TB, endpointID, method, target string, header http.Header, body []byte) string {
+	t.Helper()
+	id, err := e.post(endpointID, method, target, header, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// post is Post for goroutines, which must not call t.Fatal.
+func (e *Env) post(endpointID, method, target string, header http.Header, body []byte) (string, error) {
+	req, err := http.NewRequest(method, e.CaptureBase+"/"+endpointID+target, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v struct {
+		ID string `json:"id"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &v) != nil || !strings.HasPrefix(v.ID, "req_") {
+		return "", fmt.Errorf("capture answered %d: %s", resp.StatusCode, b)
+	}
+	return v.ID, nil
+}

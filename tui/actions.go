@@ -1,0 +1,152 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	osc52 "github.com/aymanbagabas/go-osc52/v2"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// openBrowser hands url to the system's opener. It waits only for the
+// opener itself, which returns once the browser has the URL.
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if s := strings.TrimSpace(string(out)); s != "" {
+			return fmt.Errorf("%s: %w: %s", cmd.Args[0], err, s)
+		}
+		return fmt.Errorf("%s: %w", cmd.Args[0], err)
+	}
+	return nil
+}
+
+// openLink opens url in a browser or, where there is none (an SSH session,
+// a container), puts it on the clipboard instead.
+func openLink(open func(string) error, out io.Writer, url string) tea.Cmd {
+	return func() tea.Msg {
+		if err := open(url); err != nil {
+			if cerr := writeOSC52(out, url); cerr != nil {
+				return noticeMsg{err: fmt.Errorf("cannot open a browser (%v) nor copy the link", err)}
+			}
+			return noticeMsg{text: "no browser to open (" + err.Error() + "): copied the link instead"}
+		}
+		return noticeMsg{text: "opened " + url}
+	}
+}
+
+// copyToClipboard uses OSC 52, which reaches the clipboard of the machine
+// the terminal runs on, also across SSH.
+func copyToClipboard(out io.Writer, text, done string) tea.Cmd {
+	return func() tea.Msg {
+		if err := writeOSC52(out, text); err != nil {
+			return noticeMsg{err: fmt.Errorf("copy: %w", err)}
+		}
+		return noticeMsg{text: done}
+	}
+}
+
+func writeOSC52(out io.Writer, text string) error {
+	seq := osc52.New(text)
+	switch {
+	case os.Getenv("TMUX") != "":
+		seq = seq.Tmux()
+	case strings.HasPrefix(os.Getenv("TERM"), "screen"):
+		seq = seq.Screen()
+	}
+	_, err := seq.WriteTo(out)
+	return err
+}
+
+// saveAttachment writes an attachment into dir under its own name, never
+// over an existing file.
+func saveAttachment(ctx context.Context, c *apiclient.Client, dir, messageID string, a apiclient.Attachment) tea.Cmd {
+	return func() tea.Msg {
+		data, _, err := c.AttachmentData(ctx, messageID, a.ID)
+		if err != nil {
+			return savedMsg{err: err}
+		}
+		path, err := writeNew(dir, safeName(a.Filename, a.ID), data)
+		return savedMsg{path: path, err: err}
+	}
+}
+
+// safeName keeps a sender-chosen file name from leaving the directory or
+// hiding itself.
+func safeName(name, fallback string) string {
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = filepath.Base(name)
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '/' || r == ':' {
+			return '_'
+		}
+		return r
+	}, name)
+	name = strings.TrimLeft(strings.TrimSpace(name), ".")
+	if name == "" {
+		return fallback
+	}
+	return name
+}
+
+func writeNew(dir, name string, data []byte) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	for i := 0; i < 1000; i++ {
+		n := name
+		if i > 0 {
+			n = stem + "-" + strconv.Itoa(i) + ext
+		}
+		path := filepath.Join(dir, n)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, werr := f.Write(data)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			os.Remove(path)
+			return "", err
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("%s: too many files of that name", filepath.Join(dir, name))
+}
+
+// replaySummary is one line on what a replay got.
+func replaySummary(r apiclient.Replay) string {
+	took := strconv.FormatInt(r.DurationMS, 10) + " ms"
+	if r.ResponseStatus != nil {
+		return "→ " + strconv.Itoa(*r.ResponseStatus) + " " + http.StatusText(*r.ResponseStatus) + " in " + took + " (" + r.Status + ")"
+	}
+	msg := r.Status
+	if r.Error != nil {
+		msg = *r.Error
+	}
+	return "failed after " + took + ": " + msg
+}

@@ -1,0 +1,315 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// Every call to the API runs in a tea.Cmd and comes back as one of these
+// messages. Commands capture plain values, never the model, which only
+// Update touches.
+
+// op names a kind of call, so that a failing one is retried on its own
+// schedule and its error cleared when it next succeeds.
+type op int
+
+const (
+	opMe op = iota
+	opSources
+	opList
+	opOlder
+	opPoll
+	opDetail
+	opStatus
+)
+
+type meMsg struct {
+	me  apiclient.Me
+	err error
+}
+
+type sourcesMsg struct {
+	inboxes   []apiclient.Inbox
+	endpoints []apiclient.Endpoint
+	err       error
+}
+
+// pageMsg answers a list load (older false) or a page of older captures.
+type pageMsg struct {
+	gen   int
+	older bool
+	items []capture
+	next  string
+	err   error
+}
+
+type pollMsg struct {
+	gen   int
+	items []capture
+	next  string
+	err   error
+}
+
+type detailMsg struct {
+	id  string
+	msg *apiclient.Message
+	req *apiclient.Request
+	err error
+}
+
+type rawMsg struct {
+	id  string
+	raw []byte
+	err error
+}
+
+type statusMsg struct {
+	last map[string]*apiclient.Delivery
+	err  error
+}
+
+type replayMsg struct {
+	id     string
+	replay apiclient.Replay
+	err    error
+}
+
+type deleteMsg struct {
+	id  string
+	err error
+}
+
+type savedMsg struct {
+	path string
+	err  error
+}
+
+type noticeMsg struct {
+	text string
+	err  error
+}
+
+type retryMsg struct {
+	op  op
+	gen int
+}
+
+type tickMsg struct{}
+
+const (
+	// pageSize is how many captures a list load or an older page brings.
+	pageSize = 50
+	// pollWait holds each long-poll well under the API's 30 s cap.
+	pollWait = 25 * time.Second
+	// refreshEvery re-reads the sources' counts, which no wait covers.
+	refreshEvery = 5 * time.Second
+	// statusMaxBody skips fetching huge requests only to learn their last
+	// delivery; opening one still shows it.
+	statusMaxBody = 256 << 10
+)
+
+func loadMe(ctx context.Context, c *apiclient.Client) tea.Cmd {
+	return func() tea.Msg {
+		me, err := c.Me(ctx)
+		return meMsg{me, err}
+	}
+}
+
+func loadSources(ctx context.Context, c *apiclient.Client) tea.Cmd {
+	return func() tea.Msg {
+		var out sourcesMsg
+		p := apiclient.Page{Limit: apiclient.MaxLimit}
+		for {
+			l, err := c.Inboxes(ctx, p)
+			if err != nil {
+				return sourcesMsg{err: err}
+			}
+			out.inboxes = append(out.inboxes, l.Items...)
+			if l.Next == "" {
+				break
+			}
+			p.Before = l.Next
+		}
+		p = apiclient.Page{Limit: apiclient.MaxLimit}
+		for {
+			l, err := c.Endpoints(ctx, p)
+			if err != nil {
+				return sourcesMsg{err: err}
+			}
+			out.endpoints = append(out.endpoints, l.Items...)
+			if l.Next == "" {
+				break
+			}
+			p.Before = l.Next
+		}
+		return out
+	}
+}
+
+// listQuery is one list call of a source: a page, or a wait for newer.
+type listQuery struct {
+	kind          sourceKind
+	id            string
+	f             filter
+	before, after string
+	limit         int
+	wait          time.Duration
+}
+
+func (q listQuery) run(ctx context.Context, c *apiclient.Client) ([]capture, string, error) {
+	if q.kind == kindEndpoint {
+		l, err := c.Requests(ctx, q.id, apiclient.RequestQuery{Method: q.f.Method, Path: q.f.Path,
+			Before: q.before, After: q.after, Limit: q.limit, Wait: q.wait})
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]capture, len(l.Items))
+		for i := range l.Items {
+			out[i] = capture{req: &l.Items[i]}
+		}
+		return out, l.Next, nil
+	}
+	l, err := c.Messages(ctx, q.id, apiclient.MessageQuery{To: q.f.To, From: q.f.From, Subject: q.f.Subject,
+		Before: q.before, After: q.after, Limit: q.limit, Wait: q.wait})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]capture, len(l.Items))
+	for i := range l.Items {
+		out[i] = capture{msg: &l.Items[i]}
+	}
+	return out, l.Next, nil
+}
+
+func loadPage(ctx context.Context, c *apiclient.Client, gen int, older bool, q listQuery) tea.Cmd {
+	return func() tea.Msg {
+		items, next, err := q.run(ctx, c)
+		return pageMsg{gen: gen, older: older, items: items, next: next, err: err}
+	}
+}
+
+func poll(ctx context.Context, c *apiclient.Client, gen int, q listQuery) tea.Cmd {
+	return func() tea.Msg {
+		items, next, err := q.run(ctx, c)
+		return pollMsg{gen: gen, items: items, next: next, err: err}
+	}
+}
+
+func loadDetail(ctx context.Context, c *apiclient.Client, id string, k sourceKind) tea.Cmd {
+	return func() tea.Msg {
+		if k == kindEndpoint {
+			r, err := c.Request(ctx, id)
+			if err != nil {
+				return detailMsg{id: id, err: err}
+			}
+			return detailMsg{id: id, req: &r}
+		}
+		m, err := c.Message(ctx, id)
+		if err != nil {
+			return detailMsg{id: id, err: err}
+		}
+		return detailMsg{id: id, msg: &m}
+	}
+}
+
+func loadRaw(ctx context.Context, c *apiclient.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		raw, err := c.MessageRaw(ctx, id)
+		return rawMsg{id, raw, err}
+	}
+}
+
+// loadStatuses learns the last delivery of each request, one call at a
+// time: the list shows it and no list route carries it.
+func loadStatuses(ctx context.Context, c *apiclient.Client, ids []string) tea.Cmd {
+	return func() tea.Msg {
+		out := statusMsg{last: map[string]*apiclient.Delivery{}}
+		for _, id := range ids {
+			r, err := c.Request(ctx, id)
+			if apiclient.IsCode(err, apiclient.CodeNotFound) {
+				continue
+			}
+			if err != nil {
+				out.err = err
+				return out
+			}
+			out.last[id] = lastDelivery(r.Deliveries)
+		}
+		return out
+	}
+}
+
+func lastDelivery(ds []apiclient.Delivery) *apiclient.Delivery {
+	if len(ds) == 0 {
+		return nil
+	}
+	d := ds[len(ds)-1]
+	return &d
+}
+
+func replay(ctx context.Context, c *apiclient.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.Replay(ctx, id, nil)
+		return replayMsg{id, r, err}
+	}
+}
+
+func deleteCapture(ctx context.Context, c *apiclient.Client, id string, k sourceKind) tea.Cmd {
+	return func() tea.Msg {
+		var err error
+		if k == kindEndpoint {
+			err = c.DeleteRequest(ctx, id)
+		} else {
+			err = c.DeleteMessage(ctx, id)
+		}
+		if apiclient.IsCode(err, apiclient.CodeNotFound) {
+			err = nil // gone already: what was asked for holds
+		}
+		return deleteMsg{id, err}
+	}
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(refreshEvery, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// retryDelay is how long to wait before the attempt-th retry: what a 429
+// asks for, else an exponential backoff.
+func retryDelay(err error, attempt int, base, limit time.Duration) time.Duration {
+	if d, ok := apiclient.RetryAfter(err); ok {
+		return d
+	}
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// describe turns an API error into a short line for the status bar.
+func describe(err error) string {
+	var ae *apiclient.APIError
+	switch {
+	case errors.Is(err, apiclient.ErrUnreachable):
+		var ue *apiclient.UnreachableError
+		if errors.As(err, &ue) {
+			return "cannot reach " + ue.URL + ": " + ue.Err.Error()
+		}
+		return err.Error()
+	case errors.As(err, &ae) && ae.Code == apiclient.CodeTooManyWaits:
+		return "all of the project's wait slots are busy (429)"
+	case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
+		return "rate limited (429)"
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+		return "the API refused the key (401): " + ae.Message
+	case errors.As(err, &ae) && ae.Message != "":
+		return ae.Message + " (" + ae.Code + ")"
+	}
+	return err.Error()
+}

@@ -1,0 +1,483 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/inbucket/html2text"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+const (
+	labelWidth = 10
+	// maxShown bounds how much of a body is laid out: beyond it a person
+	// saves or replays rather than scrolls.
+	maxShown = 256 << 10
+	// maxHex bounds the hex dump of a binary body, four times as long.
+	maxHex = 16 << 10
+)
+
+// refreshDetail lays the open capture out again, for new data, a toggle or
+// a new size.
+func (m *Model) refreshDetail() {
+	w, h := m.detailSize()
+	vp := &m.detail.vp
+	vp.Width, vp.Height = max(1, w-2), max(1, h-2)
+	vp.SetContent(m.detailContent(vp.Width))
+}
+
+func (m *Model) detailContent(w int) string {
+	d := &m.detail
+	switch {
+	case d.id == "":
+		return ""
+	case !d.loaded() && apiclient.IsCode(d.err, apiclient.CodeNotFound):
+		return m.st.dim.Render("this capture is gone: deleted, or pruned by retention")
+	case !d.loaded() && d.err != nil:
+		return m.st.bad.Render(ansi.Wrap("could not load it: "+describe(d.err), w, ""))
+	case !d.loaded():
+		return m.st.dim.Render("loading…")
+	case d.msg != nil:
+		return m.messageContent(d.msg, w)
+	default:
+		return m.requestContent(d.req, w)
+	}
+}
+
+// page builds a detail page line by line at a fixed width.
+type page struct {
+	m     *Model
+	w     int
+	lines []string
+}
+
+func (p *page) add(s string) { p.lines = append(p.lines, s) }
+
+// field is "Label     value", the value wrapped under itself.
+func (p *page) field(label, value string, st ...lipgloss.Style) {
+	vw := max(8, p.w-labelWidth)
+	wrapped := strings.Split(ansi.Wrap(value, vw, ""), "\n")
+	for i, l := range wrapped {
+		for _, s := range st {
+			l = s.Render(l)
+		}
+		if i == 0 {
+			p.add(p.m.st.label.Render(fit(label, labelWidth)) + l)
+		} else {
+			p.add(strings.Repeat(" ", labelWidth) + l)
+		}
+	}
+}
+
+func (p *page) section(title string) {
+	p.add("")
+	p.add(p.m.st.accent.Render(title))
+}
+
+// text adds s wrapped to the page, indented by two.
+func (p *page) text(s string, hard bool) {
+	w := max(8, p.w-2)
+	for _, l := range strings.Split(s, "\n") {
+		if hard {
+			l = ansi.Hardwrap(l, w, true)
+		} else {
+			l = ansi.Wrap(l, w, "")
+		}
+		for _, x := range strings.Split(l, "\n") {
+			p.add("  " + x)
+		}
+	}
+}
+
+func (p *page) String() string { return strings.Join(p.lines, "\n") }
+
+func (m *Model) messageContent(msg *apiclient.Message, w int) string {
+	p := &page{m: m, w: w}
+	subject := msg.Subject
+	if subject == "" {
+		subject = "(no subject)"
+	}
+	p.field("Subject", clean(subject), m.st.titleFocused)
+	from := "—"
+	if msg.From != nil {
+		from = msg.From.String()
+	}
+	p.field("From", clean(from))
+	p.field("To", clean(addrs(msg.To)))
+	if len(msg.Cc) > 0 {
+		p.field("Cc", clean(addrs(msg.Cc)))
+	}
+	if len(msg.ReplyTo) > 0 {
+		p.field("Reply-To", clean(addrs(msg.ReplyTo)))
+	}
+	if msg.Date != nil {
+		p.field("Date", msg.Date.In(m.loc).Format("2006-01-02 15:04:05 MST"))
+	}
+	p.field("Received", msg.ReceivedAt.In(m.loc).Format("2006-01-02 15:04:05 MST"))
+	if msg.Envelope.From != "" || len(msg.Envelope.To) > 0 {
+		p.field("Envelope", clean(msg.Envelope.From+" → "+strings.Join(msg.Envelope.To, ", ")), m.st.dim)
+	}
+	p.field("Id", msg.ID+" · "+size(msg.Size), m.st.dim)
+
+	if m.showHeaders {
+		p.section("Headers (h hides)")
+		m.headerLines(p, msg.Headers)
+	}
+	if m.detail.showRaw {
+		p.section("Raw message (v: back to the body)")
+		switch {
+		case m.detail.raw == nil:
+			p.add(m.st.dim.Render("  loading…"))
+		case !utf8.Valid(m.detail.raw):
+			p.text(clean(strings.ToValidUTF8(string(truncate(m.detail.raw)), "\uFFFD")), true)
+		default:
+			p.text(clean(string(truncate(m.detail.raw))), true)
+		}
+	} else {
+		body, label := messageBody(msg)
+		p.section(label)
+		p.text(clean(body), false)
+	}
+	if len(msg.Links) > 0 {
+		p.section("Links (o opens or copies)")
+		for i, l := range msg.Links {
+			n := m.st.accent.Render(strconv.Itoa(i+1) + ".")
+			text := ""
+			if l.Text != nil && strings.TrimSpace(*l.Text) != "" {
+				text = clean(strings.Join(strings.Fields(*l.Text), " ")) + " "
+			}
+			p.add(ansi.Truncate("  "+n+" "+text+m.st.dim.Render(clean(l.URL)), w, "…"))
+		}
+	}
+	if len(msg.Attachments) > 0 {
+		p.section("Attachments (a saves)")
+		for i, a := range msg.Attachments {
+			n := m.st.accent.Render(strconv.Itoa(i+1) + ".")
+			extra := ""
+			if a.Inline {
+				extra = " · inline"
+			}
+			p.add(ansi.Truncate("  "+n+" "+clean(a.Filename)+"  "+m.st.dim.Render(clean(a.ContentType)+" · "+size(a.Size)+extra), w, "…"))
+		}
+	}
+	if len(msg.Warnings) > 0 {
+		p.section("Parse warnings")
+		for _, warn := range msg.Warnings {
+			p.text(m.st.warn.Render(clean(warn)), false)
+		}
+	}
+	if !m.showHeaders {
+		p.add("")
+		p.add(m.st.dim.Render("h all headers · v raw message"))
+	}
+	return p.String()
+}
+
+// messageBody is the text part, else the HTML part made readable.
+func messageBody(msg *apiclient.Message) (string, string) {
+	if msg.Body.Text != nil && strings.TrimSpace(*msg.Body.Text) != "" {
+		return strings.TrimRight(*msg.Body.Text, "\r\n\t "), "Text"
+	}
+	if msg.Body.HTML != nil {
+		s, err := html2text.FromString(*msg.Body.HTML, html2text.Options{OmitLinks: true})
+		if err == nil {
+			return s, "Text (from HTML)"
+		}
+	}
+	return "(no body)", "Text"
+}
+
+func (m *Model) headerLines(p *page, hs apiclient.Headers) {
+	if len(hs) == 0 {
+		p.add(m.st.dim.Render("  none"))
+	}
+	for _, h := range hs {
+		for _, v := range h.Values {
+			line := m.st.label.Render(clean(h.Name)+":") + " " + clean(v)
+			wrapped := strings.Split(ansi.Wrap(line, max(8, p.w-4), ""), "\n")
+			for i, l := range wrapped {
+				if i == 0 {
+					p.add("  " + l)
+				} else {
+					p.add("      " + l)
+				}
+			}
+		}
+	}
+}
+
+func (m *Model) requestContent(r *apiclient.Request, w int) string {
+	p := &page{m: m, w: w}
+	p.add(ansi.Wrap(m.st.method.Render(r.Method)+" "+m.st.titleFocused.Render(clean(r.Target())), w, ""))
+	p.add("")
+	p.field("Received", r.ReceivedAt.In(m.loc).Format("2006-01-02 15:04:05 MST")+" from "+clean(r.RemoteAddr))
+	ct := "—"
+	if r.ContentType != nil {
+		ct = clean(*r.ContentType)
+	}
+	p.field("Body", ct+" · "+size(r.Size))
+	p.field("Id", r.ID, m.st.dim)
+
+	if r.Query != "" {
+		p.section("Query")
+		for _, kv := range queryPairs(r.Query) {
+			p.add(ansi.Truncate("  "+m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]), w, "…"))
+		}
+	}
+	p.section("Headers")
+	m.headerLines(p, r.Headers)
+
+	body, err := r.BodyBytes()
+	label, text, hard := m.formatBody(body, ct, m.detail.showRaw)
+	if err != nil {
+		label, text = "Body", m.st.bad.Render(err.Error())
+	}
+	p.section(label)
+	p.text(text, hard)
+
+	if rep, ok := m.replays[r.ID]; ok {
+		p.section("Last replay")
+		p.field("Sent", clean(rep.Request.Method+" "+rep.Request.URL))
+		p.field("Result", replaySummary(rep), m.deliveryStyle(rep.Delivery))
+		if rep.Response != nil {
+			rb := []byte{}
+			switch {
+			case rep.Response.Body != nil:
+				rb = []byte(*rep.Response.Body)
+			case rep.Response.BodyBase64 != nil:
+				rb, _ = base64.StdEncoding.DecodeString(*rep.Response.BodyBase64)
+			}
+			_, rt, rhard := m.formatBody(rb, rep.Response.Headers.Get("Content-Type"), false)
+			lines := strings.Split(rt, "\n")
+			if len(lines) > 20 {
+				lines = append(lines[:20], m.st.dim.Render("…"))
+			}
+			p.text(strings.Join(lines, "\n"), rhard)
+		}
+	}
+
+	p.section("Deliveries")
+	if len(r.Deliveries) == 0 {
+		p.add(m.st.dim.Render("  none yet · r replays it to the endpoint's saved target"))
+	}
+	for _, d := range r.Deliveries {
+		code := "err"
+		if d.ResponseStatus != nil {
+			code = strconv.Itoa(*d.ResponseStatus)
+		}
+		line := "  " + m.st.dim.Render(d.CreatedAt.In(m.loc).Format("15:04:05")) + " " + fit(d.Kind, 7) + " " +
+			m.deliveryStyle(d).Render(fit(code+" "+d.Status, 13)) + " " + fit(strconv.FormatInt(d.DurationMS, 10)+" ms", 8) +
+			" " + m.st.dim.Render(clean(d.TargetURL))
+		p.add(ansi.Truncate(line, w, "…"))
+		if d.Error != nil {
+			p.text(m.st.bad.Render("  "+clean(*d.Error)), false)
+		}
+	}
+	p.add("")
+	p.add(m.st.dim.Render("r replay · d delete · v raw body"))
+	return p.String()
+}
+
+func (m *Model) deliveryStyle(d apiclient.Delivery) lipgloss.Style {
+	if d.Status == apiclient.StatusDelivered {
+		return m.st.ok
+	}
+	return m.st.bad
+}
+
+// formatBody shows a body the way it is best read: JSON indented and
+// coloured, a form decoded, text as it is, anything else as a hex dump.
+// hard says the lines must be cut rather than wrapped at spaces.
+func (m *Model) formatBody(b []byte, contentType string, raw bool) (label, text string, hard bool) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	n := len(b)
+	switch {
+	case n == 0:
+		return "Body", m.st.dim.Render("(empty)"), false
+	case !utf8.Valid(b):
+		shown := b
+		if len(shown) > maxHex {
+			shown = shown[:maxHex]
+		}
+		text = strings.TrimRight(hex.Dump(shown), "\n")
+		if n > len(shown) {
+			text += "\n" + m.st.dim.Render("… "+size(int64(n-len(shown)))+" more")
+		}
+		return "Body · binary, " + size(int64(n)), text, true
+	case raw:
+		return "Body · raw", clean(string(truncate(b))), true
+	case (strings.Contains(mt, "json") || looksJSON(b)) && json.Valid(b) && n <= maxShown:
+		var buf bytes.Buffer
+		if json.Indent(&buf, b, "", "  ") == nil {
+			return "Body · JSON", m.colorJSON(clean(buf.String())), true
+		}
+	case mt == "application/x-www-form-urlencoded" && n <= maxShown:
+		if pairs := queryPairs(string(b)); len(pairs) > 0 {
+			var lines []string
+			for _, kv := range pairs {
+				lines = append(lines, m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]))
+			}
+			return "Body · form", strings.Join(lines, "\n"), false
+		}
+	}
+	return "Body", clean(string(truncate(b))), false
+}
+
+func looksJSON(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+}
+
+func truncate(b []byte) []byte {
+	if len(b) <= maxShown {
+		return b
+	}
+	// Cut on a rune boundary so the tail does not turn into garbage.
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return append(b[:cut:cut], []byte("\n… cut here: "+size(int64(len(b)-cut))+" more; v shows the rest raw, or save it via the API")...)
+}
+
+// colorJSON colours indented JSON token by token; keys are told from
+// string values by the colon that follows them.
+func (m *Model) colorJSON(s string) string {
+	var out strings.Builder
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(s))
+			k := j
+			for k < len(s) && (s[k] == ' ') {
+				k++
+			}
+			st := m.st.jsonString
+			if k < len(s) && s[k] == ':' {
+				st = m.st.jsonKey
+			}
+			out.WriteString(st.Render(s[i:j]))
+			i = j
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(s) && strings.IndexByte("+-0123456789.eE", s[j]) >= 0 {
+				j++
+			}
+			out.WriteString(m.st.jsonNumber.Render(s[i:j]))
+			i = j
+		case c == 't' || c == 'f' || c == 'n':
+			j := i
+			for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+				j++
+			}
+			out.WriteString(m.st.jsonLit.Render(s[i:j]))
+			i = j
+		case strings.IndexByte("{}[],:", c) >= 0:
+			out.WriteString(m.st.jsonPunct.Render(string(c)))
+			i++
+		default:
+			out.WriteByte(c)
+			i++
+		}
+	}
+	return out.String()
+}
+
+// queryPairs splits a query string in its own order, which url.ParseQuery
+// loses.
+func queryPairs(q string) [][2]string {
+	var out [][2]string
+	for _, part := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, _ := strings.Cut(part, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if uv, err := url.QueryUnescape(v); err == nil {
+			v = uv
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out
+}
+
+func addrs(as []apiclient.Address) string {
+	if len(as) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	f, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB"} {
+		if f < unit {
+			break
+		}
+		f, suffix = f/unit, s
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + suffix
+}
+
+// clean makes captured text safe to print: a sender controls it, and an
+// escape sequence in a subject must not reach the terminal. Control
+// characters become visible, tabs become spaces, \r\n becomes \n.
+func clean(s string) string {
+	ok := true
+	for _, r := range s {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == utf8.RuneError {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteString("    ")
+		case r == '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				continue
+			}
+			b.WriteByte('\n')
+		case r == '\n':
+			b.WriteByte('\n')
+		case r < 0x20:
+			b.WriteString("^" + string(rune(r+'@')))
+		case r == 0x7f || r >= 0x80 && r < 0xa0:
+			b.WriteRune('\uFFFD')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

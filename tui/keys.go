@@ -1,0 +1,52 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+type keyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Next, Prev, Enter, Back                 key.Binding
+	Filter, Replay, Delete, Open, Save      key.Binding
+	Headers, Raw, Help, Quit                key.Binding
+}
+
+func newKeyMap() keyMap {
+	b := func(help string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(keys[0], help))
+	}
+	return keyMap{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d", " "), key.WithHelp("pgdn", "page down")),
+		Top:      b("top", "g", "home"),
+		Bottom:   b("bottom (loads older captures)", "G", "end"),
+		Next:     b("next pane", "tab"),
+		Prev:     b("previous pane", "shift+tab"),
+		Enter:    b("open", "enter"),
+		Back:     b("back / close", "esc"),
+		Filter:   b("filter (to: from: subject: · method path)", "/"),
+		Replay:   b("replay request to the endpoint's target", "r"),
+		Delete:   b("delete (asks first)", "d"),
+		Open:     b("links: open in browser, c copies", "o"),
+		Save:     b("attachments: save to disk", "a"),
+		Headers:  b("all headers on/off", "h"),
+		Raw:      b("raw message / body on/off", "v"),
+		Help:     b("this help", "?"),
+		Quit:     b("quit", "q", "ctrl+c"),
+	}
+}
+
+// helpSections is the help overlay's content, grouped as a reader scans it.
+func (k keyMap) helpSections() []struct {
+	name     string
+	bindings []key.Binding
+} {
+	return []struct {
+		name     string
+		bindings []key.Binding
+	}{
+		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Next, k.Prev, k.Enter, k.Back}},
+		{"Captures", []key.Binding{k.Filter, k.Replay, k.Delete, k.Open, k.Save, k.Headers, k.Raw}},
+		{"", []key.Binding{k.Help, k.Quit}},
+	}
+}

@@ -1,0 +1,764 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+type sourceKind int
+
+const (
+	kindInbox sourceKind = iota
+	kindEndpoint
+)
+
+// source is an inbox or an endpoint in the sources pane.
+type source struct {
+	kind     sourceKind
+	id, name string
+	count    int64
+	// seen is the count when the source was last looked at; the pane
+	// shows what arrived since.
+	seen int64
+}
+
+// capture is one row of the list: a message or a request.
+type capture struct {
+	msg *apiclient.MessageSummary
+	req *apiclient.RequestSummary
+	// fresh marks a capture that arrived while watching and has not been
+	// looked at yet.
+	fresh bool
+}
+
+func (c capture) id() string {
+	if c.req != nil {
+		return c.req.ID
+	}
+	return c.msg.ID
+}
+
+func (c capture) kind() sourceKind {
+	if c.req != nil {
+		return kindEndpoint
+	}
+	return kindInbox
+}
+
+func (c capture) receivedAt() time.Time {
+	if c.req != nil {
+		return c.req.ReceivedAt
+	}
+	return c.msg.ReceivedAt
+}
+
+type pane int
+
+const (
+	paneSources pane = iota
+	paneList
+	paneDetail
+)
+
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeFilter
+	modeConfirm
+	modeHelp
+	modeLinks
+	modeAttachments
+)
+
+// listState is the capture list of the selected source. gen changes with
+// every new source or filter so that answers to older questions are
+// dropped.
+type listState struct {
+	gen          int
+	f            filter
+	items        []capture
+	cursor       int
+	offset       int
+	older        string // `before` cursor of the next older page; "" when none
+	loaded       bool
+	loadingOlder bool
+}
+
+// detail is the capture opened in the detail pane.
+type detail struct {
+	id         string
+	kind       sourceKind
+	msg        *apiclient.Message
+	req        *apiclient.Request
+	err        error
+	raw        []byte
+	rawLoading bool
+	showRaw    bool
+	vp         viewport.Model
+}
+
+func (d *detail) loaded() bool { return d.msg != nil || d.req != nil }
+
+// Model is the viewer's bubbletea model. Its methods are meant to be
+// called by a tea.Program only.
+type Model struct {
+	cfg    Config
+	client *apiclient.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	keys   keyMap
+	st     styles
+	loc    *time.Location
+
+	width, height int
+
+	me      apiclient.Me
+	haveMe  bool
+	sources []source
+	srcIdx  int // -1 until there is a source
+	loaded  bool
+	filters map[string]string // typed filter text by source id
+
+	list  listState
+	focus pane
+
+	// One long-poll at a time: a new one starts only after the previous
+	// call has returned, so the viewer never holds two of the project's
+	// wait slots.
+	polling     bool
+	pollCancel  context.CancelFunc
+	pollRestart bool
+
+	detail      detail
+	showHeaders bool
+	last        map[string]*apiclient.Delivery // last delivery by request id; nil value: none
+	statusBusy  bool
+	replays     map[string]apiclient.Replay
+
+	mode        mode
+	input       textinput.Model
+	confirm     capture
+	pick        int
+	pendingPick mode
+
+	notice    string
+	noticeBad bool
+
+	errs     map[op]error
+	errSeq   map[op]int
+	seq      int
+	attempts map[op]int
+	retryIn  map[op]time.Duration
+
+	retryBase, retryMax time.Duration
+}
+
+// NewModel returns the viewer for cfg. Its API calls end when ctx does or
+// when the user quits.
+func NewModel(ctx context.Context, cfg Config) *Model {
+	ctx, cancel := context.WithCancel(ctx)
+	r := cfg.Renderer
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
+	if cfg.Output == nil {
+		cfg.Output = os.Stdout
+	}
+	if cfg.OpenURL == nil {
+		cfg.OpenURL = openBrowser
+	}
+	loc := cfg.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	st := newStyles(r)
+	in := textinput.New()
+	in.Prompt = "/"
+	in.PromptStyle = st.accent
+	in.PlaceholderStyle = st.dim
+	in.CharLimit = 200
+	return &Model{
+		cfg:       cfg,
+		client:    cfg.Client,
+		ctx:       ctx,
+		cancel:    cancel,
+		keys:      newKeyMap(),
+		st:        st,
+		loc:       loc,
+		srcIdx:    -1,
+		filters:   map[string]string{},
+		last:      map[string]*apiclient.Delivery{},
+		replays:   map[string]apiclient.Replay{},
+		input:     in,
+		errs:      map[op]error{},
+		errSeq:    map[op]int{},
+		attempts:  map[op]int{},
+		retryIn:   map[op]time.Duration{},
+		detail:    detail{vp: viewport.New(0, 0)},
+		retryBase: 250 * time.Millisecond,
+		retryMax:  5 * time.Second,
+	}
+}
+
+// stop ends every call in flight, the long-poll first of all, so that its
+// wait slot is given back at once.
+func (m *Model) stop() { m.cancel() }
+
+// Init loads the project and the sources, and starts the refresh clock.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(loadMe(m.ctx, m.client), loadSources(m.ctx, m.client), tick())
+}
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.resize()
+		return m, nil
+	case tea.KeyMsg:
+		return m, m.handleKey(msg)
+	case meMsg:
+		if msg.err != nil {
+			return m, m.fail(opMe, 0, msg.err)
+		}
+		m.succeed(opMe)
+		m.me, m.haveMe = msg.me, true
+		return m, nil
+	case sourcesMsg:
+		return m, m.applySources(msg)
+	case pageMsg:
+		return m, m.applyPage(msg)
+	case pollMsg:
+		return m, m.applyPoll(msg)
+	case detailMsg:
+		return m, m.applyDetail(msg)
+	case rawMsg:
+		if msg.id != m.detail.id {
+			return m, nil
+		}
+		m.detail.rawLoading = false
+		if msg.err != nil {
+			m.setNotice("raw message: "+describe(msg.err), true)
+			m.detail.showRaw = false
+		} else {
+			m.detail.raw = msg.raw
+		}
+		m.refreshDetail()
+		return m, nil
+	case statusMsg:
+		m.statusBusy = false
+		for id, d := range msg.last {
+			m.last[id] = d
+		}
+		if msg.err != nil {
+			m.record(opStatus, msg.err, 0)
+		} else {
+			m.succeed(opStatus)
+		}
+		return m, nil
+	case replayMsg:
+		return m, m.applyReplay(msg)
+	case deleteMsg:
+		return m, m.applyDelete(msg)
+	case savedMsg:
+		if msg.err != nil {
+			m.setNotice("save failed: "+describe(msg.err), true)
+		} else {
+			m.setNotice("saved "+msg.path, false)
+		}
+		return m, nil
+	case noticeMsg:
+		if msg.err != nil {
+			m.setNotice(msg.err.Error(), true)
+		} else {
+			m.setNotice(msg.text, false)
+		}
+		return m, nil
+	case retryMsg:
+		return m, m.retry(msg)
+	case tickMsg:
+		return m, m.refresh()
+	}
+	if m.mode == modeFilter {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// current is the selected source, or nil when there is none.
+func (m *Model) current() *source {
+	if m.srcIdx < 0 || m.srcIdx >= len(m.sources) {
+		return nil
+	}
+	return &m.sources[m.srcIdx]
+}
+
+// selected is the capture under the list cursor.
+func (m *Model) selected() (capture, bool) {
+	if m.list.cursor < 0 || m.list.cursor >= len(m.list.items) {
+		return capture{}, false
+	}
+	return m.list.items[m.list.cursor], true
+}
+
+// target is what an action applies to: the open capture in the detail pane
+// when it has the focus, else the list's selection.
+func (m *Model) target() (capture, bool) {
+	if m.focus == paneDetail && m.detail.id != "" {
+		for _, c := range m.list.items {
+			if c.id() == m.detail.id {
+				return c, true
+			}
+		}
+	}
+	return m.selected()
+}
+
+func (m *Model) setNotice(text string, bad bool) { m.notice, m.noticeBad = text, bad }
+
+// fail records err for o and schedules a retry with backoff.
+func (m *Model) fail(o op, gen int, err error) tea.Cmd {
+	if errors.Is(err, context.Canceled) && m.ctx.Err() != nil {
+		return nil
+	}
+	m.attempts[o]++
+	d := retryDelay(err, m.attempts[o], m.retryBase, m.retryMax)
+	m.record(o, err, d)
+	return tea.Tick(d, func(time.Time) tea.Msg { return retryMsg{op: o, gen: gen} })
+}
+
+func (m *Model) record(o op, err error, retryIn time.Duration) {
+	m.seq++
+	m.errs[o], m.errSeq[o], m.retryIn[o] = err, m.seq, retryIn
+}
+
+// succeed clears o's error. An answer from the API also proves it
+// reachable again, so every "cannot reach" goes with it.
+func (m *Model) succeed(o op) {
+	delete(m.errs, o)
+	m.attempts[o] = 0
+	for k, err := range m.errs {
+		if errors.Is(err, apiclient.ErrUnreachable) {
+			delete(m.errs, k)
+		}
+	}
+}
+
+// retry re-issues a failed call if it is still wanted.
+func (m *Model) retry(r retryMsg) tea.Cmd {
+	switch r.op {
+	case opMe:
+		if !m.haveMe {
+			return loadMe(m.ctx, m.client)
+		}
+	case opSources:
+		if !m.loaded {
+			return loadSources(m.ctx, m.client)
+		}
+	case opList:
+		if r.gen == m.list.gen && !m.list.loaded {
+			return loadPage(m.ctx, m.client, m.list.gen, false, m.query())
+		}
+	case opOlder:
+		if r.gen == m.list.gen {
+			return m.loadOlder()
+		}
+	case opPoll:
+		if r.gen == m.list.gen && !m.polling {
+			return m.startPoll()
+		}
+	case opDetail:
+		if m.detail.id != "" && !m.detail.loaded() {
+			return loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
+		}
+	}
+	return nil
+}
+
+// refresh runs every few seconds: counts of every source, which no wait
+// covers, and the delivery status of recent requests.
+func (m *Model) refresh() tea.Cmd {
+	cmds := []tea.Cmd{tick(), loadSources(m.ctx, m.client), m.fetchStatuses(true)}
+	if !m.haveMe {
+		cmds = append(cmds, loadMe(m.ctx, m.client))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) applySources(msg sourcesMsg) tea.Cmd {
+	if msg.err != nil {
+		if !m.loaded {
+			return m.fail(opSources, 0, msg.err)
+		}
+		m.record(opSources, msg.err, refreshEvery)
+		return nil
+	}
+	m.succeed(opSources)
+	old := map[string]source{}
+	for _, s := range m.sources {
+		old[s.id] = s
+	}
+	var selID string
+	if cur := m.current(); cur != nil {
+		selID = cur.id
+	}
+	next := make([]source, 0, len(msg.inboxes)+len(msg.endpoints))
+	add := func(k sourceKind, id, name string, count int64) {
+		s := source{kind: k, id: id, name: name, count: count, seen: count}
+		if o, ok := old[id]; ok && id != selID {
+			s.seen = min(o.seen, count)
+		}
+		next = append(next, s)
+	}
+	for _, in := range msg.inboxes {
+		add(kindInbox, in.ID, in.Name, in.MessageCount)
+	}
+	for _, e := range msg.endpoints {
+		add(kindEndpoint, e.ID, e.Name, e.RequestCount)
+	}
+	m.sources = next
+	first := !m.loaded
+	m.loaded = true
+	m.srcIdx = -1
+	for i, s := range next {
+		if s.id == selID {
+			m.srcIdx = i
+		}
+	}
+	if m.srcIdx >= 0 {
+		return nil
+	}
+	if len(next) == 0 {
+		m.list = listState{gen: m.list.gen + 1, loaded: true}
+		m.closeDetail()
+		return nil
+	}
+	if !first {
+		m.setNotice("the selected source is gone", true)
+	}
+	return m.selectSource(0)
+}
+
+// selectSource shows source i's captures and starts watching it.
+func (m *Model) selectSource(i int) tea.Cmd {
+	if cur := m.current(); cur != nil {
+		cur.seen = cur.count
+	}
+	m.srcIdx = i
+	m.closeDetail()
+	return m.reloadList()
+}
+
+// query is the list call of the selected source with its filter.
+func (m *Model) query() listQuery {
+	src := m.current()
+	if src == nil {
+		return listQuery{}
+	}
+	return listQuery{kind: src.kind, id: src.id, f: m.list.f, limit: pageSize}
+}
+
+// reloadList loads the newest page of the selected source afresh; the
+// long-poll restarts once it is in.
+func (m *Model) reloadList() tea.Cmd {
+	m.list = listState{gen: m.list.gen + 1}
+	src := m.current()
+	if src == nil {
+		return nil
+	}
+	m.list.f, _ = parseFilter(src.kind, m.filters[src.id])
+	if m.polling {
+		m.pollCancel()
+		m.pollRestart = true
+	}
+	return loadPage(m.ctx, m.client, m.list.gen, false, m.query())
+}
+
+func (m *Model) applyPage(msg pageMsg) tea.Cmd {
+	if msg.gen != m.list.gen {
+		return nil
+	}
+	if msg.older {
+		m.list.loadingOlder = false
+		if apiclient.IsCode(msg.err, apiclient.CodeInvalidCursor) {
+			return m.reloadList() // the oldest capture shown was pruned meanwhile
+		}
+		if msg.err != nil {
+			return m.fail(opOlder, msg.gen, msg.err)
+		}
+		m.succeed(opOlder)
+		have := m.ids()
+		for _, c := range msg.items {
+			if !have[c.id()] {
+				m.list.items = append(m.list.items, c)
+			}
+		}
+		m.list.older = msg.next
+		return m.fetchStatuses(false)
+	}
+	if msg.err != nil {
+		return m.fail(opList, msg.gen, msg.err)
+	}
+	m.succeed(opList)
+	m.list.items, m.list.older, m.list.loaded = msg.items, msg.next, true
+	m.list.cursor, m.list.offset = 0, 0
+	return tea.Batch(m.startPoll(), m.fetchStatuses(false), m.follow())
+}
+
+func (m *Model) ids() map[string]bool {
+	have := make(map[string]bool, len(m.list.items))
+	for _, c := range m.list.items {
+		have[c.id()] = true
+	}
+	return have
+}
+
+// startPoll waits for captures newer than the newest shown. If a poll is
+// still out, it is cancelled and the new one starts when it has returned.
+func (m *Model) startPoll() tea.Cmd {
+	if !m.list.loaded || m.current() == nil {
+		return nil
+	}
+	if m.polling {
+		m.pollCancel()
+		m.pollRestart = true
+		return nil
+	}
+	q := m.query()
+	q.wait = pollWait
+	if len(m.list.items) > 0 {
+		q.after = m.list.items[0].id()
+		q.limit = apiclient.MaxLimit
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.polling, m.pollCancel = true, cancel
+	run := poll(ctx, m.client, m.list.gen, q)
+	return func() tea.Msg {
+		defer cancel()
+		return run()
+	}
+}
+
+func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
+	m.polling, m.pollCancel = false, nil
+	if m.pollRestart || msg.gen != m.list.gen {
+		m.pollRestart = false
+		return m.startPoll()
+	}
+	if msg.err != nil {
+		if apiclient.IsCode(msg.err, apiclient.CodeInvalidCursor) {
+			// The newest capture shown was deleted elsewhere or pruned.
+			return m.reloadList()
+		}
+		return m.fail(opPoll, msg.gen, msg.err)
+	}
+	m.succeed(opPoll)
+	wasEmpty := len(m.list.items) == 0
+	m.merge(msg.items)
+	if wasEmpty && len(m.list.items) > 0 {
+		m.list.older = msg.next // an uncursored poll returns the newest page
+	}
+	return tea.Batch(m.startPoll(), m.fetchStatuses(false), m.follow())
+}
+
+// merge puts newly arrived captures on top, marked fresh. A cursor resting
+// on the newest capture stays on top, following new arrivals; anywhere else
+// it keeps its capture.
+func (m *Model) merge(items []capture) {
+	have := m.ids()
+	var add []capture
+	for _, c := range items {
+		if !have[c.id()] {
+			c.fresh = true
+			add = append(add, c)
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	follow := m.list.cursor == 0 && m.list.offset == 0 && m.focus != paneDetail
+	m.list.items = append(add, m.list.items...)
+	if !follow {
+		m.list.cursor += len(add)
+		if m.list.offset > 0 {
+			m.list.offset += len(add) // the reader scrolled away: keep the view still
+		}
+		m.clampList()
+	}
+	if src := m.current(); src != nil {
+		src.count += int64(len(add))
+		src.seen = src.count
+	}
+}
+
+// fetchStatuses learns the last delivery of requests in the list that lack
+// one; recent ones again on each refresh, as a forwarding client records its
+// deliveries a moment after the capture.
+func (m *Model) fetchStatuses(recent bool) tea.Cmd {
+	src := m.current()
+	if src == nil || src.kind != kindEndpoint || m.statusBusy || !m.list.loaded {
+		return nil
+	}
+	var ids []string
+	horizon := time.Now().Add(-10 * time.Minute)
+	for _, c := range m.list.items {
+		if c.req == nil || c.req.Size > statusMaxBody {
+			continue
+		}
+		d, known := m.last[c.req.ID]
+		if !known || (recent && d == nil && c.req.ReceivedAt.After(horizon)) {
+			ids = append(ids, c.req.ID)
+		}
+		if len(ids) == pageSize {
+			break
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	m.statusBusy = true
+	return loadStatuses(m.ctx, m.client, ids)
+}
+
+// loadOlder fetches the page before the oldest capture shown.
+func (m *Model) loadOlder() tea.Cmd {
+	if !m.list.loaded || m.list.older == "" || m.list.loadingOlder {
+		return nil
+	}
+	m.list.loadingOlder = true
+	q := m.query()
+	q.before = m.list.older
+	return loadPage(m.ctx, m.client, m.list.gen, true, q)
+}
+
+// follow keeps the detail pane on the list's selection where both are on
+// screen.
+func (m *Model) follow() tea.Cmd {
+	if !m.wide() {
+		return nil
+	}
+	c, ok := m.selected()
+	if !ok {
+		m.closeDetail()
+		return nil
+	}
+	return m.openDetail(c)
+}
+
+func (m *Model) openDetail(c capture) tea.Cmd {
+	if m.detail.id == c.id() && (m.detail.loaded() || m.detail.err == nil) {
+		return nil
+	}
+	vp := m.detail.vp
+	vp.SetContent("")
+	vp.GotoTop()
+	m.detail = detail{id: c.id(), kind: c.kind(), vp: vp}
+	m.refreshDetail()
+	return loadDetail(m.ctx, m.client, c.id(), c.kind())
+}
+
+func (m *Model) closeDetail() {
+	vp := m.detail.vp
+	vp.SetContent("")
+	m.detail = detail{vp: vp}
+	if m.focus == paneDetail {
+		m.focus = paneList
+	}
+	if m.mode == modeLinks || m.mode == modeAttachments {
+		m.mode = modeNormal
+	}
+	m.pendingPick = modeNormal
+}
+
+func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
+	if msg.id != m.detail.id {
+		return nil
+	}
+	if msg.err != nil {
+		if apiclient.IsCode(msg.err, apiclient.CodeNotFound) {
+			m.detail.err = msg.err
+			m.refreshDetail()
+			return nil
+		}
+		m.detail.err = msg.err
+		m.refreshDetail()
+		return m.fail(opDetail, 0, msg.err)
+	}
+	m.succeed(opDetail)
+	m.detail.err = nil
+	m.detail.msg, m.detail.req = msg.msg, msg.req
+	if msg.req != nil {
+		m.last[msg.req.ID] = lastDelivery(msg.req.Deliveries)
+	}
+	m.refreshDetail()
+	if p := m.pendingPick; p != modeNormal {
+		m.pendingPick = modeNormal
+		m.openPicker(p)
+	}
+	return nil
+}
+
+func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
+	if msg.err != nil {
+		if apiclient.IsCode(msg.err, apiclient.CodeNoTarget) {
+			id := "ENDPOINT_ID"
+			if src := m.current(); src != nil {
+				id = src.id
+			}
+			m.setNotice("no saved target to replay to: capture endpoint set "+id+" --target URL", true)
+			return nil
+		}
+		m.setNotice("replay failed: "+describe(msg.err), true)
+		return nil
+	}
+	r := msg.replay
+	m.replays[msg.id] = r
+	m.last[msg.id] = &r.Delivery
+	m.setNotice("replay "+replaySummary(r), r.Status != apiclient.StatusDelivered)
+	if m.detail.id == msg.id && m.detail.req != nil {
+		m.detail.req.Deliveries = append(m.detail.req.Deliveries, r.Delivery)
+		m.refreshDetail()
+	}
+	return nil
+}
+
+func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setNotice("delete failed: "+describe(msg.err), true)
+		return nil
+	}
+	m.setNotice("deleted "+msg.id, false)
+	for i, c := range m.list.items {
+		if c.id() != msg.id {
+			continue
+		}
+		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
+		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
+			m.list.cursor = max(0, m.list.cursor-1)
+		}
+		if src := m.current(); src != nil && src.count > 0 {
+			src.count--
+			src.seen = src.count
+		}
+		break
+	}
+	m.clampList()
+	if m.detail.id == msg.id {
+		m.closeDetail()
+	}
+	// The long-poll may be waiting on the deleted capture as its cursor.
+	return tea.Batch(m.startPoll(), m.follow())
+}

@@ -1,0 +1,94 @@
+// Package tui is `capture tui`: a live terminal viewer of captured email and
+// webhook requests, built with bubbletea over the read API, so that it
+// watches a remote server as well as a local one.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// Config is what the viewer runs with. Only Client is required.
+type Config struct {
+	Client *apiclient.Client
+	// Input and Output are the terminal; nil means stdin and stdout.
+	Input  io.Reader
+	Output io.Writer
+	// Renderer styles the screen; nil means one for Output, which detects
+	// the terminal's colours and honours NO_COLOR.
+	Renderer *lipgloss.Renderer
+	// SaveDir receives saved attachments; "" means the working directory.
+	SaveDir string
+	// OpenURL opens a link in a browser; nil means xdg-open, open or start,
+	// whichever the system has.
+	OpenURL func(url string) error
+	// Location is the zone capture times are shown in; nil means local time.
+	Location *time.Location
+}
+
+// StartError means the viewer could not start: no usable key, an API that
+// does not answer, or no terminal. The command exits with 2 for it.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Run checks the key against the API, then shows the viewer until the user
+// quits or ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Client == nil {
+		return errors.New("tui: no API client")
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := cfg.Client.Me(checkCtx)
+	cancel()
+	if err != nil {
+		return &StartError{Err: startProblem(cfg.Client.BaseURL(), err)}
+	}
+	if cfg.Output == nil {
+		cfg.Output = os.Stdout
+	}
+	if f, ok := cfg.Output.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		return &StartError{Err: errors.New("capture tui needs a terminal: standard output is not one")}
+	}
+	if cfg.Renderer == nil {
+		cfg.Renderer = lipgloss.NewRenderer(cfg.Output)
+	}
+	m := NewModel(ctx, cfg)
+	defer m.stop()
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(cfg.Output), tea.WithAltScreen()}
+	if cfg.Input != nil {
+		opts = append(opts, tea.WithInput(cfg.Input))
+	}
+	_, err = tea.NewProgram(m, opts...).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // Ctrl-C through the signal context: a normal way out
+	}
+	return err
+}
+
+// startProblem says in one line what to fix.
+func startProblem(api string, err error) error {
+	var ae *apiclient.APIError
+	switch {
+	case errors.Is(err, apiclient.ErrUnreachable):
+		return fmt.Errorf("%w (is `capture serve` running? --api sets another URL)", err)
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+		return fmt.Errorf("the API at %s refused the key: %s (check %s, %s or credentials.json)",
+			api, ae.Message, apiclient.EnvAPIKey, apiclient.EnvKey)
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		return fmt.Errorf("%s does not serve the read API (want a URL ending in /api/v1): %w", api, err)
+	}
+	return fmt.Errorf("the API at %s: %w", api, err)
+}

@@ -1,0 +1,592 @@
+package tui
+
+import (
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+const (
+	minWidth, minHeight = 40, 10
+	// wideWidth is where the detail fits beside the list.
+	wideWidth = 120
+)
+
+func (m *Model) wide() bool { return m.width >= wideWidth }
+
+func (m *Model) bodyHeight() int {
+	h := m.height - 1
+	if m.mode == modeFilter {
+		h--
+	}
+	return max(0, h)
+}
+
+func (m *Model) srcWidth() int { return max(16, min(28, m.width/4)) }
+
+func (m *Model) listWidth() int {
+	if m.wide() {
+		return (m.width - m.srcWidth()) * 9 / 20
+	}
+	return m.width - m.srcWidth()
+}
+
+// detailSize is the detail box: beside the list where it fits, else the
+// whole body.
+func (m *Model) detailSize() (int, int) {
+	if m.wide() {
+		return m.width - m.srcWidth() - m.listWidth(), m.bodyHeight()
+	}
+	return m.width, m.bodyHeight()
+}
+
+func (m *Model) listRows() int { return max(1, m.bodyHeight()-2) }
+
+func (m *Model) resize() {
+	m.input.Width = max(10, m.width-30)
+	m.clampList()
+	m.refreshDetail()
+}
+
+// View draws the screen: panes, then the filter line when typing one, then
+// the status bar. Every line is exactly the terminal's width.
+func (m *Model) View() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	if m.width < minWidth || m.height < minHeight {
+		return m.tooSmall()
+	}
+	h := m.bodyHeight()
+	body := m.body(h)
+	switch m.mode {
+	case modeHelp:
+		body = overlay(body, m.helpBox(), m.width, h)
+	case modeLinks, modeAttachments:
+		body = overlay(body, m.pickerBox(h), m.width, h)
+	}
+	parts := []string{body}
+	if m.mode == modeFilter {
+		parts = append(parts, m.filterLine())
+	}
+	parts = append(parts, m.statusBar())
+	return strings.Join(parts, "\n")
+}
+
+func (m *Model) tooSmall() string {
+	lines := make([]string, m.height)
+	msg := "capture tui needs at least " + strconv.Itoa(minWidth) + "×" + strconv.Itoa(minHeight)
+	for i := range lines {
+		lines[i] = fit("", m.width)
+	}
+	lines[m.height/2] = fit(msg, m.width)
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) body(h int) string {
+	if !m.wide() && m.focus == paneDetail && m.detail.id != "" {
+		return m.detailBox(m.width, h)
+	}
+	srcW := m.srcWidth()
+	panes := []string{m.sourcesBox(srcW, h), m.listBox(m.listWidth(), h)}
+	if m.wide() {
+		w, _ := m.detailSize()
+		panes = append(panes, m.detailBox(w, h))
+	}
+	return lipgloss.JoinHorizontal(lipgloss.Top, panes...)
+}
+
+// box draws a rounded frame of w×h with title in the top edge and footer
+// in the bottom one; lines are cut or padded to fit inside.
+func (m *Model) box(title, footer string, lines []string, w, h int, focused bool) string {
+	if w < 4 || h < 2 {
+		out := make([]string, max(h, 0))
+		for i := range out {
+			out[i] = fit("", w)
+		}
+		return strings.Join(out, "\n")
+	}
+	bs, ts := m.st.border, m.st.title
+	if focused {
+		bs, ts = m.st.borderFocused, m.st.titleFocused
+	}
+	inner := w - 2
+	title = ansi.Truncate(title, max(0, inner-4), "…")
+	top := bs.Render("╭─") + ts.Render(" "+title+" ")
+	top += bs.Render(strings.Repeat("─", max(0, inner-3-ansi.StringWidth(title))) + "╮")
+	footer = ansi.Truncate(footer, max(0, inner-4), "…")
+	var bottom string
+	if footer == "" {
+		bottom = bs.Render("╰" + strings.Repeat("─", inner) + "╯")
+	} else {
+		bottom = bs.Render("╰"+strings.Repeat("─", max(0, inner-3-ansi.StringWidth(footer)))) +
+			m.st.dim.Render(" "+footer+" ") + bs.Render("─╯")
+	}
+	out := make([]string, 0, h)
+	out = append(out, top)
+	side := bs.Render("│")
+	for i := 0; i < h-2; i++ {
+		var l string
+		if i < len(lines) {
+			l = lines[i]
+		}
+		out = append(out, side+fit(l, inner)+side)
+	}
+	out = append(out, bottom)
+	return strings.Join(out, "\n")
+}
+
+// fit cuts or pads s, which may hold styles, to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s)))
+}
+
+func (m *Model) sourcesBox(w, h int) string {
+	inner := w - 2
+	var lines []string
+	selLine := 0
+	switch {
+	case !m.loaded:
+		lines = []string{m.st.dim.Render("loading…")}
+	case len(m.sources) == 0:
+		lines = []string{m.st.dim.Render("no inboxes or"), m.st.dim.Render("endpoints")}
+	}
+	for i, s := range m.sources {
+		if i == 0 && s.kind == kindEndpoint {
+			lines = append(lines, m.st.dim.Render("Inboxes"), m.st.dim.Render("  none"))
+		}
+		if i == 0 && s.kind == kindInbox {
+			lines = append(lines, m.st.dim.Render("Inboxes"))
+		}
+		if s.kind == kindEndpoint && (i == 0 || m.sources[i-1].kind == kindInbox) {
+			lines = append(lines, m.st.dim.Render("Endpoints"))
+		}
+		if i == m.srcIdx {
+			selLine = len(lines)
+		}
+		lines = append(lines, m.sourceRow(i, s, inner))
+	}
+	if n := len(m.sources); n > 0 && m.sources[n-1].kind == kindInbox {
+		lines = append(lines, m.st.dim.Render("Endpoints"), m.st.dim.Render("  none"))
+	}
+	// Scroll so that the selected source stays in view.
+	if rows := h - 2; len(lines) > rows && selLine >= rows {
+		lines = lines[selLine-rows+1:]
+	}
+	return m.box("Sources", "", lines, w, h, m.focus == paneSources)
+}
+
+func (m *Model) sourceRow(i int, s source, inner int) string {
+	marker := " "
+	if i == m.srcIdx {
+		marker = "›"
+	}
+	var fresh int64
+	if i == m.srcIdx {
+		fresh = int64(m.freshCount())
+	} else {
+		fresh = max(0, s.count-s.seen)
+	}
+	count := strconv.FormatInt(s.count, 10)
+	badge := ""
+	if fresh > 0 {
+		badge = " +" + strconv.FormatInt(fresh, 10)
+	}
+	nameW := max(1, inner-2-len(count)-len(badge)-1)
+	name := fit(clean(s.name), nameW)
+	if i == m.srcIdx {
+		st := m.st.selectedDim
+		if m.focus == paneSources {
+			st = m.st.selected
+		}
+		return st.Render(fit(marker+" "+name+" "+count+badge, inner))
+	}
+	return marker + " " + name + " " + m.st.dim.Render(count) + m.st.fresh.Render(badge)
+}
+
+func (m *Model) freshCount() int {
+	n := 0
+	for _, c := range m.list.items {
+		if c.fresh {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Model) listBox(w, h int) string {
+	inner := w - 2
+	src := m.current()
+	title := "Captures"
+	if src != nil {
+		title = "Messages · " + clean(src.name)
+		if src.kind == kindEndpoint {
+			title = "Requests · " + clean(src.name)
+		}
+		if f := m.filters[src.id]; f != "" {
+			title += " · /" + clean(f)
+		}
+	}
+	var lines []string
+	switch {
+	case src == nil:
+	case !m.list.loaded:
+		lines = []string{m.st.dim.Render("loading…")}
+	case len(m.list.items) == 0 && m.filters[src.id] != "":
+		lines = []string{m.st.dim.Render("nothing matches the filter; / changes it")}
+	case len(m.list.items) == 0 && src.kind == kindEndpoint:
+		lines = []string{m.st.dim.Render("no requests yet: they show up here live")}
+	case len(m.list.items) == 0:
+		lines = []string{m.st.dim.Render("no messages yet: they show up here live")}
+	}
+	rows := h - 2
+	for i := m.list.offset; i < len(m.list.items) && i < m.list.offset+rows; i++ {
+		lines = append(lines, m.captureRow(m.list.items[i], i == m.list.cursor, inner))
+	}
+	footer := ""
+	if n := len(m.list.items); n > 0 {
+		footer = strconv.Itoa(m.list.cursor+1) + "/" + strconv.Itoa(n)
+		if m.list.older != "" {
+			footer += "+"
+		}
+	}
+	if m.list.loadingOlder {
+		footer = "loading older… " + footer
+	}
+	return m.box(title, footer, lines, w, h, m.focus == paneList)
+}
+
+func (m *Model) fmtClock(t time.Time) string {
+	t = t.In(m.loc)
+	now := time.Now().In(m.loc)
+	if y, mo, d := t.Date(); y == now.Year() && mo == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("Jan _2  ")
+}
+
+// captureRow is one list line: prefix "›" for the cursor and "•" for a
+// capture that arrived while watching, so both show without colour.
+func (m *Model) captureRow(c capture, sel bool, inner int) string {
+	cur, fr := " ", " "
+	if sel {
+		cur = "›"
+	}
+	if c.fresh {
+		fr = "•"
+	}
+	clock := m.fmtClock(c.receivedAt())
+	avail := inner - 2 - len(clock) - 1
+	var cells []cell
+	if c.req != nil {
+		status, stStyle := m.deliveryCell(c.req.ID)
+		cells = []cell{
+			{fit(c.req.Method, 7), m.st.method},
+			{fit(status, 3), stStyle},
+			{clean(c.req.Target()), lipgloss.Style{}},
+		}
+	} else {
+		s := c.msg
+		from := "—"
+		if s.From != nil {
+			from = s.From.String()
+			if s.From.Name != nil && *s.From.Name != "" {
+				from = *s.From.Name
+			}
+		}
+		to := addrList(s.To)
+		subject := s.Subject
+		if subject == "" {
+			subject = "(no subject)"
+		}
+		colW := max(6, min(22, (avail-2)/4))
+		if avail-2*colW-2 < 10 {
+			cells = []cell{{fit(clean(to), colW), lipgloss.Style{}}, {clean(subject), lipgloss.Style{}}}
+		} else {
+			cells = []cell{
+				{fit(clean(from), colW), m.st.dim},
+				{fit(clean(to), colW), lipgloss.Style{}},
+				{clean(subject), lipgloss.Style{}},
+			}
+		}
+	}
+	if sel {
+		parts := []string{cur + fr + clock}
+		for _, x := range cells {
+			parts = append(parts, x.text)
+		}
+		st := m.st.selectedDim
+		if m.focus == paneList {
+			st = m.st.selected
+		}
+		return st.Render(fit(strings.Join(parts, " "), inner))
+	}
+	clockStyle := m.st.dim
+	if c.fresh {
+		clockStyle = m.st.fresh
+	}
+	parts := []string{cur + m.st.fresh.Render(fr) + clockStyle.Render(clock)}
+	for i, x := range cells {
+		if i == len(cells)-1 {
+			// The last cell gets what is left, cut before styling.
+			used := ansi.StringWidth(strings.Join(parts, " ")) + 1
+			x.text = ansi.Truncate(x.text, max(0, inner-used), "…")
+		}
+		parts = append(parts, x.style.Render(x.text))
+	}
+	return strings.Join(parts, " ")
+}
+
+type cell struct {
+	text  string
+	style lipgloss.Style
+}
+
+// deliveryCell is the list's status column: the last delivery's response
+// status, "err" for one that got none, "—" for none yet, "·" unknown.
+func (m *Model) deliveryCell(id string) (string, lipgloss.Style) {
+	d, known := m.last[id]
+	switch {
+	case !known:
+		return "·", m.st.dim
+	case d == nil:
+		return "—", m.st.dim
+	case d.ResponseStatus == nil:
+		return "err", m.st.bad
+	case d.Status == apiclient.StatusDelivered:
+		return strconv.Itoa(*d.ResponseStatus), m.st.ok
+	default:
+		return strconv.Itoa(*d.ResponseStatus), m.st.bad
+	}
+}
+
+func addrList(as []apiclient.Address) string {
+	if len(as) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.Address
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (m *Model) detailBox(w, h int) string {
+	title := "Detail"
+	switch {
+	case m.detail.id == "":
+	case m.detail.kind == kindEndpoint:
+		title = "Request"
+	default:
+		title = "Message"
+	}
+	if m.detail.showRaw {
+		title += " · raw"
+	}
+	var lines []string
+	footer := ""
+	if m.detail.id == "" {
+		lines = []string{m.st.dim.Render("enter opens the selected capture")}
+	} else {
+		lines = strings.Split(m.detail.vp.View(), "\n")
+		if vp := m.detail.vp; vp.TotalLineCount() > vp.Height {
+			footer = strconv.Itoa(int(vp.ScrollPercent()*100)) + "%"
+		}
+		if !m.wide() {
+			footer = "esc back · " + footer
+		}
+	}
+	return m.box(title, strings.TrimSuffix(footer, " · "), lines, w, h, m.focus == paneDetail)
+}
+
+func (m *Model) filterLine() string {
+	return fit(" "+m.input.View(), m.width)
+}
+
+// state sums up the connection for the status bar, from the newest error
+// not yet cleared.
+func (m *Model) state() (label string, bad bool, err error, retryIn time.Duration) {
+	newest := -1
+	for o, e := range m.errs {
+		if m.errSeq[o] > newest {
+			newest, err, retryIn = m.errSeq[o], e, m.retryIn[o]
+		}
+	}
+	var ae *apiclient.APIError
+	switch {
+	case err != nil && errors.Is(err, apiclient.ErrUnreachable):
+		return "✖ offline", true, err, retryIn
+	case err != nil && errors.As(err, &ae) && ae.Status == 429:
+		return "◐ waiting", true, err, retryIn
+	case err != nil:
+		return "▲ error", true, err, retryIn
+	case m.polling:
+		return "● live", false, nil, 0
+	}
+	return "○ connecting", false, nil, 0
+}
+
+func (m *Model) statusBar() string {
+	label, bad, err, retryIn := m.state()
+	st := m.st.live
+	if bad {
+		st = m.st.offline
+	}
+	server := m.client.BaseURL()
+	if u, perr := url.Parse(server); perr == nil && u.Host != "" {
+		server = u.Host
+	}
+	left := st.Render(" "+label+" ") + m.st.bar.Render(" "+server)
+	if m.haveMe {
+		left += m.st.bar.Render(" · " + clean(m.me.Project.Name))
+	}
+	var right string
+	rs := m.st.bar
+	switch {
+	case m.mode == modeConfirm:
+		what := "message"
+		if m.confirm.req != nil {
+			what = "request"
+		}
+		right = "delete this " + what + "? y deletes, any other key keeps it"
+		rs = m.st.bar.Inherit(m.st.warn)
+	case err != nil:
+		right = describe(err)
+		if retryIn > 0 {
+			right += " · retry in " + retryIn.Round(100*time.Millisecond).String()
+		}
+		rs = m.st.bar.Inherit(m.st.bad)
+	case m.notice != "":
+		right = clean(m.notice)
+		if m.noticeBad {
+			rs = m.st.bar.Inherit(m.st.bad)
+		}
+	default:
+		right = "? help · / filter · q quit"
+		rs = m.st.bar.Inherit(m.st.dim)
+	}
+	room := m.width - ansi.StringWidth(left) - 2
+	if room < 8 {
+		return fit(left, m.width)
+	}
+	right = ansi.Truncate(right, room, "…")
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right) - 1
+	return left + m.st.bar.Render(strings.Repeat(" ", max(1, gap))) + rs.Render(right) + m.st.bar.Render(" ")
+}
+
+// overlay draws fg centred over bg, keeping bg visible around it.
+func overlay(bg, fg string, width, height int) string {
+	bl := strings.Split(bg, "\n")
+	fl := strings.Split(fg, "\n")
+	fw := 0
+	for _, l := range fl {
+		fw = max(fw, ansi.StringWidth(l))
+	}
+	fw = min(fw, width)
+	x := max(0, (width-fw)/2)
+	y := max(0, (height-len(fl))/2)
+	for i, l := range fl {
+		row := y + i
+		if row >= len(bl) {
+			break
+		}
+		b := bl[row]
+		bl[row] = fit(ansi.Truncate(b, x, ""), x) + fit(l, fw) + ansi.Cut(b, x+fw, width)
+	}
+	return strings.Join(bl, "\n")
+}
+
+func (m *Model) helpBox() string {
+	col := func(bs []key.Binding) []string {
+		var out []string
+		for _, b := range bs {
+			h := b.Help()
+			out = append(out, m.st.accent.Render(fit(h.Key, 10))+h.Desc)
+		}
+		return out
+	}
+	secs := m.keys.helpSections()
+	left := append([]string{m.st.titleFocused.Render(secs[0].name)}, col(secs[0].bindings)...)
+	right := append([]string{m.st.titleFocused.Render(secs[1].name)}, col(secs[1].bindings)...)
+	right = append(right, "")
+	right = append(right, col(secs[2].bindings)...)
+	var lw int
+	for _, l := range left {
+		lw = max(lw, ansi.StringWidth(l))
+	}
+	var rows []string
+	for i := 0; i < max(len(left), len(right)); i++ {
+		var l, r string
+		if i < len(left) {
+			l = left[i]
+		}
+		if i < len(right) {
+			r = right[i]
+		}
+		rows = append(rows, fit(l, lw)+"   "+r)
+	}
+	rows = append(rows, "",
+		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset, or subject words"),
+		m.st.dim.Render("Filter requests: POST /hooks, method:PUT, path:/api"),
+		m.st.dim.Render("New captures arrive live and are marked • until looked at."))
+	return m.st.overlay.Render(strings.Join(rows, "\n"))
+}
+
+func (m *Model) pickerBox(h int) string {
+	d := m.detail.msg
+	if d == nil {
+		return ""
+	}
+	w := max(20, min(m.width-6, 100))
+	var title, hint string
+	var items []string
+	if m.mode == modeLinks {
+		title, hint = "Links", "enter or 1–9 opens in a browser · c copies · esc closes"
+		for i, l := range d.Links {
+			text := ""
+			if l.Text != nil && strings.TrimSpace(*l.Text) != "" {
+				text = clean(strings.Join(strings.Fields(*l.Text), " ")) + "  "
+			}
+			items = append(items, strconv.Itoa(i+1)+". "+text+clean(l.URL))
+		}
+	} else {
+		dir := m.cfg.SaveDir
+		if dir == "" {
+			dir = "the current directory"
+		}
+		title, hint = "Attachments", "enter or 1–9 saves to "+dir+" · esc closes"
+		for i, a := range d.Attachments {
+			items = append(items, strconv.Itoa(i+1)+". "+clean(a.Filename)+"  "+clean(a.ContentType)+"  "+size(a.Size))
+		}
+	}
+	rows := max(1, h-6)
+	start := 0
+	if m.pick >= rows {
+		start = m.pick - rows + 1
+	}
+	lines := []string{m.st.titleFocused.Render(title)}
+	for i := start; i < len(items) && i < start+rows; i++ {
+		l := "  " + items[i]
+		if i == m.pick {
+			lines = append(lines, m.st.selected.Render(fit("› "+items[i], w)))
+			continue
+		}
+		lines = append(lines, fit(l, w))
+	}
+	lines = append(lines, m.st.dim.Render(fit(hint, w)))
+	return m.st.overlay.Render(strings.Join(lines, "\n"))
+}
