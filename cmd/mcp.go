@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ func runMCP(c *cobra.Command, _ []string) error {
 		return exitError{code: 2, err: err}
 	}
 
-	server := mcp.New(client, mcpVersion())
+	server := mcp.New(client, versionString())
 	err = server.Run(c.Context(), &mcpsdk.IOTransport{
 		Reader: io.NopCloser(c.InOrStdin()),
 		Writer: nopWriteCloser{c.OutOrStdout()},
@@ -76,12 +75,3 @@ func (nopWriteCloser) Close() error { return nil }
 
 // mcpVersion is what the server tells clients at initialization: the
 // version `capture version` prints, without the VCS detail.
-func mcpVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
-}

@@ -133,6 +133,7 @@ func runServe(c *cobra.Command, _ []string) error {
 	cfg.SMTPHost, cfg.PublicURL, cfg.AllowInsecureAuth = smtpHost, publicURL, insecure
 	cfg.Downloads = map[string][]byte{forward.PythonClientName: forward.PythonClient}
 	cfg.Logger = log
+	cfg.Version = versionString()
 	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		return err

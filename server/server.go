@@ -18,6 +18,7 @@ import (
 
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/capture"
+	"github.com/capturedev/capture/server/mcp"
 	"github.com/capturedev/capture/server/smtp"
 	"github.com/capturedev/capture/store"
 )
@@ -40,6 +41,8 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight work may take to finish.
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+	// Version is reported to MCP clients.
+	Version string
 }
 
 // Server holds the bound listeners until Run serves them.
@@ -238,6 +241,7 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", apiHandler)
+	mux.Handle("/mcp", mcp.HTTPHandler(s.APIBase(), cfg.Version))
 	for name, body := range cfg.Downloads {
 		mux.HandleFunc("GET /downloads/"+name, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/x-python; charset=utf-8")

@@ -93,7 +93,7 @@ func TestHeaderValues(t *testing.T) {
 		{3.0, nil, false},
 	} {
 		got, err := headerValues(tt.in)
-		if (err == nil) != tt.ok || fmt.Sprint(got) != fmt.Sprint(tt.want) || (tt.in == nil) != (got == nil && err == nil) {
+		if (err == nil) != tt.ok || fmt.Sprint(got) != fmt.Sprint(tt.want) || (got == nil) != (tt.want == nil) {
 			t.Errorf("headerValues(%#v) = %#v, %v", tt.in, got, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -31,18 +32,29 @@ type callerKey struct{}
 // key is checked with GET /me, and the session it opens reads through a
 // client with that same key, so it sees that key's project only.
 func HTTPHandler(apiBase string, version string) http.Handler {
+	// The SDK asks for the server on every request, not once per session,
+	// and building one infers every tool's schemas: keep one per key.
+	var mu sync.Mutex
+	servers := map[string]*mcpsdk.Server{}
 	streamable := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
 		c, ok := r.Context().Value(callerKey{}).(caller)
 		if !ok {
 			return nil
 		}
-		return New(c.client, version)
+		mu.Lock()
+		defer mu.Unlock()
+		s := servers[c.keyID]
+		if s == nil {
+			s = New(c.client, version)
+			servers[c.keyID] = s
+		}
+		return s
 	}, &mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
 
 	// The SDK binds a session to the UserID of the request that opened it
 	// and refuses the session's id from anyone else; the key id is that
 	// user. The key itself was checked before this point.
-	bound := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	perKey := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := r.Context().Value(callerKey{}).(caller)
 		if !ok {
 			return nil, auth.ErrInvalidToken
@@ -69,7 +81,7 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID})
-		bound.ServeHTTP(w, r.WithContext(ctx))
+		perKey.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -456,14 +457,16 @@ func headerValues(v any) ([]string, error) {
 		for i, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("want a string, a list of strings, or null")
+				return nil, errHeaderValue
 			}
 			out[i] = s
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("want a string, a list of strings, or null")
+	return nil, errHeaderValue
 }
+
+var errHeaderValue = errors.New("want a string, a list of strings, or null")
 
 // trimMessage drops the HTML body unless asked for, and cuts long bodies.
 func trimMessage(m *apiclient.Message, includeHTML bool) (htmlOmitted bool, cut []string) {

@@ -24,10 +24,7 @@ import (
 // Env is a running capture server with two projects: the one under test
 // and another whose objects the first must not see.
 type Env struct {
-	Store *store.Store
-	// Server is the running server; tests mount /mcp on their own listener
-	// when it does not.
-	Server               *server.Server
+	Store                *store.Store
 	APIBase, CaptureBase string
 
 	ProjectID, Key, InboxID, EndpointID string
@@ -85,7 +82,7 @@ func Start(t testing.TB) *Env {
 	})
 
 	e := &Env{
-		Store: st, Server: srv, APIBase: srv.APIBase(), CaptureBase: srv.CaptureBase(),
+		Store: st, APIBase: srv.APIBase(), CaptureBase: srv.CaptureBase(),
 		ProjectID: boot.Project.ID, Key: boot.Secret, InboxID: boot.Inbox.ID, EndpointID: boot.Endpoint.ID,
 	}
 

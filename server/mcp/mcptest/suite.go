@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +185,7 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		t.Errorf("get_message = %+v", m)
 	}
 	untrustedOnly(t, res, injection)
+	m.HTMLOmitted = false
 	Ok(t, sess, "get_message", map[string]any{"message_id": id, "include_html": true}, &m)
 	if m.HTMLOmitted || m.Message.Body.HTML == nil || !strings.Contains(*m.Message.Body.HTML, "<a href=") {
 		t.Errorf("get_message include_html = %+v", m)
@@ -301,10 +301,10 @@ func checkRequests(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	const delay = 300 * time.Millisecond
 
+	start := time.Now()
 	posted := later(t, delay, func() (string, error) {
 		return e.post(e.EndpointID, "PUT", "/ci/wake/1", nil, []byte("woke"))
 	})
-	start := time.Now()
 	var l List
 	Ok(t, sess, "list_requests", map[string]any{"endpoint_id": e.EndpointID, "path": "/ci/wake/", "wait": 20}, &l)
 	id := <-posted
@@ -316,11 +316,11 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	}
 
 	since := time.Now().UTC().Format(time.RFC3339Nano)
+	start = time.Now()
 	stored := later(t, delay, func() (string, error) {
 		return e.message(e.InboxID, Mail{To: "wake@example.test", Subject: "Your code is 424242",
 			Links: []string{"https://app.example.test/verify?c=424242"}})
 	})
-	start = time.Now()
 	var w struct {
 		TimedOut bool `json:"timed_out"`
 		Message  struct {
@@ -439,32 +439,44 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 }
 
 func checkTooManyWaits(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
+	// Five waits that would each hold 30 s: the first to come back can only
+	// be the one refused for want of a slot.
 	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	for range 4 {
-		wg.Go(func() {
-			sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "list_requests",
+	defer cancel()
+	results := make(chan *mcpsdk.CallToolResult, 5)
+	for range 5 {
+		go func() {
+			res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "list_requests",
 				Arguments: map[string]any{"endpoint_id": e.EndpointID, "path": "/held/", "wait": 30}})
-		})
-	}
-	// The four waits open in their own time; until they all have, a fifth
-	// one waits its second out instead of being refused.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res := call(t, sess, "list_requests", map[string]any{"endpoint_id": e.EndpointID, "path": "/fifth/", "wait": 1})
-		if res.IsError {
-			if text := textOf(res); !strings.Contains(text, "too_many_waits (HTTP 429)") || !strings.Contains(text, "Retry in 1 s") {
-				t.Errorf("fifth wait: %s", text)
+			if err != nil {
+				res = &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: err.Error()}}}
 			}
-			return
+			results <- res
+		}()
+	}
+	select {
+	case res := <-results:
+		if text := textOf(res); !res.IsError || !strings.Contains(text, "too_many_waits (HTTP 429)") || !strings.Contains(text, "Retry in 1 s") {
+			t.Errorf("first of five waits back: %s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no too_many_waits with four waits open")
+	case <-time.After(20 * time.Second):
+		t.Fatal("five waits at once, and none refused")
+	}
+
+	// Cancelling the calls frees their slots well before their 30 s.
+	cancel()
+	start := time.Now()
+	for {
+		res := call(t, sess, "list_requests", map[string]any{"endpoint_id": e.EndpointID, "path": "/held/", "wait": 1})
+		if !res.IsError {
+			break
 		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("wait slots still taken 10 s after the calls were cancelled: %s", textOf(res))
+		}
+	}
+	for range 4 {
+		<-results
 	}
 }
 

@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capturedev/capture/server/mcp/mcptest"
+)
+
+// mcpCommand is `capture mcp` with args and a clean environment: the
+// machine's own capture settings stay out, key is the only one it sees.
+func mcpCommand(t *testing.T, key string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append([]string{"mcp", "--data-dir", t.TempDir()}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CAPTURE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if key != "" {
+		cmd.Env = append(cmd.Env, "CAPTURE_API_KEY="+key)
+	}
+	return cmd
+}
+
+// The whole tool suite, through the real binary over stdio.
+func TestMCPStdio(t *testing.T) {
+	e := mcptest.Start(t)
+	mcptest.Run(t, e, func(t *testing.T, key string) *mcpsdk.ClientSession {
+		cmd := mcpCommand(t, key, "--api", e.APIBase)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "mcp-test", Version: "v0"}, nil)
+		sess, err := client.Connect(t.Context(), &mcpsdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v (stderr: %s)", err, &stderr)
+		}
+		t.Cleanup(func() {
+			// Closing stdin is how a client ends the server: quietly, exit 0.
+			sess.Close()
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 || stderr.Len() > 0 {
+				t.Errorf("capture mcp ended with %v, stderr %q", cmd.ProcessState, &stderr)
+			}
+		})
+		return sess
+	})
+}
+
+// stdout carries the protocol and nothing else, or the client would choke
+// on it; closing stdin ends the server quietly.
+func TestMCPStdoutIsProtocolOnly(t *testing.T) {
+	e := mcptest.Start(t)
+	cmd := mcpCommand(t, e.Key, "--api", e.APIBase)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	io.WriteString(stdin, strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_inboxes","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_message","arguments":{"message_id":"msg_nope"}}}`,
+	}, "\n")+"\n")
+
+	answers := map[float64]map[string]any{}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for len(answers) < 3 && sc.Scan() {
+		var msg map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil || msg["jsonrpc"] != "2.0" {
+			t.Fatalf("stdout line is not JSON-RPC: %q", sc.Text())
+		}
+		if id, ok := msg["id"].(float64); ok {
+			answers[id] = msg
+		}
+	}
+	stdin.Close()
+	if rest, _ := io.ReadAll(stdout); len(rest) > 0 {
+		t.Errorf("more on stdout after the answers: %q", rest)
+	}
+	if err := cmd.Wait(); err != nil || stderr.Len() > 0 {
+		t.Errorf("capture mcp after stdin closed: %v, stderr %q", err, &stderr)
+	}
+
+	init, _ := answers[1]["result"].(map[string]any)
+	info, _ := init["serverInfo"].(map[string]any)
+	if instructions, _ := init["instructions"].(string); info["name"] != "capture" || !strings.Contains(instructions, "untrusted") {
+		t.Errorf("initialize answer: %v", answers[1])
+	}
+	for id, want := range map[float64]string{2: e.InboxID, 3: "not_found (HTTP 404)"} {
+		res, _ := answers[id]["result"].(map[string]any)
+		if b, _ := json.Marshal(res); !strings.Contains(string(b), want) {
+			t.Errorf("answer %v: %v, want %q in the result", id, answers[id], want)
+		}
+	}
+}
+
+func TestMCPStartErrors(t *testing.T) {
+	e := mcptest.Start(t)
+	for _, tt := range []struct {
+		name string
+		key  string
+		args []string
+		want string
+	}{
+		{"wrong key", "cap_0000000000000000000000000000wrong", []string{"--api", e.APIBase}, "rejected the key"},
+		{"malformed key", "nonsense", []string{"--api", e.APIBase}, "rejected the key"},
+		{"no key", "", []string{"--api", e.APIBase}, "no API key"},
+		{"API unreachable", e.Key, []string{"--api", "http://127.0.0.1:1/api/v1"}, "cannot reach the API at http://127.0.0.1:1/api/v1"},
+		{"not an API URL", e.Key, []string{"--api", "ftp://example.test"}, "want an absolute http:// or https:// URL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := mcpCommand(t, tt.key, tt.args...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := -1
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code != 2 || stdout.Len() > 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "capture: ") ||
+				!strings.Contains(lines[0], tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, and one line with %q", code, &stdout, &stderr, tt.want)
+			}
+		})
+	}
+
+	r := capture(t, "mcp", "extra")
+	if r.code != 2 || !strings.Contains(r.stderr, "extra") || r.stdout != "" {
+		t.Errorf("mcp with an argument: %+v", r)
+	}
+}
