@@ -33,6 +33,8 @@ var ErrClosed = errors.New("store is closed")
 type Store struct {
 	path   string
 	wdb    *sql.DB
+	cdb    *sql.DB // checkpoints
+	cpDone chan struct{}
 	rdb    *sql.DB
 	notify *notifier
 
@@ -48,7 +50,10 @@ const pragmas = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=sy
 // Open opens (creating when missing) the database at path and brings its
 // schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
-	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
+	// The writer never checkpoints itself: a checkpoint's page copying and
+	// fsync would stall every commit queued behind it. A separate
+	// connection checkpoints in the background instead (checkpointLoop).
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -70,15 +75,25 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rdb.SetMaxIdleConns(8)
 	rdb.SetConnMaxIdleTime(0)
 
-	conn, err := wdb.Conn(ctx)
+	cdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	cdb.SetMaxOpenConns(1)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		cdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	s := &Store{
 		path:       path,
 		wdb:        wdb,
+		cdb:        cdb,
+		cpDone:     make(chan struct{}),
 		rdb:        rdb,
 		notify:     newNotifier(),
 		ops:        make(chan *writeOp, 4096),
@@ -87,6 +102,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
 	go s.runWriter(w)
+	go s.checkpointLoop()
 	return s, nil
 }
 
@@ -98,7 +114,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.writerDone
-		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+		<-s.cpDone
+		s.closeErr = errors.Join(s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
 	})
 	return s.closeErr
 }
@@ -107,6 +124,26 @@ func (s *Store) Close() error {
 // the collection (an inbox or endpoint id). Take it before querying.
 func (s *Store) Watch(collectionID string) <-chan struct{} {
 	return s.notify.watch(collectionID)
+}
+
+// checkpointInterval is how often the WAL is copied back into the
+// database; between checkpoints the WAL grows by what was written.
+const checkpointInterval = 200 * time.Millisecond
+
+// checkpointLoop copies committed WAL pages into the database file without
+// blocking the writer (PASSIVE never waits for it), so the WAL stays small.
+func (s *Store) checkpointLoop() {
+	defer close(s.cpDone)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -47,3 +47,22 @@ func benchStore(b *testing.B) (*Store, string) {
 	}
 	return s, e.ID
 }
+
+// BenchmarkInsertRequestFewCallers is the same with 16 callers, closer to
+// what a loaded listener hands the store at once.
+func BenchmarkInsertRequestFewCallers(b *testing.B) {
+	s, endpointID := benchStore(b)
+	body := []byte(`{"event":"payment.succeeded","id":"evt_123","amount":4200}`)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.InsertRequest(b.Context(), &NewRequest{EndpointID: endpointID, ReceivedAt: time.Now(),
+				Method: "POST", Path: "/hook", RemoteAddr: "127.0.0.1:5000", Body: body}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}

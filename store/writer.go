@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 )
 
 // maxBatch bounds one group commit so a burst cannot hold the write lock
@@ -132,17 +133,36 @@ func (s *Store) runWriter(w *writer) {
 			}
 		}
 		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case op := <-s.ops:
-				batch = append(batch, op)
-			default:
-				break drain
+		// Each commit costs about as much as many inserts, so give callers
+		// that are about to queue (often on the other core, or runnable
+		// behind this goroutine) a moment to join the batch. Yielding costs
+		// microseconds; stop as soon as a round brings nothing new.
+		for round := 0; round < maxGatherRounds && len(batch) < maxBatch; round++ {
+			before := len(batch)
+			batch = drain(s.ops, batch)
+			if round > 0 && len(batch) == before {
+				break
 			}
+			runtime.Gosched()
 		}
+		batch = drain(s.ops, batch)
 		s.commit(w, batch)
 	}
+}
+
+const maxGatherRounds = 4
+
+// drain appends the operations already queued, up to maxBatch.
+func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
+	for len(batch) < maxBatch {
+		select {
+		case op := <-ops:
+			batch = append(batch, op)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commit runs a batch in one transaction. When one operation fails, the
