@@ -1,7 +1,6 @@
 package smtp
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -23,10 +23,8 @@ import (
 const (
 	// authTimeout bounds the store lookups of one AUTH.
 	authTimeout = 10 * time.Second
-	// commitTimeout bounds the wait for a place in the store's write queue.
-	// Once queued, a message's commit is always reported, so a timeout here
-	// never turns a stored message into an error reply.
-	commitTimeout = 30 * time.Second
+	// maxPooledBuffer keeps the odd huge message's buffer out of the pool.
+	maxPooledBuffer = 1 << 20
 )
 
 // Replies of SPEC §6 and RFC 4954, in one place.
@@ -45,6 +43,10 @@ var (
 		Message: "Too many recipients"}
 	errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 3, 2},
 		Message: "Shutting down, try again later"}
+	errDataTimeout = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2},
+		Message: "Timeout while receiving the message"}
+	errDataIncomplete = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 4, 0},
+		Message: "Message not received completely"}
 	errStoreFailed = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
 		Message: "Message not stored because of a local error, try again later"}
 )
@@ -134,7 +136,7 @@ func (s *session) authenticate(identity, username, password string) error {
 	if identity != "" && identity != username {
 		return errBadCredentials
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.ctx, authTimeout)
 	defer cancel()
 	in, err := s.srv.st.Inbox(ctx, "", username)
 	if errors.Is(err, store.ErrNotFound) {
@@ -193,7 +195,9 @@ func (s *session) Data(r io.Reader) error {
 	s.mu.Lock()
 	from, to := s.from, s.to
 	s.mu.Unlock()
-	raw, err := readMessage(r, s.limit)
+	buf := s.srv.buffers.Get().(*buffer)
+	defer s.srv.putBuffer(buf)
+	raw, err := readMessage(buf, r, s.limit)
 	switch {
 	// go-smtp's own cap is the largest plan's limit; it also refuses a
 	// message of exactly that size, as it stops reading before the final
@@ -203,16 +207,22 @@ func (s *session) Data(r io.Reader) error {
 	case errors.Is(err, gosmtp.ErrTooLongLine):
 		return errLineTooLong(s.srv.cfg.MaxLineLength)
 	case err != nil:
-		// The client went away or gave up (timeout, BDAT reset): there is
-		// nobody to answer and nothing is stored.
+		// The client went away, stalled or reset a BDAT transfer: nothing
+		// is stored, and the reply (if anyone still reads it) says the
+		// message was not received rather than quoting a network error.
 		s.srv.log.Debug("smtp message abandoned", "remote", s.remote.String(), "inbox", s.inbox, "err", err)
-		return err
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return errDataTimeout
+		}
+		return errDataIncomplete
 	}
 
 	m := newMessage(s.inbox, from, to, raw, mailparse.Parse(raw))
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	id, err := s.srv.st.InsertMessage(ctx, m)
-	cancel()
+	// The store takes the context into account only while the message
+	// waits for a place in its queue; once queued, the outcome of the
+	// commit is always reported, so no stored message is ever answered
+	// with an error. The server's context ends only when it is closed.
+	id, err := s.srv.st.InsertMessage(s.srv.ctx, m)
 	if err != nil {
 		s.srv.log.Error("smtp: store message", "inbox", s.inbox, "size", len(raw), "err", err)
 		return errStoreFailed
@@ -227,18 +237,35 @@ func (s *session) Data(r io.Reader) error {
 
 var errOverLimit = errors.New("message over the size limit")
 
-// readMessage reads a whole message, holding at most limit+1 bytes.
-func readMessage(r io.Reader, limit int64) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(4 << 10)
-	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+// buffer holds one message while it is parsed and stored.
+type buffer struct{ b []byte }
+
+// readMessage reads a whole message into buf. It never holds more than
+// limit+1 bytes: its growth is capped there rather than doubling past it.
+func readMessage(buf *buffer, r io.Reader, limit int64) ([]byte, error) {
+	most := int(min(limit+1, math.MaxInt32))
+	b := buf.b[:0]
+	for {
+		if len(b) == cap(b) {
+			if len(b) >= most {
+				return nil, errOverLimit
+			}
+			grown := make([]byte, len(b), min(most, max(2*cap(b), 4<<10)))
+			copy(grown, b)
+			b = grown
+			buf.b = b
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF && len(b) > int(limit):
+			return nil, errOverLimit
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return nil, err
+		}
 	}
-	if n > limit {
-		return nil, errOverLimit
-	}
-	return buf.Bytes(), nil
 }
 
 // Reset ends a transaction (RSET, a new EHLO, or the reply to DATA having

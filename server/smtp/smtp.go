@@ -76,9 +76,19 @@ type Server struct {
 	smtp     *gosmtp.Server
 	maxBytes int64 // advertised SIZE: the largest plan's limit
 
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	closing bool
+	// ctx ends when the server is closed, abandoning store operations
+	// still waiting for a place in the write queue.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// buffers hold messages while they are parsed and stored. Nothing
+	// refers to a message's bytes once InsertMessage has returned.
+	buffers sync.Pool
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	listeners map[net.Listener]struct{}
+	closing   bool
 
 	// rejecting counts connections being turned away, so a flood of them
 	// cannot pile up goroutines.
@@ -111,7 +121,11 @@ func New(st Store, cfg Config) *Server {
 		log:      cfg.Logger,
 		maxBytes: largestMessageLimit(),
 		conns:    make(map[*conn]struct{}),
+
+		listeners: make(map[net.Listener]struct{}),
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.buffers.New = func() any { return &buffer{b: make([]byte, 0, 8<<10)} }
 
 	gs := gosmtp.NewServer(backend{s})
 	gs.Domain = cfg.Hostname
@@ -154,13 +168,21 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 		l.Close()
 		return fmt.Errorf("smtp: serve %s: implicit TLS needs a TLS configuration", l.Addr())
 	}
+	// Registered under the lock Shutdown takes, so that a listener is
+	// either refused here or closed there, never left accepting.
 	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
-	if closing {
+	if s.closing {
+		s.mu.Unlock()
 		l.Close()
 		return nil
 	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
 
 	mode := "starttls"
 	var ln net.Listener = &listener{Listener: l, srv: s, implicitTLS: implicitTLS}
@@ -173,7 +195,7 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 
 	err := s.smtp.Serve(ln)
 	s.mu.Lock()
-	closing = s.closing
+	closing := s.closing
 	s.mu.Unlock()
 	if err == nil || closing {
 		return nil
@@ -188,6 +210,9 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	for l := range s.listeners {
+		l.Close()
+	}
 	for c := range s.conns {
 		if !c.inTx {
 			c.Conn.Close()
@@ -199,6 +224,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil && err == ctx.Err() {
 		// go-smtp's Close does nothing once Shutdown has begun, so the
 		// connections still open are closed here.
+		s.cancel()
 		s.closeConns()
 		return err
 	}
@@ -213,8 +239,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closing = true
+	for l := range s.listeners {
+		l.Close()
+	}
 	s.mu.Unlock()
 	err := s.smtp.Close()
+	s.cancel()
 	s.closeConns()
 	if errors.Is(err, gosmtp.ErrServerClosed) || isClosedErr(err) {
 		return nil
@@ -228,6 +258,13 @@ func (s *Server) closeConns() {
 	for c := range s.conns {
 		c.Conn.Close()
 	}
+}
+
+func (s *Server) putBuffer(b *buffer) {
+	if cap(b.b) > maxPooledBuffer {
+		return
+	}
+	s.buffers.Put(b)
 }
 
 func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }

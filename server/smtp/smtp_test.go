@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/capturedev/capture/server/certs"
@@ -1031,5 +1032,55 @@ func TestServeAfterShutdown(t *testing.T) {
 	}
 	if _, err := l.Accept(); err == nil {
 		t.Error("listener left open")
+	}
+}
+
+func TestReadTimeout(t *testing.T) {
+	e := newEnv(t, "team", Config{ReadTimeout: 300 * time.Millisecond})
+	r := e.session(t)
+	r.must(250, "", "MAIL FROM:<a@example.com>")
+	// A client that goes quiet is told so and disconnected.
+	r.expect(421, "4.4.2")
+	if _, err := r.conn.Read(make([]byte, 1)); err == nil {
+		t.Error("connection left open after the idle timeout")
+	}
+	// A client that stalls inside DATA loses its message.
+	s := e.session(t)
+	s.must(250, "", "MAIL FROM:<a@example.com>")
+	s.must(250, "", "RCPT TO:<b@example.com>")
+	s.must(354, "", "DATA")
+	if _, err := s.conn.Write(crlf("Subject: stalled\n\nhalf")); err != nil {
+		t.Fatal(err)
+	}
+	s.expect(421, "4.4.2 Timeout while receiving the message")
+	e.shutdown(t)
+	if n := e.count(t); n != 0 {
+		t.Errorf("%d messages stored from a stalled DATA", n)
+	}
+}
+
+func TestReadMessageLimit(t *testing.T) {
+	for _, tt := range []struct {
+		size, limit int
+		over        bool
+	}{
+		{0, 10, false}, {10, 10, false}, {11, 10, true}, {5000, 4096, true},
+		{4096, 4096, false}, {4097, 4096, true}, {8192, 8192, false}, {20000, 100000, false},
+	} {
+		data := bytes.Repeat([]byte("x"), tt.size)
+		for _, r := range []io.Reader{bytes.NewReader(data), iotest.OneByteReader(bytes.NewReader(data))} {
+			buf := &buffer{}
+			got, err := readMessage(buf, r, int64(tt.limit))
+			if tt.over {
+				if !errors.Is(err, errOverLimit) {
+					t.Errorf("%d bytes, limit %d: err %v, want over the limit", tt.size, tt.limit, err)
+				}
+			} else if err != nil || !bytes.Equal(got, data) {
+				t.Errorf("%d bytes, limit %d: %d bytes, %v", tt.size, tt.limit, len(got), err)
+			}
+			if cap(buf.b) > tt.limit+1 {
+				t.Errorf("%d bytes, limit %d: buffer grew to %d", tt.size, tt.limit, cap(buf.b))
+			}
+		}
 	}
 }
