@@ -62,33 +62,18 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 		if err != nil {
 			return err
 		}
-		pos := 0
-		addRecipient := func(kind, name, addr string) error {
-			pos++
-			_, err := t.exec(`INSERT INTO message_recipients (message_seq, position, kind, name, address) VALUES (?, ?, ?, ?, ?)`,
-				seq, pos, kind, nullString(name), addr)
+		// One multi-row statement per child table: each statement
+		// execution costs far more than a row, and most messages have only
+		// a few recipients and links.
+		if err := t.insertRows("message_recipients", "message_seq, position, kind, name, address", recipients(seq, m)); err != nil {
 			return err
 		}
-		for _, a := range m.EnvelopeTo {
-			if err := addRecipient("envelope", "", a); err != nil {
-				return err
-			}
-		}
-		for _, group := range []struct {
-			kind  string
-			addrs []Address
-		}{{"to", m.To}, {"cc", m.Cc}, {"reply_to", m.ReplyTo}} {
-			for _, a := range group.addrs {
-				if err := addRecipient(group.kind, a.Name, a.Address); err != nil {
-					return err
-				}
-			}
-		}
+		links := make([][]any, len(m.Links))
 		for i, l := range m.Links {
-			if _, err := t.exec(`INSERT INTO message_links (message_seq, position, url, text, origin) VALUES (?, ?, ?, ?, ?)`,
-				seq, i, l.URL, nullStringPtr(l.Text), l.Origin); err != nil {
-				return err
-			}
+			links[i] = []any{seq, i, l.URL, nullStringPtr(l.Text), l.Origin}
+		}
+		if err := t.insertRows("message_links", "message_seq, position, url, text, origin", links); err != nil {
+			return err
 		}
 		for i, a := range m.Attachments {
 			if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
@@ -105,6 +90,27 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 		return "", err
 	}
 	return id, nil
+}
+
+// recipients lists the envelope and header addresses as rows of
+// message_recipients, positions in order.
+func recipients(seq int64, m *NewMessage) [][]any {
+	var rows [][]any
+	add := func(kind, name, addr string) {
+		rows = append(rows, []any{seq, len(rows) + 1, kind, nullString(name), addr})
+	}
+	for _, a := range m.EnvelopeTo {
+		add("envelope", "", a)
+	}
+	for _, group := range []struct {
+		kind  string
+		addrs []Address
+	}{{"to", m.To}, {"cc", m.Cc}, {"reply_to", m.ReplyTo}} {
+		for _, a := range group.addrs {
+			add(group.kind, a.Name, a.Address)
+		}
+	}
+	return rows
 }
 
 const messageSummaryCols = `messages.inbox_id, messages.received_at, messages.from_name, messages.from_address,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 )
 
 // maxBatch bounds one group commit so a burst cannot hold the write lock
@@ -72,6 +73,30 @@ func (t *wtx) query(query string, args ...any) (*sql.Rows, error) {
 		return nil, err
 	}
 	return st.QueryContext(t.ctx, args...)
+}
+
+// maxRowsPerInsert bounds a multi-row INSERT well below SQLite's limit of
+// bound parameters (32766).
+const maxRowsPerInsert = 64
+
+// insertRows inserts rows (each with one value per column) with as few
+// statements as possible.
+func (t *wtx) insertRows(table, columns string, rows [][]any) error {
+	for len(rows) > 0 {
+		n := min(len(rows), maxRowsPerInsert)
+		width := len(rows[0])
+		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+		query := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+		args := make([]any, 0, n*width)
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		if _, err := t.exec(query, args...); err != nil {
+			return fmt.Errorf("insert into %s: %w", table, err)
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 // countCapture adds one to a collection's capture counter before the
