@@ -85,12 +85,12 @@ func (s *Store) existingBootstrap(ctx context.Context) (Bootstrap, error) {
 	}
 	b.Project = p
 	var base row
-	b.Inbox, err = scanInbox(s.rdb.QueryRowContext(ctx, `SELECT inboxes.seq, inboxes.id, `+inboxCols+`
+	b.Inbox, err = scanInbox(s.queryRow(ctx, `SELECT inboxes.seq, inboxes.id, `+inboxCols+`
 		FROM inboxes WHERE project_id = ? ORDER BY seq LIMIT 1`, p.ID), &base)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return b, err
 	}
-	b.Endpoint, err = scanEndpoint(s.rdb.QueryRowContext(ctx, `SELECT endpoints.seq, endpoints.id, `+endpointCols+`
+	b.Endpoint, err = scanEndpoint(s.queryRow(ctx, `SELECT endpoints.seq, endpoints.id, `+endpointCols+`
 		FROM endpoints WHERE project_id = ? ORDER BY seq LIMIT 1`, p.ID), &base)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return b, err

@@ -49,7 +49,7 @@ func (s *Store) CreateInbox(ctx context.Context, projectID, name string) (Inbox,
 
 // Inboxes pages through a project's inboxes, newest first.
 func (s *Store) Inboxes(ctx context.Context, projectID string, p Page) (List[Inbox], error) {
-	return page(ctx, s.rdb, keyset{table: "inboxes", ownerCol: "project_id", owner: projectID, columns: inboxCols}, p,
+	return page(ctx, s, keyset{table: "inboxes", ownerCol: "project_id", owner: projectID, columns: inboxCols}, p,
 		func(r *sql.Rows, base *row) (Inbox, error) { return scanInbox(r, base) })
 }
 
@@ -57,7 +57,7 @@ func (s *Store) Inboxes(ctx context.Context, projectID string, p Page) (List[Inb
 // (for SMTP authentication and administration).
 func (s *Store) Inbox(ctx context.Context, projectID, id string) (Inbox, error) {
 	var base row
-	in, err := scanInbox(s.rdb.QueryRowContext(ctx,
+	in, err := scanInbox(s.queryRow(ctx,
 		`SELECT inboxes.seq, inboxes.id, `+inboxCols+` FROM inboxes WHERE id = ? AND (?2 = '' OR project_id = ?2)`,
 		id, projectID), &base)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -147,14 +147,14 @@ func (s *Store) CreateEndpoint(ctx context.Context, projectID, name string, targ
 
 // Endpoints pages through a project's endpoints, newest first.
 func (s *Store) Endpoints(ctx context.Context, projectID string, p Page) (List[Endpoint], error) {
-	return page(ctx, s.rdb, keyset{table: "endpoints", ownerCol: "project_id", owner: projectID, columns: endpointCols}, p,
+	return page(ctx, s, keyset{table: "endpoints", ownerCol: "project_id", owner: projectID, columns: endpointCols}, p,
 		func(r *sql.Rows, base *row) (Endpoint, error) { return scanEndpoint(r, base) })
 }
 
 // Endpoint finds an endpoint of the project; projectID "" means any project.
 func (s *Store) Endpoint(ctx context.Context, projectID, id string) (Endpoint, error) {
 	var base row
-	e, err := scanEndpoint(s.rdb.QueryRowContext(ctx,
+	e, err := scanEndpoint(s.queryRow(ctx,
 		`SELECT endpoints.seq, endpoints.id, `+endpointCols+` FROM endpoints WHERE id = ? AND (?2 = '' OR project_id = ?2)`,
 		id, projectID), &base)
 	if errors.Is(err, sql.ErrNoRows) {

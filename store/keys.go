@@ -47,7 +47,7 @@ func (s *Store) CreateKey(ctx context.Context, projectID string) (Key, string, e
 
 // Keys lists a project's keys, revoked ones included, oldest first.
 func (s *Store) Keys(ctx context.Context, projectID string) ([]Key, error) {
-	rows, err := s.rdb.QueryContext(ctx,
+	rows, err := s.query(ctx,
 		`SELECT id, project_id, created_at, revoked_at FROM api_keys WHERE project_id = ? ORDER BY created_at, id`, projectID)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Key, Project, 
 	if !strings.HasPrefix(secret, "cap_") {
 		return Key{}, Project{}, fmt.Errorf("%w: malformed key", ErrNotFound)
 	}
-	row := s.rdb.QueryRowContext(ctx, `SELECT k.id, k.project_id, k.created_at, k.revoked_at,
+	row := s.queryRow(ctx, `SELECT k.id, k.project_id, k.created_at, k.revoked_at,
 		p.id, p.name, p.plan, p.created_at
 		FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.hash = ?`, hashKey(secret))
 	var k Key

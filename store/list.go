@@ -33,7 +33,7 @@ type row struct {
 
 // page runs the keyset query and returns the rows of one page newest first,
 // scanning each with scan, plus the next cursor.
-func page[T any](ctx context.Context, db *sql.DB, k keyset, p Page,
+func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 	scan func(r *sql.Rows, base *row) (T, error)) (List[T], error) {
 
 	limit := p.Limit
@@ -55,7 +55,7 @@ func page[T any](ctx context.Context, db *sql.DB, k keyset, p Page,
 	order := "DESC"
 	if cursor := p.Before + p.After; cursor != "" {
 		var seq int64
-		err := db.QueryRowContext(ctx,
+		err := s.queryRow(ctx,
 			`SELECT seq FROM `+k.table+` WHERE id = ? AND `+k.ownerCol+` = ?`, cursor, k.owner).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return List[T]{}, fmt.Errorf("%w: %q is not in this collection", ErrInvalidCursor, cursor)
@@ -77,7 +77,7 @@ func page[T any](ctx context.Context, db *sql.DB, k keyset, p Page,
 		` ORDER BY ` + k.table + `.seq ` + order + ` LIMIT ?`
 	args = append(args, limit+1)
 
-	rows, err := db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return List[T]{}, err
 	}

@@ -154,7 +154,7 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
 	seqs := map[string]int64{}
-	list, err := page(ctx, s.rdb, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
+	list, err := page(ctx, s, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
 		m, err := scanMessageSummary(r, base)
 		seqs[m.ID] = base.seq
 		return m, err
@@ -170,7 +170,7 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		bySeq[seq] = &list.Items[i]
 		args = append(args, seq)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT message_seq, kind, name, address FROM message_recipients
+	rows, err := s.query(ctx, `SELECT message_seq, kind, name, address FROM message_recipients
 		WHERE message_seq IN (`+placeholders(len(args))+`) AND kind IN ('to', 'cc') ORDER BY message_seq, position`, args...)
 	if err != nil {
 		return List[MessageSummary]{}, err
@@ -200,7 +200,7 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 func (s *Store) messageSeq(ctx context.Context, projectID, id string) (int64, string, error) {
 	var seq int64
 	var inboxID string
-	err := s.rdb.QueryRowContext(ctx, `SELECT m.seq, m.inbox_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+	err := s.queryRow(ctx, `SELECT m.seq, m.inbox_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 		WHERE m.id = ? AND (?2 = '' OR i.project_id = ?2)`, id, projectID).Scan(&seq, &inboxID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", fmt.Errorf("%w: no message %q", ErrNotFound, id)
@@ -214,7 +214,7 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	var envFrom, headers, warnings string
 	var date sql.NullInt64
 	var msgID, text, html sql.NullString
-	summary, err := scanMessageSummary(s.rdb.QueryRowContext(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
+	summary, err := scanMessageSummary(s.queryRow(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
 		messages.envelope_from, messages.date, messages.message_id, messages.headers, messages.text_body,
 		messages.html_body, messages.warnings
 		FROM messages JOIN inboxes ON inboxes.id = messages.inbox_id
@@ -244,7 +244,7 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 		return Message{}, fmt.Errorf("message %s warnings: %w", id, err)
 	}
 
-	rows, err := s.rdb.QueryContext(ctx, `SELECT kind, name, address FROM message_recipients WHERE message_seq = ? ORDER BY position`, base.seq)
+	rows, err := s.query(ctx, `SELECT kind, name, address FROM message_recipients WHERE message_seq = ? ORDER BY position`, base.seq)
 	if err != nil {
 		return Message{}, err
 	}
@@ -276,7 +276,7 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 		return Message{}, err
 	}
 	m.Attachments = []Attachment{}
-	rows, err = s.rdb.QueryContext(ctx, `SELECT id, filename, content_type, content_id, inline, size
+	rows, err = s.query(ctx, `SELECT id, filename, content_type, content_id, inline, size
 		FROM attachments WHERE message_seq = ? ORDER BY position`, base.seq)
 	if err != nil {
 		return Message{}, err
@@ -295,7 +295,7 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 }
 
 func (s *Store) links(ctx context.Context, seq int64, match string) ([]Link, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT url, text, origin FROM message_links
+	rows, err := s.query(ctx, `SELECT url, text, origin FROM message_links
 		WHERE message_seq = ? AND (?2 = '' OR instr(url, ?2) > 0) ORDER BY position`, seq, match)
 	if err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id, match string) (
 // MessageRaw returns the message exactly as received.
 func (s *Store) MessageRaw(ctx context.Context, projectID, id string) ([]byte, error) {
 	var raw []byte
-	err := s.rdb.QueryRowContext(ctx, `SELECT m.raw FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+	err := s.queryRow(ctx, `SELECT m.raw FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
@@ -344,7 +344,7 @@ func (s *Store) AttachmentData(ctx context.Context, projectID, messageID, attach
 	var a Attachment
 	var cid sql.NullString
 	var data []byte
-	err = s.rdb.QueryRowContext(ctx, `SELECT id, filename, content_type, content_id, inline, size, data
+	err = s.queryRow(ctx, `SELECT id, filename, content_type, content_id, inline, size, data
 		FROM attachments WHERE id = ? AND message_seq = ?`, attachmentID, seq).
 		Scan(&a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &data)
 	if errors.Is(err, sql.ErrNoRows) {

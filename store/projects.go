@@ -70,7 +70,7 @@ func (s *Store) CreateProject(ctx context.Context, name, plan string) (Project, 
 
 // Projects lists every project, oldest first.
 func (s *Store) Projects(ctx context.Context) ([]Project, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+projectCols+` FROM projects ORDER BY created_at, id`)
+	rows, err := s.query(ctx, `SELECT `+projectCols+` FROM projects ORDER BY created_at, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 
 // Project finds a project by id or by name.
 func (s *Store) Project(ctx context.Context, idOrName string) (Project, error) {
-	p, err := scanProject(s.rdb.QueryRowContext(ctx,
+	p, err := scanProject(s.queryRow(ctx,
 		`SELECT `+projectCols+` FROM projects WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`,
 		idOrName, idOrName, idOrName))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -122,7 +122,7 @@ func (s *Store) SetPlan(ctx context.Context, idOrName, plan string) (Project, er
 // Usage counts what the project holds.
 func (s *Store) Usage(ctx context.Context, projectID string) (Usage, error) {
 	var u Usage
-	err := s.rdb.QueryRowContext(ctx, `SELECT
+	err := s.queryRow(ctx, `SELECT
 		(SELECT count(*) FROM api_keys WHERE project_id = ?1 AND revoked_at IS NULL),
 		(SELECT count(*) FROM inboxes WHERE project_id = ?1),
 		(SELECT count(*) FROM endpoints WHERE project_id = ?1),

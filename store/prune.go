@@ -96,7 +96,7 @@ func (s *Store) pruneOverCap(ctx context.Context, ct captureTable) (int64, error
 	for _, p := range plans {
 		capByPlan[p.Name] = p.CapturesPerCollection
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT o.id, o.`+ct.counter+`, p.plan FROM `+ct.ownerTable+` o
+	rows, err := s.query(ctx, `SELECT o.id, o.`+ct.counter+`, p.plan FROM `+ct.ownerTable+` o
 		JOIN projects p ON p.id = o.project_id`)
 	if err != nil {
 		return 0, err
@@ -120,7 +120,7 @@ func (s *Store) pruneOverCap(ctx context.Context, ct captureTable) (int64, error
 	for _, o := range list {
 		// The newest seq to delete: the excess-th oldest of the collection.
 		var last int64
-		err := s.rdb.QueryRowContext(ctx, `SELECT seq FROM `+ct.table+` WHERE `+ct.owner+` = ? ORDER BY seq LIMIT 1 OFFSET ?`,
+		err := s.queryRow(ctx, `SELECT seq FROM `+ct.table+` WHERE `+ct.owner+` = ? ORDER BY seq LIMIT 1 OFFSET ?`,
 			o.id, o.excess-1).Scan(&last)
 		if err != nil {
 			return total, err

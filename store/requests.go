@@ -77,7 +77,7 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 		k.where = append(k.where, "requests.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	return page(ctx, s.rdb, k, p, func(r *sql.Rows, base *row) (RequestSummary, error) {
+	return page(ctx, s, k, p, func(r *sql.Rows, base *row) (RequestSummary, error) {
 		return scanRequestSummary(r, base)
 	})
 }
@@ -87,7 +87,7 @@ func (s *Store) Request(ctx context.Context, projectID, id string) (Request, err
 	var base row
 	var headers string
 	var body []byte
-	summary, err := scanRequestSummary(s.rdb.QueryRowContext(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
+	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
 		requests.headers, requests.body FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
 		WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -110,7 +110,7 @@ func (s *Store) Request(ctx context.Context, projectID, id string) (Request, err
 }
 
 func (s *Store) deliveries(ctx context.Context, requestSeq int64) ([]Delivery, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, kind, target_url, status, response_status, error, duration_ms, created_at
+	rows, err := s.query(ctx, `SELECT id, kind, target_url, status, response_status, error, duration_ms, created_at
 		FROM deliveries WHERE request_seq = ? ORDER BY seq`, requestSeq)
 	if err != nil {
 		return nil, err

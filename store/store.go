@@ -35,8 +35,10 @@ type Store struct {
 	wdb    *sql.DB
 	cdb    *sql.DB // checkpoints
 	cpDone chan struct{}
-	rdb    *sql.DB
-	notify *notifier
+
+	readStmts sync.Map // query text → *sql.Stmt on rdb
+	rdb       *sql.DB
+	notify    *notifier
 
 	ops        chan *writeOp
 	quit       chan struct{}
@@ -115,6 +117,10 @@ func (s *Store) Close() error {
 		close(s.quit)
 		<-s.writerDone
 		<-s.cpDone
+		s.readStmts.Range(func(_, st any) bool {
+			st.(*sql.Stmt).Close()
+			return true
+		})
 		s.closeErr = errors.Join(s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
 	})
 	return s.closeErr
@@ -144,6 +150,40 @@ func (s *Store) checkpointLoop() {
 			s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
 	}
+}
+
+// readStmt returns the read pool's prepared statement for query, preparing
+// it on first use: preparing costs more than running most of the reads.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.readStmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.readStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		// database/sql reports the prepare error from Scan this way.
+		return s.rdb.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
