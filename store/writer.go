@@ -215,12 +215,13 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 }
 
 func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err error) {
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	t := &wtx{ctx: ctx, w: w}
+	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := w.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			if _, rerr := t.exec("ROLLBACK"); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 		}
@@ -233,13 +234,12 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 		}
 		op.wake = t.wake
 	}
-	t := &wtx{ctx: ctx, w: w}
 	for b, n := range bumps {
 		if _, err := t.exec(`UPDATE `+b.table+` SET `+b.column+` = `+b.column+` + ? WHERE id = ?`, n, b.id); err != nil {
 			return err
 		}
 	}
-	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := t.exec("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
