@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 

@@ -102,11 +102,21 @@ type retryMsg struct {
 
 type tickMsg struct{}
 
+type pollSettledMsg struct{ seq int }
+
+type detailDueMsg struct{ id string }
+
 const (
 	// pageSize is how many captures a list load or an older page brings.
 	pageSize = 50
 	// pollWait holds each long-poll well under the API's 30 s cap.
 	pollWait = 25 * time.Second
+	// pollSettle is how long a long-poll must hold before it counts as
+	// working again after an error.
+	pollSettle = 700 * time.Millisecond
+	// followDelay is how long the list cursor must rest on a capture
+	// before the side-by-side detail fetches it.
+	followDelay = 120 * time.Millisecond
 	// refreshEvery re-reads the sources' counts, which no wait covers.
 	refreshEvery = 5 * time.Second
 	// statusMaxBody skips fetching huge requests only to learn their last
@@ -233,6 +243,7 @@ func loadStatuses(ctx context.Context, c *apiclient.Client, ids []string) tea.Cm
 		for _, id := range ids {
 			r, err := c.Request(ctx, id)
 			if apiclient.IsCode(err, apiclient.CodeNotFound) {
+				out.last[id] = nil // deleted meanwhile: nothing to show
 				continue
 			}
 			if err != nil {
@@ -297,11 +308,13 @@ func describe(err error) string {
 	var ae *apiclient.APIError
 	switch {
 	case errors.Is(err, apiclient.ErrUnreachable):
-		var ue *apiclient.UnreachableError
-		if errors.As(err, &ue) {
-			return "cannot reach " + ue.URL + ": " + ue.Err.Error()
+		// The server is on the left of the status bar; the innermost
+		// cause ("connection refused") is what is worth the room.
+		inner := err
+		for u := errors.Unwrap(inner); u != nil; u = errors.Unwrap(inner) {
+			inner = u
 		}
-		return err.Error()
+		return "cannot reach the API: " + inner.Error()
 	case errors.As(err, &ae) && ae.Code == apiclient.CodeTooManyWaits:
 		return "all of the project's wait slots are busy (429)"
 	case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:

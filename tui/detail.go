@@ -225,7 +225,10 @@ func (m *Model) requestContent(r *apiclient.Request, w int) string {
 	if r.ContentType != nil {
 		ct = clean(*r.ContentType)
 	}
-	p.field("Body", ct+" · "+size(r.Size))
+	p.field("Content", ct+" · "+size(r.Size))
+	if d := lastDelivery(r.Deliveries); d != nil {
+		p.field("Last", deliveryLine(*d), m.deliveryStyle(*d))
+	}
 	p.field("Id", r.ID, m.st.dim)
 
 	if r.Query != "" {
@@ -234,9 +237,6 @@ func (m *Model) requestContent(r *apiclient.Request, w int) string {
 			p.add(ansi.Truncate("  "+m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]), w, "…"))
 		}
 	}
-	p.section("Headers")
-	m.headerLines(p, r.Headers)
-
 	body, err := r.BodyBytes()
 	label, text, hard := m.formatBody(body, ct, m.detail.showRaw)
 	if err != nil {
@@ -244,6 +244,9 @@ func (m *Model) requestContent(r *apiclient.Request, w int) string {
 	}
 	p.section(label)
 	p.text(text, hard)
+
+	p.section("Headers")
+	m.headerLines(p, r.Headers)
 
 	if rep, ok := m.replays[r.ID]; ok {
 		p.section("Last replay")
@@ -286,6 +289,15 @@ func (m *Model) requestContent(r *apiclient.Request, w int) string {
 	p.add("")
 	p.add(m.st.dim.Render("r replay · d delete · v raw body"))
 	return p.String()
+}
+
+// deliveryLine is a delivery's outcome in a few words.
+func deliveryLine(d apiclient.Delivery) string {
+	out := d.Status
+	if d.ResponseStatus != nil {
+		out = strconv.Itoa(*d.ResponseStatus) + " " + out
+	}
+	return out + " · " + d.Kind + " · " + strconv.FormatInt(d.DurationMS, 10) + " ms"
 }
 
 func (m *Model) deliveryStyle(d apiclient.Delivery) lipgloss.Style {

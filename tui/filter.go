@@ -48,6 +48,7 @@ func parseFilter(k sourceKind, text string) (filter, error) {
 			f.Subject = strings.Join(words, " ")
 		}
 	case kindEndpoint:
+		f.Method = strings.ToUpper(f.Method)
 		for _, w := range words {
 			switch {
 			case strings.HasPrefix(w, "/") && f.Path == "":

@@ -13,6 +13,15 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.stop()
 		return tea.Quit
 	}
+	// Keys typed faster than they are read come as one message of several
+	// runes; outside a text field each one is a command of its own.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste && m.mode != modeFilter {
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+		}
+		return tea.Batch(cmds...)
+	}
 	switch m.mode {
 	case modeFilter:
 		return m.filterKey(msg)
@@ -55,7 +64,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.input.Placeholder = filterHint(src.kind)
 		m.input.SetValue(m.filters[src.id])
 		m.input.CursorEnd()
-		m.input.Width = max(10, m.width-30)
+		m.input.Width = max(10, m.width-34)
 		return m.input.Focus()
 	}
 	switch m.focus {
@@ -280,6 +289,11 @@ func (m *Model) pickerKey(msg tea.KeyMsg) tea.Cmd {
 	if m.mode == modeAttachments {
 		n = len(m.detail.msg.Attachments)
 	}
+	if n == 0 {
+		m.mode = modeNormal
+		return nil
+	}
+	m.pick = max(0, min(n-1, m.pick))
 	choose := false
 	switch {
 	case key.Matches(msg, k.Back), key.Matches(msg, k.Quit), msg.Type == tea.KeyLeft:

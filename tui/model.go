@@ -138,6 +138,8 @@ type Model struct {
 	polling     bool
 	pollCancel  context.CancelFunc
 	pollRestart bool
+	pollSeq     int
+	pollGen     int // list generation the poll in flight is for
 
 	detail      detail
 	showHeaders bool
@@ -196,6 +198,7 @@ func NewModel(ctx context.Context, cfg Config) *Model {
 		st:        st,
 		loc:       loc,
 		srcIdx:    -1,
+		focus:     paneList,
 		filters:   map[string]string{},
 		last:      map[string]*apiclient.Delivery{},
 		replays:   map[string]apiclient.Replay{},
@@ -225,6 +228,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
+		if m.detail.id == "" {
+			return m, m.follow()
+		}
 		return m, nil
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
@@ -263,10 +269,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.err != nil {
 			m.record(opStatus, msg.err, 0)
-		} else {
-			m.succeed(opStatus)
+			return m, nil
 		}
-		return m, nil
+		m.succeed(opStatus)
+		// Captures listed meanwhile (another endpoint, an older page)
+		// may still lack theirs.
+		return m, m.fetchStatuses(false)
 	case replayMsg:
 		return m, m.applyReplay(msg)
 	case deleteMsg:
@@ -287,6 +295,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case retryMsg:
 		return m, m.retry(msg)
+	case detailDueMsg:
+		if msg.id == m.detail.id && !m.detail.loaded() {
+			return m, loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
+		}
+		return m, nil
+	case pollSettledMsg:
+		if m.polling && msg.seq == m.pollSeq {
+			m.succeed(opPoll)
+		}
+		return m, nil
 	case tickMsg:
 		return m, m.refresh()
 	}
@@ -323,6 +341,15 @@ func (m *Model) target() (capture, bool) {
 				return c, true
 			}
 		}
+		// Never fall back to the list's selection: that would act on
+		// something other than what is on screen.
+		switch {
+		case m.detail.msg != nil:
+			return capture{msg: &m.detail.msg.MessageSummary}, true
+		case m.detail.req != nil:
+			return capture{req: &m.detail.req.RequestSummary}, true
+		}
+		return capture{}, false
 	}
 	return m.selected()
 }
@@ -423,10 +450,14 @@ func (m *Model) applySources(msg sourcesMsg) tea.Cmd {
 		}
 		next = append(next, s)
 	}
-	for _, in := range msg.inboxes {
+	// The API lists newest first; oldest first puts the default ones on
+	// top and new ones at the bottom, where they do not shift the rest.
+	for i := len(msg.inboxes) - 1; i >= 0; i-- {
+		in := msg.inboxes[i]
 		add(kindInbox, in.ID, in.Name, in.MessageCount)
 	}
-	for _, e := range msg.endpoints {
+	for i := len(msg.endpoints) - 1; i >= 0; i-- {
+		e := msg.endpoints[i]
 		add(kindEndpoint, e.ID, e.Name, e.RequestCount)
 	}
 	m.sources = next
@@ -544,12 +575,20 @@ func (m *Model) startPoll() tea.Cmd {
 		q.limit = apiclient.MaxLimit
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
-	m.polling, m.pollCancel = true, cancel
+	m.polling, m.pollCancel, m.pollGen = true, cancel, m.list.gen
+	m.pollSeq++
 	run := poll(ctx, m.client, m.list.gen, q)
-	return func() tea.Msg {
+	cmd := func() tea.Msg {
 		defer cancel()
 		return run()
 	}
+	if m.errs[opPoll] == nil {
+		return cmd
+	}
+	// A wait that works holds without answering, so the error it follows
+	// is cleared once the wait has lasted longer than any refusal takes.
+	seq := m.pollSeq
+	return tea.Batch(cmd, tea.Tick(pollSettle, func(time.Time) tea.Msg { return pollSettledMsg{seq} }))
 }
 
 func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
@@ -589,7 +628,7 @@ func (m *Model) merge(items []capture) {
 	if len(add) == 0 {
 		return
 	}
-	follow := m.list.cursor == 0 && m.list.offset == 0 && m.focus != paneDetail
+	follow := m.list.cursor == 0 && m.list.offset == 0 && m.focus != paneDetail && m.mode == modeNormal
 	m.list.items = append(add, m.list.items...)
 	if !follow {
 		m.list.cursor += len(add)
@@ -655,19 +694,34 @@ func (m *Model) follow() tea.Cmd {
 		m.closeDetail()
 		return nil
 	}
-	return m.openDetail(c)
+	if m.detail.id == c.id() {
+		return nil
+	}
+	m.showDetail(c)
+	// Holding a key down moves through many captures a second; only the
+	// one the cursor rests on is fetched.
+	id := c.id()
+	return tea.Tick(followDelay, func(time.Time) tea.Msg { return detailDueMsg{id} })
 }
 
+// openDetail shows c in the detail pane and fetches it.
 func (m *Model) openDetail(c capture) tea.Cmd {
 	if m.detail.id == c.id() && (m.detail.loaded() || m.detail.err == nil) {
 		return nil
+	}
+	m.showDetail(c)
+	return loadDetail(m.ctx, m.client, c.id(), c.kind())
+}
+
+func (m *Model) showDetail(c capture) {
+	if m.mode == modeLinks || m.mode == modeAttachments {
+		m.mode = modeNormal // they listed the capture shown before
 	}
 	vp := m.detail.vp
 	vp.SetContent("")
 	vp.GotoTop()
 	m.detail = detail{id: c.id(), kind: c.kind(), vp: vp}
 	m.refreshDetail()
-	return loadDetail(m.ctx, m.client, c.id(), c.kind())
 }
 
 func (m *Model) closeDetail() {
@@ -718,7 +772,7 @@ func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 			if src := m.current(); src != nil {
 				id = src.id
 			}
-			m.setNotice("no saved target to replay to: capture endpoint set "+id+" --target URL", true)
+			m.setNotice("no target: capture endpoint set "+id+" --target URL", true)
 			return nil
 		}
 		m.setNotice("replay failed: "+describe(msg.err), true)

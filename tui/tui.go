@@ -65,6 +65,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Renderer == nil {
 		cfg.Renderer = lipgloss.NewRenderer(cfg.Output)
 	}
+	// Both are asked of the terminal, whose answers must arrive before the
+	// program starts reading the keyboard, or they are lost and each
+	// question waits out its timeout.
+	cfg.Renderer.ColorProfile()
+	cfg.Renderer.HasDarkBackground()
 	m := NewModel(ctx, cfg)
 	defer m.stop()
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(cfg.Output), tea.WithAltScreen()}

@@ -30,11 +30,11 @@ func (m *Model) bodyHeight() int {
 	return max(0, h)
 }
 
-func (m *Model) srcWidth() int { return max(16, min(28, m.width/4)) }
+func (m *Model) srcWidth() int { return max(16, min(24, m.width/4)) }
 
 func (m *Model) listWidth() int {
 	if m.wide() {
-		return (m.width - m.srcWidth()) * 9 / 20
+		return (m.width - m.srcWidth()) / 2
 	}
 	return m.width - m.srcWidth()
 }
@@ -51,7 +51,7 @@ func (m *Model) detailSize() (int, int) {
 func (m *Model) listRows() int { return max(1, m.bodyHeight()-2) }
 
 func (m *Model) resize() {
-	m.input.Width = max(10, m.width-30)
+	m.input.Width = max(10, m.width-34)
 	m.clampList()
 	m.refreshDetail()
 }
@@ -120,7 +120,12 @@ func (m *Model) box(title, footer string, lines []string, w, h int, focused bool
 	}
 	inner := w - 2
 	title = ansi.Truncate(title, max(0, inner-4), "…")
-	top := bs.Render("╭─") + ts.Render(" "+title+" ")
+	// Brackets mark the focused pane where colour cannot (NO_COLOR).
+	open, shut := " ", " "
+	if focused {
+		open, shut = "[", "]"
+	}
+	top := bs.Render("╭─") + ts.Render(open+title+shut)
 	top += bs.Render(strings.Repeat("─", max(0, inner-3-ansi.StringWidth(title))) + "╮")
 	footer = ansi.Truncate(footer, max(0, inner-4), "…")
 	var bottom string
@@ -313,13 +318,13 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 		if subject == "" {
 			subject = "(no subject)"
 		}
-		colW := max(6, min(22, (avail-2)/4))
-		if avail-2*colW-2 < 10 {
-			cells = []cell{{fit(clean(to), colW), lipgloss.Style{}}, {clean(subject), lipgloss.Style{}}}
+		fromW, toW := max(6, min(24, avail/5)), max(8, min(32, avail*3/10))
+		if avail-fromW-toW-2 < 20 {
+			cells = []cell{{fit(clean(to), toW), lipgloss.Style{}}, {clean(subject), lipgloss.Style{}}}
 		} else {
 			cells = []cell{
-				{fit(clean(from), colW), m.st.dim},
-				{fit(clean(to), colW), lipgloss.Style{}},
+				{fit(clean(from), fromW), m.st.dim},
+				{fit(clean(to), toW), lipgloss.Style{}},
 				{clean(subject), lipgloss.Style{}},
 			}
 		}
@@ -414,7 +419,12 @@ func (m *Model) detailBox(w, h int) string {
 }
 
 func (m *Model) filterLine() string {
-	return fit(" "+m.input.View(), m.width)
+	hint := m.st.dim.Render("enter applies · esc cancels ")
+	room := m.width - ansi.StringWidth(hint)
+	if room < 20 {
+		return fit(" "+m.input.View(), m.width)
+	}
+	return fit(" "+m.input.View(), room) + hint
 }
 
 // state sums up the connection for the status bar, from the newest error
@@ -434,10 +444,16 @@ func (m *Model) state() (label string, bad bool, err error, retryIn time.Duratio
 		return "◐ waiting", true, err, retryIn
 	case err != nil:
 		return "▲ error", true, err, retryIn
-	case m.polling:
+	case m.watching():
 		return "● live", false, nil, 0
 	}
 	return "○ connecting", false, nil, 0
+}
+
+// watching reports whether a long-poll is out for the list on screen, not
+// one cancelled for a list that was left.
+func (m *Model) watching() bool {
+	return m.polling && !m.pollRestart && m.pollGen == m.list.gen
 }
 
 func (m *Model) statusBar() string {
@@ -480,6 +496,15 @@ func (m *Model) statusBar() string {
 		rs = m.st.bar.Inherit(m.st.dim)
 	}
 	room := m.width - ansi.StringWidth(left) - 2
+	// What just happened matters more than where: drop the server, then
+	// the state's word, to make room.
+	for _, short := range []string{" " + label + " ", " " + strings.Fields(label)[0] + " "} {
+		if room >= ansi.StringWidth(right) {
+			break
+		}
+		left = st.Render(short)
+		room = m.width - ansi.StringWidth(left) - 2
+	}
 	if room < 8 {
 		return fit(left, m.width)
 	}
