@@ -25,21 +25,23 @@ func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error
 	if body == nil {
 		body = []byte{}
 	}
-	err = s.write(ctx, func(t *wtx) error {
-		if _, err := t.exec(`INSERT INTO requests (id, endpoint_id, received_at, method, path, query, content_type, size,
-			remote_addr, headers, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query, nullString(r.ContentType), len(body),
-			r.RemoteAddr, string(headers), body); err != nil {
-			return fmt.Errorf("insert request: %w", err)
-		}
-		t.countCapture("endpoints", "request_count", r.EndpointID)
-		t.wakeAfterCommit(r.EndpointID)
-		return nil
-	})
-	if err != nil {
+	row := &requestRow{endpointID: r.EndpointID, args: []any{id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
+		nullString(r.ContentType), len(body), r.RemoteAddr, string(headers), body}}
+	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// requestColumns are the columns of a requestRow's args, in order.
+const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, headers, body"
+
+// requestRow is a captured request ready for the writer, which inserts the
+// rows of a whole batch with one statement: captures are the hottest write
+// and one statement per row costs more than the row.
+type requestRow struct {
+	endpointID string
+	args       []any
 }
 
 const requestSummaryCols = `requests.endpoint_id, requests.method, requests.path, requests.query,

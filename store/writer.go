@@ -14,8 +14,11 @@ import (
 const maxBatch = 512
 
 type writeOp struct {
-	fn   func(*wtx) error
-	done chan error
+	fn func(*wtx) error
+	// request, when set, is a captured request's row: the batch inserts
+	// every such row with one multi-row statement instead of running fn.
+	request *requestRow
+	done    chan error
 	// wake lists the collections whose waiters the commit must wake.
 	wake []string
 }
@@ -112,7 +115,10 @@ func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, col
 // is queued its outcome is always reported, so nothing committed is ever
 // reported as failed.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1)})
+}
+
+func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	select {
 	case s.ops <- op:
 	case <-ctx.Done():
@@ -227,12 +233,22 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 		}
 	}()
 	bumps := make(map[bump]int64)
+	var rows [][]any
 	for _, op := range batch {
+		if op.request != nil {
+			rows = append(rows, op.request.args)
+			bumps[bump{"endpoints", "request_count", op.request.endpointID}]++
+			op.wake = []string{op.request.endpointID}
+			continue
+		}
 		t := &wtx{ctx: ctx, w: w, bumps: bumps}
 		if err := op.fn(t); err != nil {
 			return err
 		}
 		op.wake = t.wake
+	}
+	if err := t.insertRows("requests", requestColumns, rows); err != nil {
+		return err
 	}
 	for b, n := range bumps {
 		if _, err := t.exec(`UPDATE `+b.table+` SET `+b.column+` = `+b.column+` + ? WHERE id = ?`, n, b.id); err != nil {
