@@ -291,3 +291,21 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("port in use: %+v", r)
 	}
 }
+
+func TestBenchAgainstItsOwnServer(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "wait", "--n", "3"},
+		{"bench", "list", "--n", "20", "--captures", "5", "--conns", "2"},
+		{"bench", "webhook", "--duration", "300ms", "--conns", "4"},
+		{"bench", "smtp", "--msgs", "40", "--conns", "2"},
+		{"bench", "smtp", "--msgs", "10", "--conns", "1", "--mode", "tls"},
+	} {
+		r := capture(t, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "server peak RSS") || strings.Contains(r.stdout, "errors 1") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if r := capture(t, "bench", "smtp", "--mode", "pigeon"); r.code != 2 {
+		t.Errorf("bad mode: %+v", r)
+	}
+}
