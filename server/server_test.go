@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -11,23 +10,16 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/server"
-	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
 )
 
 func config(t *testing.T) server.Config {
 	t.Helper()
-	res, err := certs.Ensure(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return server.Config{
-		HTTPAddr: "127.0.0.1:0", CaptureAddr: "127.0.0.1:0",
-		SMTPStartTLSAddrs: []string{"127.0.0.1:0"}, SMTPTLSAddrs: []string{"127.0.0.1:0"},
-		SMTPHost: "localhost", TLSConfig: certs.ServerConfig(res.Certificate),
-		Downloads: map[string][]byte{"tool.py": []byte("print('hi')\n")},
-		Logger:    slog.New(slog.DiscardHandler), ShutdownTimeout: 2 * time.Second,
-	}
+	cfg := servertest.Config(t)
+	cfg.SMTPTLSAddrs = []string{"127.0.0.1:0"}
+	cfg.Downloads = map[string][]byte{"tool.py": []byte("print('hi')\n")}
+	return cfg
 }
 
 func TestRunServesEveryListenerAndStops(t *testing.T) {

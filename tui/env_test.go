@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server"
-	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
 )
 
@@ -39,32 +38,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := t.Context()
-	st, err := store.OpenDir(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	boot, err := st.EnsureBootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Tests call quickly; the free plan's rate limit is not what they test.
-	if _, err := st.SetPlan(ctx, boot.Project.ID, "team"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := certs.Ensure(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, st: st, boot: boot, cfg: server.Config{
-		HTTPAddr:        "127.0.0.1:0",
-		CaptureAddr:     "127.0.0.1:0",
-		SMTPHost:        "localhost",
-		TLSConfig:       certs.ServerConfig(res.Certificate),
-		Logger:          slog.New(slog.DiscardHandler),
-		ShutdownTimeout: 2 * time.Second,
-	}}
+	st, boot := servertest.Open(t, "team")
+	cfg := servertest.Config(t)
+	cfg.SMTPStartTLSAddrs = nil
+	e := &env{t: t, st: st, boot: boot, cfg: cfg}
 	e.start()
 	// Later starts reuse the addresses so that the viewer finds the server
 	// where it left it.

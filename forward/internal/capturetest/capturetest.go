@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -19,7 +18,7 @@ import (
 	"github.com/capturedev/capture/forward"
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server"
-	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
 )
 
@@ -43,32 +42,12 @@ type Server struct {
 // Start runs a server until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.OpenDir(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	boot, err := st.EnsureBootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := certs.Ensure(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, boot := servertest.Open(t, "free")
+	cfg := servertest.Config(t)
+	cfg.Downloads = map[string][]byte{forward.PythonClientName: forward.PythonClient}
 	s := &Server{
 		Store: st, ProjectID: boot.Project.ID, Key: boot.Secret, EndpointID: boot.Endpoint.ID, InboxID: boot.Inbox.ID,
-		cfg: server.Config{
-			HTTPAddr:          "127.0.0.1:0",
-			CaptureAddr:       "127.0.0.1:0",
-			SMTPStartTLSAddrs: []string{"127.0.0.1:0"},
-			SMTPHost:          "localhost",
-			TLSConfig:         certs.ServerConfig(res.Certificate),
-			Downloads:         map[string][]byte{forward.PythonClientName: forward.PythonClient},
-			ShutdownTimeout:   2 * time.Second,
-			Logger:            slog.New(slog.DiscardHandler),
-		},
+		cfg: cfg,
 	}
 	s.run(t)
 	// Later starts reuse the ports, so that clients find the server again.

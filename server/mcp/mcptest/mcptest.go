@@ -10,14 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capturedev/capture/server"
-	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
 )
 
@@ -39,30 +38,11 @@ type Env struct {
 func Start(t testing.TB) *Env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.OpenDir(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	boot, err := st.EnsureBootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetPlan(ctx, boot.Project.ID, "team"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := certs.Ensure(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.Listen(st, server.Config{
-		HTTPAddr:        "127.0.0.1:0",
-		CaptureAddr:     "127.0.0.1:0",
-		SMTPHost:        "localhost",
-		TLSConfig:       certs.ServerConfig(res.Certificate),
-		ShutdownTimeout: 5 * time.Second,
-		Logger:          slog.New(slog.DiscardHandler),
-	})
+	st, boot := servertest.Open(t, "team")
+	cfg := servertest.Config(t)
+	cfg.SMTPStartTLSAddrs = nil
+	cfg.ShutdownTimeout = 5 * time.Second
+	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
