@@ -259,6 +259,14 @@ func TestQueryValidation(t *testing.T) {
 	if r := e.call("GET", ep+"?since=2026-01-02T15:04:05%2B02:00", nil); r.status != 200 {
 		t.Errorf("since with offset: %d %s", r.status, r.body)
 	}
+	// An unencoded "+" arrives as a space; the offset is still clear.
+	req, _ = http.NewRequest("GET", e.srv.URL+"/api/v1"+ep+"?since=2026-01-02T15:04:05+02:00", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	if resp, err := e.client.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("since with an unencoded +: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 func TestListsAndCursors(t *testing.T) {

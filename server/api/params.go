@@ -69,7 +69,13 @@ func (q *query) since() time.Time {
 	if !q.has("since") {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, q.str("since"))
+	// An unencoded "+02:00" arrives as " 02:00" (a "+" in a query is a
+	// space); the offset is still unambiguous, so take it.
+	raw := q.str("since")
+	if i := strings.LastIndexByte(raw, ' '); i > 0 && i >= len(raw)-6 {
+		raw = raw[:i] + "+" + raw[i+1:]
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
 		q.bad["since"] = "must be an RFC 3339 time with a zone offset or Z, e.g. 2026-01-02T15:04:05Z"
 		return time.Time{}
