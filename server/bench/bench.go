@@ -35,6 +35,7 @@ type Target struct {
 	StartTLSAddr string
 	TLSAddr      string
 
+	binary  string
 	cmd     *exec.Cmd
 	dataDir string
 	done    chan error
@@ -65,7 +66,7 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s serve: %w", binary, err)
 	}
-	t := &Target{cmd: cmd, dataDir: dir, done: make(chan error, 1)}
+	t := &Target{binary: binary, cmd: cmd, dataDir: dir, done: make(chan error, 1)}
 	rows := make(chan [2]string)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -187,11 +188,15 @@ func (l Latency) PerSecond() float64 {
 }
 
 func (t *Target) get(ctx context.Context, client *http.Client, path string, v any) error {
+	return t.getWithKey(ctx, client, t.Key, path, v)
+}
+
+func (t *Target) getWithKey(ctx context.Context, client *http.Client, key, path string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", t.API+path, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+t.Key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
@@ -270,10 +275,33 @@ func (t *Target) WaitLatency(ctx context.Context, n int) (Latency, error) {
 	return summarise(lat, time.Since(start)), nil
 }
 
+// keys creates n more API keys in the default project.
+func (t *Target) keys(ctx context.Context, n int) ([]string, error) {
+	var out []string
+	for range n {
+		cmd := exec.CommandContext(ctx, t.binary, "key", "create", "--json", "--data-dir", t.dataDir)
+		b, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("create key: %w", err)
+		}
+		var k struct{ Key string }
+		if err := json.Unmarshal(b, &k); err != nil {
+			return nil, fmt.Errorf("create key: %w", err)
+		}
+		out = append(out, k.Key)
+	}
+	return out, nil
+}
+
 // ListLatency measures n list calls of the newest page of an endpoint
-// holding captures, from conns concurrent clients.
+// holding captures, from conns concurrent clients. Each client has a key of
+// its own, so the per-key rate limit is not what gets measured.
 func (t *Target) ListLatency(ctx context.Context, n, conns, captures int) (Latency, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns}}
+	keys, err := t.keys(ctx, conns)
+	if err != nil {
+		return Latency{}, err
+	}
 	for i := range captures {
 		if _, err := t.post(ctx, client, "/list/"+strconv.Itoa(i)); err != nil {
 			return Latency{}, err
@@ -289,11 +317,11 @@ func (t *Target) ListLatency(ctx context.Context, n, conns, captures int) (Laten
 	close(next)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range conns {
+	for _, key := range keys {
 		wg.Go(func() {
 			for range next {
 				s := time.Now()
-				err := t.get(ctx, client, "/endpoints/"+t.EndpointID+"/requests?limit=20", nil)
+				err := t.getWithKey(ctx, client, key, "/endpoints/"+t.EndpointID+"/requests?limit=20", nil)
 				d := time.Since(s)
 				mu.Lock()
 				if err != nil && firstErr == nil {
