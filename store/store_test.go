@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -630,5 +631,39 @@ func TestDeliveries(t *testing.T) {
 	if len(r.Deliveries) != 3 || r.Deliveries[0].Status != DeliveryDelivered || r.Deliveries[0].DurationMS != 12 ||
 		r.Deliveries[1].Status != DeliveryFailed || *r.Deliveries[2].Error != errText {
 		t.Fatalf("deliveries %+v", r.Deliveries)
+	}
+}
+
+func TestLockedDatabaseIsAClearError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DBFile)
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Another process holding the write lock past the busy timeout.
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateProject(t.Context(), "blocked", "free")
+	if err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("write under another writer's lock: %v", err)
+	}
+	conn.ExecContext(t.Context(), "ROLLBACK")
+	if _, err := s.Project(t.Context(), "blocked"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the failed write changed something: %v", err)
+	}
+	if _, err := s.CreateProject(t.Context(), "blocked", "free"); err != nil {
+		t.Fatalf("after the lock is gone: %v", err)
 	}
 }
