@@ -309,3 +309,86 @@ func TestBenchAgainstItsOwnServer(t *testing.T) {
 		t.Errorf("bad mode: %+v", r)
 	}
 }
+
+// asNobody runs the binary as an unprivileged user, so that what needs
+// root (ports below 1024, other users' files) is refused as on a laptop.
+func asNobody(t *testing.T) (dir string, run func(args ...string) *exec.Cmd) {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to run as an unprivileged user")
+	}
+	dir = t.TempDir()
+	// Both TempDir levels are 0700; nobody needs to reach the binary.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "capture")
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(args ...string) *exec.Cmd {
+		return exec.CommandContext(t.Context(), setpriv,
+			append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)...)
+	}
+}
+
+func TestPrivilegedPortsFallBackWithoutRoot(t *testing.T) {
+	dir, run := asNobody(t)
+	cmd := run("serve", "--data-dir", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+		"--smtp-starttls", "127.0.0.1:587,127.0.0.1:0", "--smtp-tls", "127.0.0.1:465")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var smtpLine string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "STARTTLS:") {
+			smtpLine = sc.Text()
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go io.Copy(io.Discard, stdout)
+	cmd.Wait()
+	if strings.Contains(smtpLine, "587,") || strings.Contains(smtpLine, " 587") || !strings.Contains(smtpLine, "TLS: 2465") {
+		t.Errorf("SMTP ports without root: %q", smtpLine)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, "127.0.0.1:587 needs root; skipped") || !strings.Contains(logs, "using 127.0.0.1:2465 instead") {
+		t.Errorf("warnings: %s", logs)
+	}
+}
+
+func TestUnusableDataDir(t *testing.T) {
+	_, run := asNobody(t)
+	private := t.TempDir() // 0700, owned by root
+	out, err := run("project", "list", "--data-dir", filepath.Join(private, "data")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "permission denied") || !strings.Contains(string(out), private) {
+		t.Errorf("data dir nobody may not create: %v %s", err, out)
+	}
+
+	// A database nobody may read but not write: a clear error, nothing changed.
+	shared := filepath.Join(t.TempDir(), "data")
+	if r := capture(t, "project", "create", "before", "--data-dir", shared); r.code != 0 {
+		t.Fatal(r)
+	}
+	os.Chmod(filepath.Dir(shared), 0o755)
+	os.Chmod(shared, 0o755)
+	out, err = run("project", "create", "after", "--data-dir", shared).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "capture.db") {
+		t.Errorf("read-only database: %v %s", err, out)
+	}
+	if r := capture(t, "project", "list", "--data-dir", shared); strings.Contains(r.stdout, "after") || !strings.Contains(r.stdout, "before") {
+		t.Errorf("after a refused write: %+v", r)
+	}
+}
