@@ -356,19 +356,7 @@ func (s *Store) AttachmentData(ctx context.Context, projectID, messageID, attach
 
 // DeleteMessage deletes one message of the project.
 func (s *Store) DeleteMessage(ctx context.Context, projectID, id string) error {
-	return s.write(ctx, func(t *wtx) error {
-		var inboxID string
-		err := t.queryRow(`DELETE FROM messages WHERE id = ?1 AND inbox_id IN (SELECT id FROM inboxes WHERE project_id = ?2)
-			RETURNING inbox_id`, id, projectID).Scan(&inboxID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: no message %q", ErrNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = t.exec(`UPDATE inboxes SET message_count = message_count - 1 WHERE id = ?`, inboxID)
-		return err
-	})
+	return s.deleteCapture(ctx, messagesTable, "message", projectID, id)
 }
 
 // PurgeInbox deletes every message of an inbox of the project.
@@ -376,13 +364,7 @@ func (s *Store) PurgeInbox(ctx context.Context, projectID, inboxID string) error
 	if _, err := s.Inbox(ctx, projectID, inboxID); err != nil {
 		return err
 	}
-	return s.write(ctx, func(t *wtx) error {
-		if _, err := t.exec(`DELETE FROM messages WHERE inbox_id = ?`, inboxID); err != nil {
-			return err
-		}
-		_, err := t.exec(`UPDATE inboxes SET message_count = 0 WHERE id = ?`, inboxID)
-		return err
-	})
+	return s.purge(ctx, messagesTable, inboxID)
 }
 
 // headerPairs keeps headers in order as JSON [[name, [values…]], …].

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -14,9 +16,39 @@ type captureTable struct {
 	table, owner, ownerTable, counter string
 }
 
-var captureTables = []captureTable{
-	{table: "messages", owner: "inbox_id", ownerTable: "inboxes", counter: "message_count"},
-	{table: "requests", owner: "endpoint_id", ownerTable: "endpoints", counter: "request_count"},
+var (
+	messagesTable = captureTable{table: "messages", owner: "inbox_id", ownerTable: "inboxes", counter: "message_count"}
+	requestsTable = captureTable{table: "requests", owner: "endpoint_id", ownerTable: "endpoints", counter: "request_count"}
+	captureTables = []captureTable{messagesTable, requestsTable}
+)
+
+// deleteCapture deletes one capture of the project and keeps its
+// collection's counter right.
+func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projectID, id string) error {
+	return s.write(ctx, func(t *wtx) error {
+		var owner string
+		err := t.queryRow(`DELETE FROM `+ct.table+` WHERE id = ?1 AND `+ct.owner+` IN (SELECT id FROM `+ct.ownerTable+
+			` WHERE project_id = ?2) RETURNING `+ct.owner, id, projectID).Scan(&owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: no %s %q", ErrNotFound, kind, id)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - 1 WHERE id = ?`, owner)
+		return err
+	})
+}
+
+// purge deletes every capture of a collection.
+func (s *Store) purge(ctx context.Context, ct captureTable, ownerID string) error {
+	return s.write(ctx, func(t *wtx) error {
+		if _, err := t.exec(`DELETE FROM `+ct.table+` WHERE `+ct.owner+` = ?`, ownerID); err != nil {
+			return err
+		}
+		_, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = 0 WHERE id = ?`, ownerID)
+		return err
+	})
 }
 
 // Prune deletes captures older than their plan's retention and, in each

@@ -184,19 +184,7 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 
 // DeleteRequest deletes one captured request of the project.
 func (s *Store) DeleteRequest(ctx context.Context, projectID, id string) error {
-	return s.write(ctx, func(t *wtx) error {
-		var endpointID string
-		err := t.queryRow(`DELETE FROM requests WHERE id = ?1 AND endpoint_id IN (SELECT id FROM endpoints WHERE project_id = ?2)
-			RETURNING endpoint_id`, id, projectID).Scan(&endpointID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: no request %q", ErrNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = t.exec(`UPDATE endpoints SET request_count = request_count - 1 WHERE id = ?`, endpointID)
-		return err
-	})
+	return s.deleteCapture(ctx, requestsTable, "request", projectID, id)
 }
 
 // PurgeEndpoint deletes every captured request of an endpoint of the project.
@@ -204,13 +192,7 @@ func (s *Store) PurgeEndpoint(ctx context.Context, projectID, endpointID string)
 	if _, err := s.Endpoint(ctx, projectID, endpointID); err != nil {
 		return err
 	}
-	return s.write(ctx, func(t *wtx) error {
-		if _, err := t.exec(`DELETE FROM requests WHERE endpoint_id = ?`, endpointID); err != nil {
-			return err
-		}
-		_, err := t.exec(`UPDATE endpoints SET request_count = 0 WHERE id = ?`, endpointID)
-		return err
-	})
+	return s.purge(ctx, requestsTable, endpointID)
 }
 
 // HeaderValues flattens headers for lookups by canonical name.
