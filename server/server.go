@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -243,8 +244,12 @@ func (s *Server) Run(ctx context.Context) error {
 	mux.Handle(api.Prefix+"/", apiHandler)
 	mux.Handle("/mcp", mcp.HTTPHandler(s.APIBase(), cfg.Version))
 	for name, body := range cfg.Downloads {
+		contentType := "application/octet-stream"
+		if strings.HasSuffix(name, ".py") {
+			contentType = "text/x-python; charset=utf-8"
+		}
 		mux.HandleFunc("GET /downloads/"+name, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/x-python; charset=utf-8")
+			w.Header().Set("Content-Type", contentType)
 			w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 			w.Write(body)
 		})

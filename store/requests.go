@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // InsertRequest stores a captured webhook request and returns its id once
@@ -193,14 +192,4 @@ func (s *Store) PurgeEndpoint(ctx context.Context, projectID, endpointID string)
 		return err
 	}
 	return s.purge(ctx, requestsTable, endpointID)
-}
-
-// HeaderValues flattens headers for lookups by canonical name.
-func HeaderValues(hs []Header, name string) []string {
-	for _, h := range hs {
-		if strings.EqualFold(h.Name, name) {
-			return h.Values
-		}
-	}
-	return nil
 }

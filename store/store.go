@@ -150,6 +150,8 @@ func (s *Store) checkpointLoop() {
 		case <-s.quit:
 			return
 		case <-t.C:
+			// A checkpoint that cannot finish (a reader still on old
+			// pages) copies what it can; the next tick continues.
 			s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
 	}

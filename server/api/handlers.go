@@ -37,7 +37,7 @@ func (a *API) listInboxes(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, renderList(l, a.renderInbox))
+	writeJSON(w, http.StatusOK, renderList(l, func(in store.Inbox) inboxJSON { return renderInbox(in, a.cfg) }))
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller) {

@@ -84,12 +84,12 @@ type smtpJSON struct {
 	} `json:"ports"`
 }
 
-func (a *API) renderInbox(in store.Inbox) inboxJSON {
+func renderInbox(in store.Inbox, cfg Config) inboxJSON {
 	out := inboxJSON{ID: in.ID, Name: in.Name, CreatedAt: Time(in.CreatedAt), MessageCount: in.MessageCount}
-	out.SMTP.Host = a.cfg.SMTPHost
+	out.SMTP.Host = cfg.SMTPHost
 	out.SMTP.Username = in.ID
-	out.SMTP.Ports.StartTLS = nonNilInts(a.cfg.StartTLSPorts)
-	out.SMTP.Ports.TLS = nonNilInts(a.cfg.TLSPorts)
+	out.SMTP.Ports.StartTLS = nonNilInts(cfg.StartTLSPorts)
+	out.SMTP.Ports.TLS = nonNilInts(cfg.TLSPorts)
 	return out
 }
 
@@ -124,7 +124,7 @@ func CaptureURL(base, endpointID string) string { return base + "/" + endpointID
 func EndpointJSON(e store.Endpoint, captureBase string) any { return renderEndpoint(e, captureBase) }
 
 // InboxJSON is an inbox in the API's shape, for the CLI's --json.
-func InboxJSON(in store.Inbox, cfg Config) any { return (&API{cfg: cfg}).renderInbox(in) }
+func InboxJSON(in store.Inbox, cfg Config) any { return renderInbox(in, cfg) }
 
 func renderEndpoint(e store.Endpoint, captureBase string) endpointJSON {
 	headers := e.Response.Headers
