@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -391,4 +393,91 @@ func TestUnusableDataDir(t *testing.T) {
 	if r := capture(t, "project", "list", "--data-dir", shared); strings.Contains(r.stdout, "after") || !strings.Contains(r.stdout, "before") {
 		t.Errorf("after a refused write: %+v", r)
 	}
+}
+
+// startServeProcess runs the binary's `serve` on free ports in dir, as a
+// process of its own that a test may kill, and returns it with its banner rows.
+func startServeProcess(t *testing.T, dir string) (*exec.Cmd, map[string]string) {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	banner := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := bannerLine.FindStringSubmatch(sc.Text()); m != nil {
+			banner[m[1]] = m[2]
+		}
+		if _, ok := banner["CA certificate"]; ok {
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	if banner["Read API"] == "" {
+		t.Fatal("serve printed no banner")
+	}
+	return cmd, banner
+}
+
+func TestAcknowledgedCapturesSurviveKill9(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cmd, banner := startServeProcess(t, dir)
+	key, captureURL := banner["API key"], banner["Capture URL"]
+
+	// Capture from several clients at once and SIGKILL the server while
+	// they are still sending.
+	acked := make(chan string, 1000)
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				resp, err := http.Post(fmt.Sprintf("%s/kill/%d/%d", captureURL, c, i), "application/json", strings.NewReader(`{"n":1}`))
+				if err != nil {
+					return // the server is gone
+				}
+				var out struct{ ID string }
+				err = json.NewDecoder(resp.Body).Decode(&out)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					return
+				}
+				acked <- out.ID
+				if len(acked) > 200 {
+					return
+				}
+			}
+		})
+	}
+	for len(acked) < 50 {
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Kill()
+	wg.Wait()
+	close(acked)
+
+	// Reading every id back must not meet the free plan's rate limit.
+	if r := capture(t, "project", "set-plan", "default", "team", "--data-dir", dir); r.code != 0 {
+		t.Fatal(r)
+	}
+	_, banner = startServeProcess(t, dir)
+	n := 0
+	for id := range acked {
+		n++
+		req, _ := http.NewRequest("GET", banner["Read API"]+"/requests/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("acknowledged %s lost after kill -9: %d", id, resp.StatusCode)
+		}
+	}
+	t.Logf("%d acknowledged captures checked after kill -9", n)
 }
