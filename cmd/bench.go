@@ -39,9 +39,11 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 				if mode == "tls" {
 					addr = t.TLSAddr
 				}
+				cpu := serverCPU(t)
 				res, err := smtpload.Run(c.Context(), smtpload.Options{Addr: addr, Mode: mode, User: t.InboxID,
 					Pass: t.SMTPPassword, CAFile: t.CAFile, ServerName: "localhost", Conns: conns, Msgs: msgs, Size: size})
 				fprintf(c.OutOrStdout(), "smtp (%s, %d conns, %d B): %s\n", mode, conns, size, res)
+				cpu.report(c, res.Msgs, "message")
 				return err
 			})
 		},
@@ -63,8 +65,10 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			body := append([]byte(`"`), bytes.Repeat([]byte("x"), size-2)...)
 			body = append(body, '"')
 			return withTarget(c, func(t *bench.Target) error {
+				cpu := serverCPU(t)
 				res, err := webload.Run(c.Context(), webload.Options{URL: t.CaptureURL + "/bench", Conns: conns, Duration: d, Body: body})
 				fprintf(c.OutOrStdout(), "webhook (%d conns, %d B): %s\n", conns, size, res)
+				cpu.report(c, res.Requests, "request")
 				return err
 			})
 		},
@@ -128,6 +132,27 @@ func withTarget(c *cobra.Command, fn func(*bench.Target) error) error {
 		fprintf(c.OutOrStdout(), "server peak RSS: %.1f MiB\n", float64(rss)/(1<<20))
 	}
 	return joinErr(runErr, t.Stop())
+}
+
+// cpuMeter measures the server's CPU time over a load run: a figure the
+// host's other load disturbs far less than the rate.
+type cpuMeter struct {
+	t     *bench.Target
+	start time.Duration
+	err   error
+}
+
+func serverCPU(t *bench.Target) *cpuMeter {
+	start, err := t.CPUTime()
+	return &cpuMeter{t: t, start: start, err: err}
+}
+
+func (m *cpuMeter) report(c *cobra.Command, n int, unit string) {
+	end, err := m.t.CPUTime()
+	if m.err != nil || err != nil || n == 0 {
+		return
+	}
+	fprintf(c.OutOrStdout(), "server CPU: %.0f µs per %s\n", float64((end-m.start).Microseconds())/float64(n), unit)
 }
 
 func joinErr(a, b error) error {

@@ -306,6 +306,10 @@ func TestBenchAgainstItsOwnServer(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "server peak RSS") || strings.Contains(r.stdout, "errors 1") {
 			t.Errorf("%v: %+v", args, r)
 		}
+		// The ingest benchmarks also report the server's CPU time per capture.
+		if (args[1] == "smtp" || args[1] == "webhook") && !regexp.MustCompile(`server CPU: \d+ µs per (message|request)\n`).MatchString(r.stdout) {
+			t.Errorf("%v: no CPU figure in %q", args, r.stdout)
+		}
 	}
 	if r := capture(t, "bench", "smtp", "--mode", "pigeon"); r.code != 2 {
 		t.Errorf("bad mode: %+v", r)

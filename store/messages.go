@@ -45,41 +45,39 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 		attIDs[i] = NewID("att_")
 	}
 
+	rcpts, err := json.Marshal(recipientsOf(m))
+	if err != nil {
+		return "", err
+	}
+	links, err := json.Marshal(linksOf(m.Links))
+	if err != nil {
+		return "", err
+	}
+
 	err = s.write(ctx, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
 			subject, date, message_id, size, attachment_count, snippet, headers, text_body, html_body, warnings,
-			search_from, search_to, search_subject, raw)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			search_from, search_to, search_subject, recipients, links, raw)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
 			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(headers),
 			nullStringPtr(m.Text), nullStringPtr(m.HTML), string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), m.Raw)
+			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw)
 		if err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		// One multi-row statement per child table: each statement
-		// execution costs far more than a row, and most messages have only
-		// a few recipients and links.
-		if err := t.insertRows("message_recipients", "message_seq, position, kind, name, address", recipients(seq, m)); err != nil {
-			return err
-		}
-		links := make([][]any, len(m.Links))
-		for i, l := range m.Links {
-			links[i] = []any{seq, i, l.URL, nullStringPtr(l.Text), l.Origin}
-		}
-		if err := t.insertRows("message_links", "message_seq, position, url, text, origin", links); err != nil {
-			return err
-		}
-		for i, a := range m.Attachments {
-			if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
+		if len(m.Attachments) > 0 {
+			seq, err := res.LastInsertId()
+			if err != nil {
 				return err
+			}
+			for i, a := range m.Attachments {
+				if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
+					return err
+				}
 			}
 		}
 		t.countCapture("inboxes", "message_count", m.InboxID)
@@ -92,36 +90,77 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 	return id, nil
 }
 
-// recipients lists the envelope and header addresses as rows of
-// message_recipients, positions in order.
-func recipients(seq int64, m *NewMessage) [][]any {
-	var rows [][]any
-	add := func(kind, name, addr string) {
-		rows = append(rows, []any{seq, len(rows) + 1, kind, nullString(name), addr})
-	}
-	for _, a := range m.EnvelopeTo {
-		add("envelope", "", a)
-	}
-	for _, group := range []struct {
-		kind  string
-		addrs []Address
-	}{{"to", m.To}, {"cc", m.Cc}, {"reply_to", m.ReplyTo}} {
-		for _, a := range group.addrs {
-			add(group.kind, a.Name, a.Address)
+// storedRecipients is the JSON of messages.recipients.
+type storedRecipients struct {
+	Envelope []string        `json:"envelope"`
+	To       []storedAddress `json:"to"`
+	Cc       []storedAddress `json:"cc"`
+	ReplyTo  []storedAddress `json:"reply_to"`
+}
+
+type storedAddress struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+// storedLink is one element of the JSON of messages.links.
+type storedLink struct {
+	URL    string  `json:"url"`
+	Text   *string `json:"text"`
+	Origin string  `json:"origin"`
+}
+
+func recipientsOf(m *NewMessage) storedRecipients {
+	conv := func(as []Address) []storedAddress {
+		out := make([]storedAddress, len(as))
+		for i, a := range as {
+			out[i] = storedAddress(a)
 		}
+		return out
 	}
-	return rows
+	env := m.EnvelopeTo
+	if env == nil {
+		env = []string{}
+	}
+	return storedRecipients{Envelope: env, To: conv(m.To), Cc: conv(m.Cc), ReplyTo: conv(m.ReplyTo)}
+}
+
+func linksOf(ls []Link) []storedLink {
+	out := make([]storedLink, len(ls))
+	for i, l := range ls {
+		out[i] = storedLink(l)
+	}
+	return out
+}
+
+func decodeRecipients(id, data string) (storedRecipients, error) {
+	var r storedRecipients
+	if err := json.Unmarshal([]byte(data), &r); err != nil {
+		return r, fmt.Errorf("message %s recipients: %w", id, err)
+	}
+	return r, nil
+}
+
+func addressesOf(as []storedAddress) []Address {
+	out := make([]Address, len(as))
+	for i, a := range as {
+		out[i] = Address(a)
+	}
+	return out
 }
 
 const messageSummaryCols = `messages.inbox_id, messages.received_at, messages.from_name, messages.from_address,
-	messages.subject, messages.size, messages.attachment_count, messages.snippet`
+	messages.subject, messages.size, messages.attachment_count, messages.snippet, messages.recipients`
 
-func scanMessageSummary(r interface{ Scan(...any) error }, base *row, extra ...any) (MessageSummary, error) {
+// scanMessageSummary scans messageSummaryCols (after seq and id) and then
+// extra; rcpts, when not nil, receives every recipient of the message.
+func scanMessageSummary(r interface{ Scan(...any) error }, base *row, rcpts *storedRecipients, extra ...any) (MessageSummary, error) {
 	var m MessageSummary
 	var received int64
 	var fromName, fromAddr sql.NullString
+	var recipients string
 	dest := append([]any{&base.seq, &base.id, &m.InboxID, &received, &fromName, &fromAddr,
-		&m.Subject, &m.Size, &m.AttachmentCount, &m.Snippet}, extra...)
+		&m.Subject, &m.Size, &m.AttachmentCount, &m.Snippet, &recipients}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return MessageSummary{}, err
 	}
@@ -130,7 +169,14 @@ func scanMessageSummary(r interface{ Scan(...any) error }, base *row, extra ...a
 	if fromAddr.Valid {
 		m.From = &Address{Name: fromName.String, Address: fromAddr.String}
 	}
-	m.To, m.Cc = []Address{}, []Address{}
+	rs, err := decodeRecipients(base.id, recipients)
+	if err != nil {
+		return MessageSummary{}, err
+	}
+	m.To, m.Cc = addressesOf(rs.To), addressesOf(rs.Cc)
+	if rcpts != nil {
+		*rcpts = rs
+	}
 	return m, nil
 }
 
@@ -153,46 +199,9 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.where = append(k.where, "messages.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	seqs := map[string]int64{}
-	list, err := page(ctx, s, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
-		m, err := scanMessageSummary(r, base)
-		seqs[m.ID] = base.seq
-		return m, err
+	return page(ctx, s, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
+		return scanMessageSummary(r, base, nil)
 	})
-	if err != nil || len(list.Items) == 0 {
-		return list, err
-	}
-	// One query for every item's To and Cc rather than one per item.
-	bySeq := make(map[int64]*MessageSummary, len(list.Items))
-	args := make([]any, 0, len(list.Items))
-	for i := range list.Items {
-		seq := seqs[list.Items[i].ID]
-		bySeq[seq] = &list.Items[i]
-		args = append(args, seq)
-	}
-	rows, err := s.query(ctx, `SELECT message_seq, kind, name, address FROM message_recipients
-		WHERE message_seq IN (`+placeholders(len(args))+`) AND kind IN ('to', 'cc') ORDER BY message_seq, position`, args...)
-	if err != nil {
-		return List[MessageSummary]{}, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var kind string
-		var name sql.NullString
-		var a Address
-		if err := rows.Scan(&seq, &kind, &name, &a.Address); err != nil {
-			return List[MessageSummary]{}, err
-		}
-		a.Name = name.String
-		m := bySeq[seq]
-		if kind == "to" {
-			m.To = append(m.To, a)
-		} else {
-			m.Cc = append(m.Cc, a)
-		}
-	}
-	return list, rows.Err()
 }
 
 // messageSeq finds a message of the project (any project when projectID
@@ -211,15 +220,16 @@ func (s *Store) messageSeq(ctx context.Context, projectID, id string) (int64, st
 // Message returns one message of the project with everything parsed from it.
 func (s *Store) Message(ctx context.Context, projectID, id string) (Message, error) {
 	var base row
-	var envFrom, headers, warnings string
+	var envFrom, headers, warnings, links string
 	var date sql.NullInt64
 	var msgID, text, html sql.NullString
+	var rcpts storedRecipients
 	summary, err := scanMessageSummary(s.queryRow(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
 		messages.envelope_from, messages.date, messages.message_id, messages.headers, messages.text_body,
-		messages.html_body, messages.warnings
+		messages.html_body, messages.warnings, messages.links
 		FROM messages JOIN inboxes ON inboxes.id = messages.inbox_id
 		WHERE messages.id = ? AND inboxes.project_id = ?`, id, projectID),
-		&base, &envFrom, &date, &msgID, &headers, &text, &html, &warnings)
+		&base, &rcpts, &envFrom, &date, &msgID, &headers, &text, &html, &warnings, &links)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Message{}, fmt.Errorf("%w: no message %q", ErrNotFound, id)
 	}
@@ -228,7 +238,10 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	}
 	m := Message{MessageSummary: summary}
 	m.EnvelopeFrom = envFrom
-	m.EnvelopeTo, m.ReplyTo = []string{}, []Address{}
+	m.EnvelopeTo, m.ReplyTo = rcpts.Envelope, addressesOf(rcpts.ReplyTo)
+	if m.EnvelopeTo == nil {
+		m.EnvelopeTo = []string{}
+	}
 	if date.Valid {
 		t := fromMS(date.Int64)
 		m.Date = &t
@@ -243,40 +256,11 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	if err := json.Unmarshal([]byte(warnings), &m.Warnings); err != nil {
 		return Message{}, fmt.Errorf("message %s warnings: %w", id, err)
 	}
-
-	rows, err := s.query(ctx, `SELECT kind, name, address FROM message_recipients WHERE message_seq = ? ORDER BY position`, base.seq)
-	if err != nil {
-		return Message{}, err
-	}
-	for rows.Next() {
-		var kind string
-		var name sql.NullString
-		var a Address
-		if err := rows.Scan(&kind, &name, &a.Address); err != nil {
-			rows.Close()
-			return Message{}, err
-		}
-		a.Name = name.String
-		switch kind {
-		case "envelope":
-			m.EnvelopeTo = append(m.EnvelopeTo, a.Address)
-		case "to":
-			m.To = append(m.To, a)
-		case "cc":
-			m.Cc = append(m.Cc, a)
-		case "reply_to":
-			m.ReplyTo = append(m.ReplyTo, a)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Message{}, err
-	}
-	if m.Links, err = s.links(ctx, base.seq, ""); err != nil {
+	if m.Links, err = decodeLinks(id, links, ""); err != nil {
 		return Message{}, err
 	}
 	m.Attachments = []Attachment{}
-	rows, err = s.query(ctx, `SELECT id, filename, content_type, content_id, inline, size
+	rows, err := s.query(ctx, `SELECT id, filename, content_type, content_id, inline, size
 		FROM attachments WHERE message_seq = ? ORDER BY position`, base.seq)
 	if err != nil {
 		return Message{}, err
@@ -294,34 +278,35 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	return m, rows.Err()
 }
 
-func (s *Store) links(ctx context.Context, seq int64, match string) ([]Link, error) {
-	rows, err := s.query(ctx, `SELECT url, text, origin FROM message_links
-		WHERE message_seq = ? AND (?2 = '' OR instr(url, ?2) > 0) ORDER BY position`, seq, match)
-	if err != nil {
-		return nil, err
+// decodeLinks reads messages.links, keeping the links whose URL contains
+// match (all when match is "").
+func decodeLinks(id, data, match string) ([]Link, error) {
+	var stored []storedLink
+	if err := json.Unmarshal([]byte(data), &stored); err != nil {
+		return nil, fmt.Errorf("message %s links: %w", id, err)
 	}
-	defer rows.Close()
-	links := []Link{}
-	for rows.Next() {
-		var l Link
-		var text sql.NullString
-		if err := rows.Scan(&l.URL, &text, &l.Origin); err != nil {
-			return nil, err
+	links := make([]Link, 0, len(stored))
+	for _, l := range stored {
+		if strings.Contains(l.URL, match) {
+			links = append(links, Link(l))
 		}
-		l.Text = strPtr(text)
-		links = append(links, l)
 	}
-	return links, rows.Err()
+	return links, nil
 }
 
 // MessageLinks returns the links of a message of the project whose URL
 // contains match (all when match is "").
 func (s *Store) MessageLinks(ctx context.Context, projectID, id, match string) ([]Link, error) {
-	seq, _, err := s.messageSeq(ctx, projectID, id)
+	var links string
+	err := s.queryRow(ctx, `SELECT m.links FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&links)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return s.links(ctx, seq, match)
+	return decodeLinks(id, links, match)
 }
 
 // MessageRaw returns the message exactly as received.

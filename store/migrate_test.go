@@ -1,0 +1,87 @@
+package store
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestMigrateMessageRowsFromVersion1 opens a database written by the first
+// schema, where recipients and links were child tables, and reads its
+// messages back through the current schema.
+func TestMigrateMessageRowsFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DBFile)
+	v1, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		string(v1),
+		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		`INSERT INTO schema_version (version) VALUES (1)`,
+		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
+		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
+			VALUES ('inb_1', 'prj_1', 'i', 'pw', 2, 0)`,
+		`INSERT INTO messages (seq, id, inbox_id, received_at, envelope_from, subject, size, attachment_count,
+			snippet, headers, warnings, search_from, search_to, search_subject, raw)
+			VALUES (1, 'msg_rich', 'inb_1', 1000, 'a@x', 's', 1, 0, '', '[]', '[]', '', '', '', x'00'),
+			       (2, 'msg_bare', 'inb_1', 2000, 'a@x', 's', 1, 0, '', '[]', '[]', '', '', '', x'00')`,
+		// Positions out of insertion order, to show the order survives.
+		`INSERT INTO message_recipients VALUES
+			(1, 5, 'reply_to', NULL, 'r@x'),
+			(1, 2, 'envelope', NULL, 'e2@x'),
+			(1, 1, 'envelope', NULL, 'e1@x'),
+			(1, 4, 'cc', NULL, 'c@x'),
+			(1, 3, 'to', 'Tee "Q"', 't@x')`,
+		`INSERT INTO message_links VALUES
+			(1, 1, 'https://b.example/2', NULL, 'text'),
+			(1, 0, 'https://a.example/1?x=1&y=2', 'Confirm', 'html')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := s.Message(t.Context(), "prj_1", "msg_rich")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.EnvelopeTo, []string{"e1@x", "e2@x"}) ||
+		!slices.Equal(m.To, []Address{{`Tee "Q"`, "t@x"}}) || !slices.Equal(m.Cc, []Address{{"", "c@x"}}) ||
+		!slices.Equal(m.ReplyTo, []Address{{"", "r@x"}}) {
+		t.Errorf("recipients after migration: env %v to %v cc %v reply-to %v", m.EnvelopeTo, m.To, m.Cc, m.ReplyTo)
+	}
+	if len(m.Links) != 2 || m.Links[0].URL != "https://a.example/1?x=1&y=2" || m.Links[0].Text == nil ||
+		*m.Links[0].Text != "Confirm" || m.Links[0].Origin != "html" ||
+		m.Links[1].URL != "https://b.example/2" || m.Links[1].Text != nil || m.Links[1].Origin != "text" {
+		t.Errorf("links after migration: %+v", m.Links)
+	}
+	bare, err := s.Message(t.Context(), "prj_1", "msg_bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bare.EnvelopeTo) != 0 || len(bare.To) != 0 || len(bare.Links) != 0 || bare.EnvelopeTo == nil || bare.Links == nil {
+		t.Errorf("message without recipients or links: %+v", bare)
+	}
+	list, err := s.Messages(t.Context(), "inb_1", MessageFilter{}, Page{})
+	if err != nil || len(list.Items) != 2 || list.Items[1].To[0].Address != "t@x" {
+		t.Fatalf("list after migration: %+v, %v", list, err)
+	}
+	var tables int
+	s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('message_recipients', 'message_links')`).Scan(&tables)
+	if tables != 0 {
+		t.Error("child tables left behind")
+	}
+}
