@@ -3,6 +3,7 @@ package mailparse
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,24 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if m := Parse(raw); len(m.Links) != 3 {
+			b.Fatalf("got %d links", len(m.Links))
+		}
+	}
+}
+
+// BenchmarkParsePlain is the message `capture bench smtp` sends: 2 KiB of
+// single-part UTF-8 text with one link.
+func BenchmarkParsePlain(b *testing.B) {
+	raw := []byte("From: Bench <bench@example.com>\r\nTo: <to@example.com>\r\n" +
+		"Subject: smtpload message 1.2\r\nMessage-ID: <1.2.1@smtpload.localhost>\r\n" +
+		"Date: Sun, 22 Nov 2026 00:27:28 +0000\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\n\r\n" +
+		"Confirm your address: https://app.example.com/confirm?token=0123456789abcdef\r\n" +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. 0123456789 abcdefghijklmnopqr\r\n", 26))
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := Parse(raw); len(m.Links) != 1 || m.Text == nil {
 			b.Fatalf("got %d links", len(m.Links))
 		}
 	}

@@ -12,7 +12,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -101,12 +104,14 @@ var parser = enmime.NewParser(
 // keeps their bytes exact. A Content-Type that cannot be parsed at all counts
 // as absent instead of failing the whole message.
 func parseMediaType(ctype string) (string, map[string]string, []string, error) {
+	if r, ok := mediaTypes.get(ctype); ok {
+		return r.mtype, maps.Clone(r.params), slices.Clone(r.invalid), nil
+	}
 	mtype, params, invalid, err := mediatype.ParseWithOptions(ctype,
 		mediatype.ParseOptions{StripMediaTypeInvalidCharacters: true})
 	if err != nil {
-		return "", map[string]string{}, nil, nil
-	}
-	if strings.HasPrefix(mtype, "text/") {
+		mtype, params, invalid = "", map[string]string{}, nil
+	} else if strings.HasPrefix(mtype, "text/") {
 		if params == nil {
 			params = map[string]string{}
 		}
@@ -121,7 +126,50 @@ func parseMediaType(ctype string) (string, map[string]string, []string, error) {
 			params["charset"] = "windows-1252"
 		}
 	}
-	return mtype, params, invalid, nil
+	mediaTypes.put(ctype, mediaType{mtype, params, invalid})
+	return mtype, maps.Clone(params), slices.Clone(invalid), nil
+}
+
+// mediaTypes remembers parsed Content-Type values. Each one is parsed
+// three times per message (the shape check, then twice inside enmime), and
+// the parts' values ("text/plain; charset=utf-8") repeat from message to
+// message; parsing is a sizeable share of the cost of a small message.
+var mediaTypes = mediaTypeCache{m: map[string]mediaType{}}
+
+const (
+	mediaTypeCacheSize = 1024
+	// maxCachedMediaType keeps odd, long values (and hostile ones) out.
+	maxCachedMediaType = 200
+)
+
+type mediaType struct {
+	mtype   string
+	params  map[string]string
+	invalid []string
+}
+
+type mediaTypeCache struct {
+	mu sync.Mutex
+	m  map[string]mediaType
+}
+
+func (c *mediaTypeCache) get(ctype string) (mediaType, bool) {
+	c.mu.Lock()
+	r, ok := c.m[ctype]
+	c.mu.Unlock()
+	return r, ok
+}
+
+func (c *mediaTypeCache) put(ctype string, r mediaType) {
+	if len(ctype) > maxCachedMediaType {
+		return
+	}
+	c.mu.Lock()
+	if len(c.m) >= mediaTypeCacheSize {
+		clear(c.m) // boundaries are unique per message: no entry is precious
+	}
+	c.m[ctype] = r
+	c.mu.Unlock()
 }
 
 // Parse decodes raw. It never fails and never panics: a message that cannot
@@ -316,11 +364,11 @@ func (b *bodies) fallback(body []byte) {
 
 func (b *bodies) finish(m *Message) {
 	if b.hasText {
-		s := string(crlfToLF(b.text))
+		s := crlfToLF(b.text)
 		m.Text = &s
 	}
 	if b.hasHTML {
-		s := string(crlfToLF(b.html))
+		s := crlfToLF(b.html)
 		m.HTML = &s
 	}
 }
@@ -380,18 +428,32 @@ func bodyText(p *enmime.Part, isHTML bool, w *warnings) []byte {
 	return bytes.ToValidUTF8(c, []byte("\uFFFD"))
 }
 
+// joinBody appends a body part to the ones before it. The first part is
+// used as it is (clipped, so that appending the next one copies it).
 func joinBody(dst, part []byte) []byte {
+	if dst == nil {
+		return slices.Clip(part)
+	}
 	if len(dst) > 0 && len(part) > 0 && dst[len(dst)-1] != '\n' {
 		dst = append(dst, '\n')
 	}
 	return append(dst, part...)
 }
 
-func crlfToLF(b []byte) []byte {
-	if bytes.IndexByte(b, '\r') < 0 {
-		return b
+// crlfToLF makes the string with one copy, however many line breaks.
+func crlfToLF(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for {
+		i := bytes.Index(b, []byte("\r\n"))
+		if i < 0 {
+			sb.Write(b)
+			return sb.String()
+		}
+		sb.Write(b[:i])
+		sb.WriteByte('\n')
+		b = b[i+2:]
 	}
-	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 }
 
 // baseName drops any directory part a sender put in a file name, so that
