@@ -3,6 +3,7 @@ package mailparse
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,73 @@ func BenchmarkParsePlain(b *testing.B) {
 	for b.Loop() {
 		if m := Parse(raw); len(m.Links) != 1 || m.Text == nil {
 			b.Fatalf("got %d links", len(m.Links))
+		}
+	}
+}
+
+// shortcutSeeds are single-part messages near the edge of what
+// plainTextBody accepts.
+var shortcutSeeds = []string{
+	"From: a@example.com\r\nTo: b@example.com\r\nSubject: hi\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nhello https://example.com/x\r\n",
+	"Subject: no content type\r\n\r\nplain body\r\n",
+	"Subject: us-ascii\r\nContent-Type: text/plain; charset=\"us-ascii\"; format=flowed\r\nContent-Transfer-Encoding: 7bit\r\n\r\nbody\r\n",
+	"Subject: folded\r\nContent-Type: text/plain;\r\n charset=UTF-8\r\nContent-Transfer-Encoding: 8BIT\r\n\r\nh\u00e9llo \u2014 w\u00f6rld\r\n",
+	"Subject: empty body\r\n\r\n",
+	"Subject: no blank line",
+	"Subject: nul\r\n\r\nnul \x00 byte\r\n",
+	"Subject: latin1\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\ncaf\xe9\r\n",
+	"Subject: bad utf-8\r\nContent-Type: text/plain; charset=utf-8\r\n\r\ncaf\xe9\r\n",
+	"Subject: qp\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=C3=A9\r\n",
+	"Subject: name\r\nContent-Type: text/plain; name=a.txt\r\n\r\nfile\r\n",
+	"Subject: disposition\r\nContent-Disposition: attachment\r\n\r\nfile\r\n",
+	"Subject: two types\r\nContent-Type: text/plain\r\nContent-Type: text/html\r\n\r\n<b>x</b>\r\n",
+	"Subject: html\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<a href=\"https://example.com/\">x</a>\r\n",
+	"Subject: repaired\r\nunindented continuation\r\nContent-Type: text/plain\r\n\r\nbody\r\n",
+	"Subject : space before colon\r\n\r\nbody\r\n",
+	"X_Under: score\r\n\r\nbody\r\n",
+	"Subject: blank continuation\r\nContent-Type: text/plain;\r\n \r\n charset=utf-8\r\n\r\nbody\r\n",
+	"Subject: bare cr\rContent-Type: text/plain\r\n\r\nbody\r\n",
+	"Subject: lf only\nContent-Type: text/plain; charset=utf-8\n\nbody\nmore\n",
+	"From a@b Mon Jan 1 00:00:00 2024\r\nSubject: mbox\r\n\r\nbody\r\n",
+	"Subject: boundary on text\r\nContent-Type: text/plain; boundary=x\r\n\r\n--x\r\nbody\r\n",
+	"Subject: unknown cte\r\nContent-Transfer-Encoding: x-uuencode\r\n\r\nbody\r\n",
+	"Subject: cte spaces\r\nContent-Transfer-Encoding:  7bit \r\n\r\nbody\r\n",
+}
+
+// FuzzShortcutAgrees shows that Parse's shortcut for plain single-part
+// messages gives exactly what reading them with enmime gives.
+func FuzzShortcutAgrees(f *testing.F) {
+	for _, s := range shortcutSeeds {
+		f.Add([]byte(s))
+	}
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, slow := parse(raw, true), parse(raw, false)
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("shortcut differs for %q\nshortcut: %+v\nenmime:   %+v", raw, fast, slow)
+		}
+	})
+}
+
+// TestShortcutTaken keeps FuzzShortcutAgrees honest: the shortcut must
+// actually apply to the plain seeds, and to nothing that needs decoding.
+func TestShortcutTaken(t *testing.T) {
+	takes := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 6: true, 17: true, 18: true, 19: true, 20: true, 23: true}
+	for i, s := range shortcutSeeds {
+		msg := []byte(s)
+		if n := mboxFromLine(msg); n > 0 {
+			msg = msg[n:]
+		}
+		hdr := scanHeader(msg)
+		if _, ok := plainTextBody(hdr, msg[hdr.body:]); ok != takes[i] {
+			t.Errorf("seed %d %q: shortcut %v, want %v", i, s, ok, takes[i])
 		}
 	}
 }

@@ -24,6 +24,11 @@ type headerSection struct {
 	fields []field
 	body   int  // offset of the body in the scanned input
 	found  bool // false when the input starts with neither a header line nor a blank line
+	// plain is set when every line was an ordinary field (a name of
+	// letters, digits and hyphens, then a colon) or an indented
+	// continuation, and a blank line ended the section: nothing enmime
+	// would repair or report.
+	plain bool
 }
 
 // scanHeader reads the top-level header section itself, because enmime keeps
@@ -31,13 +36,15 @@ type headerSection struct {
 // as enmime treats them (see enmime.ReadHeader), so both agree on where the
 // body starts; enmime reports those lines as warnings.
 func scanHeader(raw []byte) headerSection {
-	var h headerSection
+	h := headerSection{plain: true}
 	owned := -1 // index of the field whose value was copied out of raw
 	pos := 0
 	for pos < len(raw) {
 		line, next := raw[pos:], len(raw)
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
 			line, next = line[:i], pos+i+1
+		} else {
+			h.plain = false // the input ends inside the header section
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
@@ -53,6 +60,9 @@ func scanHeader(raw []byte) headerSection {
 		default:
 			colon := bytes.IndexByte(line, ':')
 			name := bytes.TrimRight(line[:max(colon, 0)], " \t")
+			if colon <= 0 || !plainHeaderName(line[:colon]) {
+				h.plain = false
+			}
 			switch {
 			case colon > 0 && validHeaderName(name):
 				h.fields = append(h.fields, field{
@@ -70,6 +80,7 @@ func scanHeader(raw []byte) headerSection {
 	}
 	h.body = len(raw)
 	h.found = len(h.fields) > 0
+	h.plain = false
 	if !h.found {
 		h.body = 0
 	}
@@ -95,6 +106,16 @@ func (h *headerSection) continueLast(more []byte, owned int) int {
 	}
 	f.value = append(f.value, more...)
 	return owned
+}
+
+// plainHeaderName reports a name as real mail writes them.
+func plainHeaderName(name []byte) bool {
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return len(name) > 0
 }
 
 func validHeaderName(name []byte) bool {

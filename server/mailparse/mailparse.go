@@ -174,7 +174,11 @@ func (c *mediaTypeCache) put(ctype string, r mediaType) {
 
 // Parse decodes raw. It never fails and never panics: a message that cannot
 // be fully decoded yields whatever could be decoded, plus Warnings.
-func Parse(raw []byte) (m *Message) {
+func Parse(raw []byte) *Message { return parse(raw, true) }
+
+// parse is Parse; without shortcut every message goes through enmime, which
+// the tests use to show that the shortcut changes nothing.
+func parse(raw []byte, shortcut bool) (m *Message) {
 	m = &Message{}
 	var w warnings
 	defer func() {
@@ -200,23 +204,13 @@ func Parse(raw []byte) (m *Message) {
 	readHeaders(m, hdr.fields, hd)
 
 	var b bodies
-	var root *enmime.Part
-	var err error
-	if err = checkShape(hdr, msg[hdr.body:]); err == nil {
-		root, err = readParts(msg, hdr.found)
-	}
-	if err != nil {
-		w.addf("MIME structure could not be read (%v); body kept as plain text", err)
-		b.fallback(msg[hdr.body:])
+	if body, ok := plainTextBody(hdr, msg[hdr.body:]); shortcut && ok {
+		b.parts = 1
+		if len(body) > 0 {
+			b.text, b.hasText = joinBody(nil, body), true
+		}
 	} else {
-		for _, e := range collectErrors(root) {
-			w.add(e)
-		}
-		b.walk(root, &w)
-		if b.parts == 0 && root.FirstChild == nil && root.Boundary != "" {
-			w.addf("no part found for MIME boundary %q; body kept as plain text", quoteShort(root.Boundary))
-			b.fallback(msg[hdr.body:])
-		}
+		b.readMIME(msg, hdr, &w)
 	}
 	b.finish(m)
 
@@ -237,6 +231,73 @@ func Parse(raw []byte) (m *Message) {
 		m.Snippet = c.String()
 	}
 	return m
+}
+
+// readMIME reads the bodies and attachments with enmime.
+func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings) {
+	var root *enmime.Part
+	err := checkShape(hdr, msg[hdr.body:])
+	if err == nil {
+		root, err = readParts(msg, hdr.found)
+	}
+	if err != nil {
+		w.addf("MIME structure could not be read (%v); body kept as plain text", err)
+		b.fallback(msg[hdr.body:])
+		return
+	}
+	for _, e := range collectErrors(root) {
+		w.add(e)
+	}
+	b.walk(root, w)
+	if b.parts == 0 && root.FirstChild == nil && root.Boundary != "" {
+		w.addf("no part found for MIME boundary %q; body kept as plain text", quoteShort(root.Boundary))
+		b.fallback(msg[hdr.body:])
+	}
+}
+
+// plainTextBody returns the body of a message that enmime would read as a
+// single text/plain UTF-8 part with nothing to decode, so that Parse can
+// skip it: for such a message enmime's part is the body's bytes as they
+// are, with no warning. Transactional mail from many frameworks is like
+// this. Anything else (a disposition, a file name, a transfer encoding,
+// another charset, invalid UTF-8, a header enmime would repair) goes
+// through enmime.
+func plainTextBody(hdr headerSection, body []byte) ([]byte, bool) {
+	if !hdr.plain || len(hdr.fields) == 0 {
+		return nil, false
+	}
+	var ctype, cte []byte
+	nCT, nCTE := 0, 0
+	for _, f := range hdr.fields {
+		switch f.name {
+		case "Content-Type":
+			ctype, nCT = f.value, nCT+1
+		case "Content-Transfer-Encoding":
+			cte, nCTE = f.value, nCTE+1
+		case "Content-Disposition":
+			return nil, false
+		}
+	}
+	if nCT > 1 || nCTE > 1 {
+		return nil, false
+	}
+	if nCT == 1 {
+		mtype, params, invalid, _ := parseMediaType(string(ctype))
+		if mtype != "text/plain" || !strings.EqualFold(params["charset"], "utf-8") || len(invalid) > 0 {
+			return nil, false
+		}
+		for k := range params {
+			if k != "charset" && k != "format" && k != "delsp" {
+				return nil, false
+			}
+		}
+	}
+	switch strings.ToLower(string(cte)) {
+	case "", "7bit", "8bit", "binary":
+	default:
+		return nil, false
+	}
+	return body, utf8.Valid(body)
 }
 
 // readParts runs enmime with a recover of its own, so that a panic inside it
