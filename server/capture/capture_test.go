@@ -502,12 +502,14 @@ func TestSlowClients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Before the dial: the server may start its clock as soon as
+			// it accepts, which can be before Dial returns here.
+			begin := time.Now()
 			c, err := net.Dial("tcp", e.addr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			begin := time.Now()
 			io.WriteString(c, tt.start)
 			// Keep the connection busy well past the timeout; the server
 			// must cut it off regardless.

@@ -37,6 +37,7 @@ type Server struct {
 	cfg    server.Config
 	cancel context.CancelFunc
 	done   chan error
+	web    *http.Client // for Post, with connections of its own
 }
 
 // Start runs a server until the test ends.
@@ -47,7 +48,7 @@ func Start(t testing.TB) *Server {
 	cfg.Downloads = map[string][]byte{forward.PythonClientName: forward.PythonClient}
 	s := &Server{
 		Store: st, ProjectID: boot.Project.ID, Key: boot.Secret, EndpointID: boot.Endpoint.ID, InboxID: boot.Inbox.ID,
-		cfg: cfg,
+		cfg: cfg, web: &http.Client{Transport: &http.Transport{}},
 	}
 	s.run(t)
 	// Later starts reuse the ports, so that clients find the server again.
@@ -79,6 +80,9 @@ func (s *Server) Stop(t testing.TB) {
 	}
 	s.cancel()
 	s.cancel = nil
+	// A kept-alive connection to the stopped server would fail the first
+	// request sent after a restart on the same port.
+	defer s.web.CloseIdleConnections()
 	select {
 	case err := <-s.done:
 		if err != nil {
@@ -113,7 +117,7 @@ func (s *Server) Post(t testing.TB, method, target string, header http.Header, b
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.web.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
