@@ -42,6 +42,7 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 		`INSERT INTO message_links VALUES
 			(1, 1, 'https://b.example/2', NULL, 'text'),
 			(1, 0, 'https://a.example/1?x=1&y=2', 'Confirm', 'html')`,
+		`INSERT INTO attachments VALUES ('att_1', 1, 0, 'a.txt', 'text/plain', NULL, 0, 2, x'6869')`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
@@ -83,5 +84,43 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 	s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('message_recipients', 'message_links')`).Scan(&tables)
 	if tables != 0 {
 		t.Error("child tables left behind")
+	}
+
+	// Rebuilding the table must not have cascaded to the attachments, and
+	// the reference must still work.
+	if len(m.Attachments) != 1 || m.Attachments[0].ID != "att_1" {
+		t.Fatalf("attachments after migration: %+v", m.Attachments)
+	}
+	if err := s.DeleteMessage(t.Context(), "prj_1", "msg_rich"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	s.rdb.QueryRow(`SELECT count(*) FROM attachments`).Scan(&left)
+	if left != 0 {
+		t.Error("deleting the migrated message left its attachment")
+	}
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 1<<20 {
+		t.Errorf("WAL is %d bytes after migrating", st.Size())
+	}
+}
+
+// TestLargeColumnsLast keeps what lists and filters read ahead of the
+// bodies and the raw message: SQLite reads a column stored after a large
+// value by walking that value's overflow pages.
+func TestLargeColumnsLast(t *testing.T) {
+	s := newStore(t)
+	rows, err := s.rdb.Query(`SELECT name FROM pragma_table_info('messages') ORDER BY cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		cols = append(cols, c)
+	}
+	if want := []string{"headers", "text_body", "html_body", "raw"}; !slices.Equal(cols[len(cols)-4:], want) {
+		t.Errorf("messages columns end with %v, want %v", cols[len(cols)-4:], want)
 	}
 }

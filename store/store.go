@@ -59,7 +59,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
 	// connection checkpoints in the background instead (checkpointLoop).
-	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
+	// journal_size_limit: the WAL grows to what one checkpoint interval of
+	// a burst wrote; once the writer starts it over, it shrinks back.
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+
+		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(67108864)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -224,6 +227,18 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		all = append(all, migration{v, e.Name()})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
+	if len(all) == 0 || all[len(all)-1].version <= current {
+		return nil
+	}
+	// A migration may rebuild a table, which SQLite does with foreign keys
+	// off (they cannot change inside a transaction, and dropping the old
+	// table would otherwise cascade to the rows that refer to it). db has
+	// one connection, so this covers every migration; what they leave
+	// behind is checked before foreign keys come back on.
+	if _, err := db.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer db.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
 	for _, m := range all {
 		if m.version <= current {
 			continue
@@ -240,6 +255,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
+		if err := foreignKeysHold(ctx, tx); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, m.version); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
@@ -248,7 +267,32 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
 	}
+	// A migration that rewrote a table left a WAL as large as the table;
+	// the writer never checkpoints, so fold it back and shrink it now.
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("migrate: checkpoint: %w", err)
+	}
 	return nil
+}
+
+// foreignKeysHold checks, with foreign keys off, that every reference
+// still points at a row.
+func foreignKeysHold(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fk int
+		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			return err
+		}
+		return fmt.Errorf("row %d of %s refers to a missing row of %s", rowid.Int64, table, parent)
+	}
+	return rows.Err()
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

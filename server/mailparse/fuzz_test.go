@@ -92,6 +92,11 @@ var shortcutSeeds = []string{
 	"Subject: boundary on text\r\nContent-Type: text/plain; boundary=x\r\n\r\n--x\r\nbody\r\n",
 	"Subject: unknown cte\r\nContent-Transfer-Encoding: x-uuencode\r\n\r\nbody\r\n",
 	"Subject: cte spaces\r\nContent-Transfer-Encoding:  7bit \r\n\r\nbody\r\n",
+	"Subject: vt\r\nContent-Transfer-Encoding: 7bit\v\r\n\r\nbody\r\n",
+	"Subject: ff\r\nContent-Transfer-Encoding:\f7bit\r\n\r\nbody\r\n",
+	"Subject: nbsp\r\nContent-Transfer-Encoding: 8bit\u00a0\r\n\r\nbody\r\n",
+	"Subject: nel\r\nContent-Type: text/plain; charset=\"utf-8\"\u0085\r\n\r\nbody\r\n",
+	"Subject: vt type\r\nContent-Type: text/plain; charset=\"utf-8\"\v\r\n\r\nbody\r\n",
 }
 
 // FuzzShortcutAgrees shows that Parse's shortcut for plain single-part

@@ -56,7 +56,7 @@ func scanHeader(raw []byte) headerSection {
 			if len(h.fields) == 0 {
 				return headerSection{}
 			}
-			owned = h.continueLast(bytes.TrimSpace(line), owned)
+			owned = h.continueLast(h.trim(line), owned)
 		default:
 			colon := bytes.IndexByte(line, ':')
 			name := bytes.TrimRight(line[:max(colon, 0)], " \t")
@@ -67,7 +67,7 @@ func scanHeader(raw []byte) headerSection {
 			case colon > 0 && validHeaderName(name):
 				h.fields = append(h.fields, field{
 					name:  textproto.CanonicalMIMEHeaderKey(string(name)),
-					value: bytes.TrimSpace(line[colon+1:]),
+					value: h.trim(line[colon+1:]),
 				})
 			case len(h.fields) == 0:
 				return headerSection{}
@@ -106,6 +106,17 @@ func (h *headerSection) continueLast(more []byte, owned int) int {
 	}
 	f.value = append(f.value, more...)
 	return owned
+}
+
+// trim trims a value as enmime does, and more: bytes.TrimSpace also drops
+// \v, \f, U+0085 and U+00A0, which enmime keeps (and then warns about),
+// so a value that loses any of them is no longer plain.
+func (h *headerSection) trim(v []byte) []byte {
+	t := bytes.TrimSpace(v)
+	if len(t) != len(bytes.Trim(v, " \t\r\n")) {
+		h.plain = false
+	}
+	return t
 }
 
 // plainHeaderName reports a name as real mail writes them.
