@@ -99,10 +99,31 @@ var shortcutSeeds = []string{
 	"Subject: vt type\r\nContent-Type: text/plain; charset=\"utf-8\"\v\r\n\r\nbody\r\n",
 }
 
-// FuzzShortcutAgrees shows that Parse's shortcut for plain single-part
-// messages gives exactly what reading them with enmime gives.
+// splitSeeds are multiparts near the edge of what splitMIME accepts.
+var splitSeeds = []string{
+	"Content-Type: multipart/alternative; boundary=b\r\n\r\npreamble\r\n--b\r\nContent-Type: text/plain\r\n\r\nhi https://e.example/a\r\n--b\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<a href=3D\"https://e.example/b\">b</a>\r\n--b--\r\nepilogue\r\n",
+	"Content-Type: multipart/mixed; boundary=o\n\n--o\nContent-Type: multipart/alternative; boundary=i\n\n--i\nContent-Type: text/plain\n\ntext\n--i\nContent-Type: text/html\n\n<p>html</p>\n--i--\n--o\nContent-Type: application/pdf; name=a.pdf\nContent-Transfer-Encoding: base64\n\nJVBERi0=\n--o--",
+	"Content-Type: multipart/related; boundary=r\r\n\r\n--r\r\nContent-Type: text/html\r\n\r\n<img src=\"cid:x\">\r\n--r\r\nContent-Type: image/png\r\nContent-ID: <x>\r\n\r\nPNG\r\n--r--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nline ends in CR\r\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nbare\rCR\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n--b\r\nContent-Type: text/plain\r\n\r\nafter an empty part\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nno part header\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nsays --b in a line\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nnever closed\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b \r\nContent-Type: text/plain\r\n\r\npadded delimiter\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain; boundary=c\r\n\r\ntext with a boundary\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: multipart/alternative\r\n\r\nno inner boundary\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: multipart/alternative; boundary=bb\r\n\r\n--bb\r\nContent-Type: text/plain\r\n\r\ninner boundary extends the outer\r\n--bb--\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n\r\n--b\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=E9\r\n\r\n--b--",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!not base64!!\r\n--b\r\nContent-Type: text/plain\r\n\r\n\xff\xfe\r\n--b--\r\n",
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nno final newline\r\n--b--",
+}
+
+// FuzzShortcutAgrees shows that Parse's shortcuts (plain single-part
+// messages read without enmime, well-formed multiparts split before it)
+// give exactly what reading the whole message with enmime gives.
 func FuzzShortcutAgrees(f *testing.F) {
-	for _, s := range shortcutSeeds {
+	for _, s := range append(shortcutSeeds, splitSeeds...) {
 		f.Add([]byte(s))
 	}
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
@@ -133,6 +154,29 @@ func TestShortcutTaken(t *testing.T) {
 		hdr := scanHeader(msg)
 		if _, ok := plainTextBody(hdr, msg[hdr.body:]); ok != takes[i] {
 			t.Errorf("seed %d %q: shortcut %v, want %v", i, s, ok, takes[i])
+		}
+	}
+}
+
+// TestSplitTaken keeps the multipart half of FuzzShortcutAgrees honest:
+// well-formed samples of the corpus must be split without enmime's
+// boundary reader, and the broken ones must not.
+func TestSplitTaken(t *testing.T) {
+	for name, want := range map[string]bool{
+		"multipart-2k.eml": true, "alternative-qp.eml": true, "related-attachments.eml": true,
+		"broken-boundary.eml": false, "unclosed-boundary.eml": false,
+	} {
+		raw := readEML(t, name)
+		hdr := scanHeader(raw)
+		if _, ok := splitMIME(raw, hdr); ok != want {
+			t.Errorf("%s: split %v, want %v", name, ok, want)
+		}
+	}
+	takes := map[int]bool{0: true, 1: true, 2: true, 11: true, 13: true, 14: true, 15: true}
+	for i, s := range splitSeeds {
+		raw := []byte(s)
+		if _, ok := splitMIME(raw, scanHeader(raw)); ok != takes[i] {
+			t.Errorf("split seed %d %q: split %v, want %v", i, s, ok, takes[i])
 		}
 	}
 }

@@ -210,7 +210,7 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 			b.text, b.hasText = joinBody(nil, body), true
 		}
 	} else {
-		b.readMIME(msg, hdr, &w)
+		b.readMIME(msg, hdr, &w, shortcut)
 	}
 	b.finish(m)
 
@@ -233,12 +233,19 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 	return m
 }
 
-// readMIME reads the bodies and attachments with enmime.
-func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings) {
+// readMIME reads the bodies and attachments with enmime; with split, a
+// well-formed multipart is split first and enmime reads each leaf.
+func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings, split bool) {
 	var root *enmime.Part
 	err := checkShape(hdr, msg[hdr.body:])
 	if err == nil {
-		root, err = readParts(msg, hdr.found)
+		ok := false
+		if split {
+			root, ok = splitMIME(msg, hdr)
+		}
+		if !ok {
+			root, err = readParts(msg, hdr.found)
+		}
 	}
 	if err != nil {
 		w.addf("MIME structure could not be read (%v); body kept as plain text", err)

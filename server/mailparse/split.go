@@ -1,0 +1,153 @@
+package mailparse
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/jhillyerd/enmime/v2"
+)
+
+// splitMIME builds enmime's part tree for a well-formed multipart message
+// without running enmime over the whole of it. enmime finds boundaries with
+// a reader that looks at every byte of every part, which makes it the
+// largest cost of a typical HTML email; here the boundaries are found with
+// bytes.Index and each leaf part goes through enmime on its own, so its
+// headers, transfer encoding and charset are still decoded by enmime.
+//
+// It declines (ok false) whenever enmime could read the message in a way
+// the simple split does not reproduce: any header enmime would repair, a
+// boundary string anywhere but on a delimiter line of its own, a bare CR,
+// an unclosed or empty multipart, a part without a Content-Type, a part
+// enmime fails to read. FuzzShortcutAgrees holds both readings equal.
+func splitMIME(msg []byte, hdr headerSection) (root *enmime.Part, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			root, ok = nil, false
+		}
+	}()
+	if !hdr.plain {
+		return nil, false
+	}
+	mtype, boundary, ok := containerType(hdr.fields)
+	if !ok || !strings.HasPrefix(mtype, "multipart/") || boundary == "" {
+		return nil, false
+	}
+	root = &enmime.Part{PartID: "0", ContentType: mtype, Boundary: boundary}
+	if !splitParts(root, msg[hdr.body:], true) {
+		return nil, false
+	}
+	return root, true
+}
+
+// containerType reads the one Content-Type of a header section.
+func containerType(fields []field) (mtype, boundary string, ok bool) {
+	var ctype []byte
+	n := 0
+	for _, f := range fields {
+		if f.name == "Content-Type" {
+			ctype, n = f.value, n+1
+		}
+	}
+	if n != 1 {
+		return "", "", false
+	}
+	mtype, params, invalid, _ := parseMediaType(string(ctype))
+	if mtype == "" || len(invalid) > 0 {
+		return "", "", false
+	}
+	return mtype, params["boundary"], true
+}
+
+// splitParts adds parent's parts, found in body, to the tree; top is set
+// for the message's own multipart, whose parts enmime numbers 1, 2, …
+// rather than after their parent.
+func splitParts(parent *enmime.Part, body []byte, top bool) bool {
+	delim := []byte("--" + parent.Boundary)
+	// Every '\r' must start a line break: enmime's boundary reader skips
+	// the byte after a CR when it looks for a delimiter.
+	if bytes.Count(body, []byte("\r")) != bytes.Count(body, []byte("\r\n")) {
+		return false
+	}
+	// Delimiter lines, with where each starts and where the line ends.
+	type mark struct{ start, next int }
+	var marks []mark
+	closed := false
+	for pos := 0; pos < len(body); {
+		line, next := body[pos:], len(body)
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line, next = line[:i], pos+i+1
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case bytes.Equal(line, delim):
+			if closed || next == len(body) && !bytes.HasSuffix(body, []byte("\n")) {
+				return false
+			}
+			marks = append(marks, mark{pos, next})
+		case len(line) == len(delim)+2 && bytes.HasPrefix(line, delim) && bytes.HasSuffix(line, []byte("--")):
+			if closed {
+				return false
+			}
+			closed = true
+			marks = append(marks, mark{pos, next})
+		}
+		pos = next
+	}
+	// The boundary may appear nowhere else: enmime would take it for a
+	// delimiter in the middle of a line too.
+	if !closed || len(marks) < 2 || bytes.Count(body, delim) != len(marks) {
+		return false
+	}
+	for i := 0; i+1 < len(marks); i++ {
+		start, end := marks[i].next, marks[i+1].start
+		if end <= start {
+			return false // an empty part: enmime reports it
+		}
+		// The line break before the next delimiter belongs to it.
+		end--
+		if end > start && body[end-1] == '\r' {
+			end--
+		}
+		id := strconv.Itoa(i + 1)
+		if !top {
+			id = parent.PartID + "." + id
+		}
+		if !splitPart(parent, body[start:end], id) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitPart reads one part: a nested multipart is split in turn, a leaf is
+// read by enmime as a message of its own.
+func splitPart(parent *enmime.Part, part []byte, id string) bool {
+	ph := scanHeader(part)
+	if !ph.plain || !ph.found || len(ph.fields) == 0 {
+		return false
+	}
+	mtype, boundary, ok := containerType(ph.fields)
+	if !ok {
+		return false
+	}
+	if boundary != "" {
+		if !strings.HasPrefix(mtype, "multipart/") {
+			return false // enmime reports text with a boundary
+		}
+		c := &enmime.Part{PartID: id, ContentType: mtype, Boundary: boundary}
+		parent.AddChild(c)
+		if !splitParts(c, part[ph.body:], false) {
+			return false
+		}
+		c.PartID += ".0" // as enmime names a multipart inside another
+		return true
+	}
+	leaf, err := parser.ReadParts(bytes.NewReader(part))
+	if err != nil || leaf.FirstChild != nil || leaf.ContentType != mtype {
+		return false
+	}
+	leaf.PartID = id
+	parent.AddChild(leaf)
+	return true
+}
