@@ -56,7 +56,11 @@ func scanHeader(raw []byte) headerSection {
 			if len(h.fields) == 0 {
 				return headerSection{}
 			}
-			owned = h.continueLast(h.trim(line), owned)
+			v := h.trim(line)
+			if len(v) == 0 {
+				h.plain = false // enmime adds a space for it
+			}
+			owned = h.continueLast(v, owned)
 		default:
 			colon := bytes.IndexByte(line, ':')
 			name := bytes.TrimRight(line[:max(colon, 0)], " \t")

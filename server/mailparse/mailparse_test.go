@@ -682,6 +682,12 @@ func TestParseHostileInput(t *testing.T) {
 				t.Errorf("Text = %v", m.Text)
 			}
 		}},
+		// enmime reads these folds as part of the Content-Type, so the
+		// nesting must be counted through them too.
+		{"nesting behind a blank continuation line", nestedFolded(maxMIMEDepth+1, "\r\n \r\n "), deeperThanLimit},
+		{"nesting behind an unindented continuation", nestedFolded(maxMIMEDepth+1, "\r\n"), deeperThanLimit},
+		{"nesting behind a dropped header line", nestedFolded(maxMIMEDepth+1, "\r\n:junk\r\n "), deeperThanLimit},
+		{"nesting behind a bare CR line", nestedFolded(maxMIMEDepth+1, "\r\n\r\r\n "), deeperThanLimit},
 		{"sibling multiparts are not nesting", siblings(3 * maxMIMEDepth), func(t *testing.T, m *Message) {
 			eq(t, "Warnings", m.Warnings, nil)
 			if m.Text == nil || strings.Count(*m.Text, "leaf") != 3*maxMIMEDepth {
@@ -794,17 +800,28 @@ func crlf(s string) []byte {
 }
 
 // nested builds a message whose multiparts nest depth levels deep.
-func nested(depth int) []byte {
+func nested(depth int) []byte { return nestedFolded(depth, "\r\n ") }
+
+// nestedFolded is nested with fold between each part's media type and its
+// boundary parameter.
+func nestedFolded(depth int, fold string) []byte {
 	var b bytes.Buffer
 	b.WriteString("Content-Type: multipart/mixed; boundary=b0\r\n\r\n")
 	for i := 1; i < depth; i++ {
-		b.WriteString("--b" + strconv.Itoa(i-1) + "\r\nContent-Type: multipart/mixed;\r\n boundary=\"b" + strconv.Itoa(i) + "\"\r\n\r\n")
+		b.WriteString("--b" + strconv.Itoa(i-1) + "\r\nContent-Type: multipart/mixed;" + fold + "boundary=\"b" + strconv.Itoa(i) + "\"\r\n\r\n")
 	}
 	b.WriteString("--b" + strconv.Itoa(depth-1) + "\r\nContent-Type: text/plain\r\n\r\ndeep https://example.com/deep\r\n")
 	for i := depth - 1; i >= 0; i-- {
 		b.WriteString("--b" + strconv.Itoa(i) + "--\r\n")
 	}
 	return b.Bytes()
+}
+
+func deeperThanLimit(t *testing.T, m *Message) {
+	t.Helper()
+	if !containsWarning(m.Warnings, "nested deeper than") {
+		t.Errorf("Warnings = %q", m.Warnings)
+	}
 }
 
 // siblings builds n two-level multiparts side by side in one mixed.

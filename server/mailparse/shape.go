@@ -80,28 +80,48 @@ func checkShape(hdr headerSection, body []byte) error {
 		if !inHeader {
 			continue
 		}
+		// Header lines as enmime.ReadHeader takes them: only an empty
+		// line ends the header, a line starting with white space continues
+		// the field, so does a line without a colon, and a line with a bad
+		// field name is dropped without ending the field before it.
+		colon := bytes.IndexByte(line, ':')
 		switch {
-		case len(bytes.TrimSpace(line)) == 0:
+		case len(line) == 0:
 			inHeader = false
 			if err := endField(); err != nil {
 				return err
 			}
-		case line[0] == ' ' || line[0] == '\t':
+		case line[0] == ' ' || line[0] == '\t' || line[0] == '\r':
 			if inCT {
 				ctype = append(append(ctype, ' '), bytes.TrimSpace(line)...)
 			}
+		case colon < 0:
+			if inCT {
+				ctype = append(append(ctype, ' '), line...)
+			}
+		case colon == 0 || !fieldName(line[:colon]):
 		default:
 			if err := endField(); err != nil {
 				return err
 			}
-			if name, value, ok := bytes.Cut(line, []byte(":")); ok &&
-				bytes.EqualFold(bytes.TrimSpace(name), []byte("Content-Type")) {
+			if bytes.EqualFold(bytes.TrimSpace(line[:colon]), []byte("Content-Type")) {
 				inCT = true
-				ctype = append(ctype[:0], bytes.TrimSpace(value)...)
+				ctype = append(ctype[:0], bytes.TrimSpace(line[colon+1:])...)
 			}
 		}
 	}
 	return nil
+}
+
+// fieldName reports whether enmime keeps a header line with this name:
+// printable ASCII, spaces allowed.
+func fieldName(name []byte) bool {
+	for _, c := range name {
+		if c != ' ' && (c < 33 || c > 126) {
+			return false
+		}
+	}
+	return true
 }
 
 // declaredBoundary parses a Content-Type value with the parser enmime is

@@ -34,11 +34,15 @@ func splitMIME(msg []byte, hdr headerSection) (root *enmime.Part, ok bool) {
 		return nil, false
 	}
 	root = &enmime.Part{PartID: "0", ContentType: mtype, Boundary: boundary}
-	if !splitParts(root, msg[hdr.body:], true) {
+	sp := splitter{}
+	if !sp.parts(root, msg[hdr.body:], 1) {
 		return nil, false
 	}
 	return root, true
 }
+
+// splitter bounds the tree as checkShape does, whatever checkShape saw.
+type splitter struct{ count int }
 
 // containerType reads the one Content-Type of a header section.
 func containerType(fields []field) (mtype, boundary string, ok bool) {
@@ -56,13 +60,23 @@ func containerType(fields []field) (mtype, boundary string, ok bool) {
 	if mtype == "" || len(invalid) > 0 {
 		return "", "", false
 	}
-	return mtype, params["boundary"], true
+	// RFC 2046 boundaries: at most 70 characters, none of them trailing
+	// white space. enmime cannot find a longer one (it peeks at most 4 KiB
+	// ahead), and white space inside is where header folding shows.
+	b := params["boundary"]
+	if len(b) > 70 || strings.ContainsAny(b, " \t") {
+		return "", "", false
+	}
+	return mtype, b, true
 }
 
-// splitParts adds parent's parts, found in body, to the tree; top is set
-// for the message's own multipart, whose parts enmime numbers 1, 2, …
-// rather than after their parent.
-func splitParts(parent *enmime.Part, body []byte, top bool) bool {
+// parts adds parent's parts, found in body, to the tree. depth is 1 for
+// the message's own multipart, whose parts enmime numbers 1, 2, … rather
+// than after their parent.
+func (sp *splitter) parts(parent *enmime.Part, body []byte, depth int) bool {
+	if depth > maxMIMEDepth {
+		return false
+	}
 	delim := []byte("--" + parent.Boundary)
 	// Every '\r' must start a line break: enmime's boundary reader skips
 	// the byte after a CR when it looks for a delimiter.
@@ -109,20 +123,23 @@ func splitParts(parent *enmime.Part, body []byte, top bool) bool {
 		if end > start && body[end-1] == '\r' {
 			end--
 		}
+		if sp.count++; sp.count > maxMIMEParts {
+			return false
+		}
 		id := strconv.Itoa(i + 1)
-		if !top {
+		if depth > 1 {
 			id = parent.PartID + "." + id
 		}
-		if !splitPart(parent, body[start:end], id) {
+		if !sp.part(parent, body[start:end], id, depth) {
 			return false
 		}
 	}
 	return true
 }
 
-// splitPart reads one part: a nested multipart is split in turn, a leaf is
-// read by enmime as a message of its own.
-func splitPart(parent *enmime.Part, part []byte, id string) bool {
+// part reads one part: a nested multipart is split in turn, a leaf is read
+// by enmime as a message of its own.
+func (sp *splitter) part(parent *enmime.Part, part []byte, id string, depth int) bool {
 	ph := scanHeader(part)
 	if !ph.plain || !ph.found || len(ph.fields) == 0 {
 		return false
@@ -137,7 +154,7 @@ func splitPart(parent *enmime.Part, part []byte, id string) bool {
 		}
 		c := &enmime.Part{PartID: id, ContentType: mtype, Boundary: boundary}
 		parent.AddChild(c)
-		if !splitParts(c, part[ph.body:], false) {
+		if !sp.parts(c, part[ph.body:], depth+1) {
 			return false
 		}
 		c.PartID += ".0" // as enmime names a multipart inside another
