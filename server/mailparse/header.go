@@ -112,12 +112,12 @@ func (h *headerSection) continueLast(more []byte, owned int) int {
 	return owned
 }
 
-// trim trims a value as enmime does, and more: bytes.TrimSpace also drops
-// \v, \f, U+0085 and U+00A0, which enmime keeps (and then warns about),
-// so a value that loses any of them is no longer plain.
+// trim trims a value as enmime does (trimField), so that both read the
+// same boundary. A value that bytes.TrimSpace would trim further, of \v,
+// \f, U+0085 or U+00A0, is no longer plain: enmime warns about those.
 func (h *headerSection) trim(v []byte) []byte {
-	t := bytes.TrimSpace(v)
-	if len(t) != len(bytes.Trim(v, " \t\r\n")) {
+	t := trimField(v)
+	if len(t) != len(bytes.TrimSpace(v)) {
 		h.plain = false
 	}
 	return t

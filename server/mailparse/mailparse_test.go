@@ -688,6 +688,9 @@ func TestParseHostileInput(t *testing.T) {
 		{"nesting behind an unindented continuation", nestedFolded(maxMIMEDepth+1, "\r\n"), deeperThanLimit},
 		{"nesting behind a dropped header line", nestedFolded(maxMIMEDepth+1, "\r\n:junk\r\n "), deeperThanLimit},
 		{"nesting behind a bare CR line", nestedFolded(maxMIMEDepth+1, "\r\n\r\r\n "), deeperThanLimit},
+		{"nesting behind a boundary folded with \\v", nestedVTab(maxMIMEDepth + 1), deeperThanLimit},
+		{"parts after a line ending in a close delimiter", manyParts2("x--p--\r\n", "--p\r\n"), moreThanPartLimit},
+		{"parts behind delimiters followed by \\v", manyParts2("", "--p\v\r\n"), moreThanPartLimit},
 		{"sibling multiparts are not nesting", siblings(3 * maxMIMEDepth), func(t *testing.T, m *Message) {
 			eq(t, "Warnings", m.Warnings, nil)
 			if m.Text == nil || strings.Count(*m.Text, "leaf") != 3*maxMIMEDepth {
@@ -815,6 +818,40 @@ func nestedFolded(depth int, fold string) []byte {
 		b.WriteString("--b" + strconv.Itoa(i) + "--\r\n")
 	}
 	return b.Bytes()
+}
+
+// nestedVTab nests multiparts whose quoted boundaries are folded before
+// a \v, which enmime keeps in the boundary ("bN \vz").
+func nestedVTab(depth int) []byte {
+	var b bytes.Buffer
+	b.WriteString("Content-Type: multipart/mixed; boundary=\"b0\r\n \vz\"\r\n\r\n")
+	for i := 1; i < depth; i++ {
+		b.WriteString("--b" + strconv.Itoa(i-1) + " \vz\r\nContent-Type: multipart/mixed; boundary=\"b" + strconv.Itoa(i) + "\r\n \vz\"\r\n\r\n")
+	}
+	b.WriteString("--b" + strconv.Itoa(depth-1) + " \vz\r\nContent-Type: text/plain\r\n\r\ndeep\r\n")
+	for i := depth - 1; i >= 0; i-- {
+		b.WriteString("--b" + strconv.Itoa(i) + " \vz--\r\n")
+	}
+	return b.Bytes()
+}
+
+// manyParts2 is a multipart of more parts than the limit, each opened by
+// delim, after a first part whose body is first.
+func manyParts2(first, delim string) []byte {
+	var b bytes.Buffer
+	b.WriteString("Content-Type: multipart/mixed; boundary=p\r\n\r\n--p\r\nContent-Type: text/plain\r\n\r\n" + first)
+	for range maxMIMEParts + 10 {
+		b.WriteString(delim + "Content-Type: text/plain\r\n\r\nx\r\n")
+	}
+	b.WriteString("--p--\r\n")
+	return b.Bytes()
+}
+
+func moreThanPartLimit(t *testing.T, m *Message) {
+	t.Helper()
+	if !containsWarning(m.Warnings, "MIME parts") {
+		t.Errorf("Warnings = %q", m.Warnings)
+	}
 }
 
 func deeperThanLimit(t *testing.T, m *Message) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 const (
@@ -93,7 +94,7 @@ func checkShape(hdr headerSection, body []byte) error {
 			}
 		case line[0] == ' ' || line[0] == '\t' || line[0] == '\r':
 			if inCT {
-				ctype = append(append(ctype, ' '), bytes.TrimSpace(line)...)
+				ctype = append(append(ctype, ' '), trimField(line)...)
 			}
 		case colon < 0:
 			if inCT {
@@ -106,12 +107,16 @@ func checkShape(hdr headerSection, body []byte) error {
 			}
 			if bytes.EqualFold(bytes.TrimSpace(line[:colon]), []byte("Content-Type")) {
 				inCT = true
-				ctype = append(ctype[:0], bytes.TrimSpace(line[colon+1:])...)
+				ctype = append(ctype[:0], trimField(line[colon+1:])...)
 			}
 		}
 	}
 	return nil
 }
+
+// trimField trims what enmime trims from a header line: ASCII spaces,
+// tabs and line breaks, not \v, \f or the Latin-1 spaces.
+func trimField(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // fieldName reports whether enmime keeps a header line with this name:
 // printable ASCII, spaces allowed.
@@ -143,10 +148,14 @@ func matchDelimiter(line []byte, stack [][]byte) (int, bool) {
 			continue
 		}
 		rest := line[j+len(stack[i]):]
+		// enmime closes a level only at the start of a line, and takes any
+		// white space (unicode.IsSpace of the byte) after a delimiter.
 		switch {
 		case bytes.HasPrefix(rest, []byte("--")):
-			return i, true
-		case len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r':
+			if j == 0 {
+				return i, true
+			}
+		case len(rest) == 0 || unicode.IsSpace(rune(rest[0])):
 			return i, false
 		}
 	}
