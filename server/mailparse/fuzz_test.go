@@ -11,6 +11,15 @@ import (
 // FuzzParse starts from the .eml corpus; checkInvariants states what must
 // hold for any input (a panic fails the run by itself).
 func FuzzParse(f *testing.F) {
+	addCorpus(f)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkInvariants(t, Parse(raw))
+	})
+}
+
+// addCorpus seeds f with every .eml file of the corpus.
+func addCorpus(f *testing.F) {
+	f.Helper()
 	files, err := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no seed corpus in %s: %v", corpusDir, err)
@@ -22,9 +31,6 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(raw)
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkInvariants(t, Parse(raw))
-	})
 }
 
 func FuzzExtractLinks(f *testing.F) {
@@ -130,14 +136,7 @@ func FuzzShortcutAgrees(f *testing.F) {
 	for _, s := range append(shortcutSeeds, splitSeeds...) {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
+	addCorpus(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		fast, slow := parse(raw, true), parse(raw, false)
 		if !reflect.DeepEqual(fast, slow) {

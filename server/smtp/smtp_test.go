@@ -207,6 +207,16 @@ type rawClient struct {
 
 func (e *testEnv) dialRaw(t *testing.T, implicit bool) *rawClient {
 	t.Helper()
+	conn := e.dial(t, implicit, 30*time.Second)
+	r := &rawClient{t: t, conn: conn, tp: textproto.NewConn(conn)}
+	r.expect(220, "")
+	return r
+}
+
+// dial connects to the implicit-TLS listener (TLS done) or the STARTTLS
+// one (plain text), closed when the test ends.
+func (e *testEnv) dial(t *testing.T, implicit bool, deadline time.Duration) net.Conn {
+	t.Helper()
 	var conn net.Conn
 	var err error
 	if implicit {
@@ -217,11 +227,9 @@ func (e *testEnv) dialRaw(t *testing.T, implicit bool) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	r := &rawClient{t: t, conn: conn, tp: textproto.NewConn(conn)}
+	conn.SetDeadline(time.Now().Add(deadline))
 	t.Cleanup(func() { conn.Close() })
-	r.expect(220, "")
-	return r
+	return conn
 }
 
 func (r *rawClient) reply() (int, string) {
@@ -920,17 +928,7 @@ func TestMaxConnections(t *testing.T) {
 	e.dialRaw(t, true)
 
 	for _, implicit := range []bool{false, true} {
-		var conn net.Conn
-		var err error
-		if implicit {
-			conn, err = tls.Dial("tcp", e.implicit, e.clientTLS())
-		} else {
-			conn, err = net.Dial("tcp", e.starttls)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn := e.dial(t, implicit, 10*time.Second)
 		code, msg, err := textproto.NewConn(conn).ReadResponse(0)
 		if err != nil || code != 421 || !strings.HasPrefix(msg, "4.7.0 ") || !strings.Contains(msg, "too many connections") {
 			t.Errorf("implicit=%v: over the limit: %d %q %v", implicit, code, msg, err)
