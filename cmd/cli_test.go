@@ -186,6 +186,23 @@ func TestBadInvocations(t *testing.T) {
 
 var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|CA certificate)\s+(\S+)`)
 
+// readBanner reads serve's banner up to its last line, then keeps draining
+// stdout so that serve never blocks on it.
+func readBanner(stdout io.Reader) map[string]string {
+	banner := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := bannerLine.FindStringSubmatch(sc.Text()); m != nil {
+			banner[m[1]] = m[2]
+		}
+		if _, ok := banner["CA certificate"]; ok {
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	return banner
+}
+
 func TestServeEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data") // serve creates it
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -198,17 +215,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	banner := map[string]string{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if m := bannerLine.FindStringSubmatch(sc.Text()); m != nil {
-			banner[m[1]] = m[2]
-		}
-		if _, ok := banner["CA certificate"]; ok {
-			break
-		}
-	}
-	go io.Copy(io.Discard, stdout)
+	banner := readBanner(stdout)
 	api, key := banner["Read API"], banner["API key"]
 	if api == "" || !strings.HasPrefix(key, "cap_") || !strings.HasPrefix(banner["Inbox"], "inb_") ||
 		!strings.Contains(banner["Capture URL"], "/whe_") {
@@ -268,7 +275,7 @@ func TestServeEndToEnd(t *testing.T) {
 	cmd.Stderr = io.Discard
 	cmd.Start()
 	var out strings.Builder
-	sc = bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "CA certificate") {
@@ -411,17 +418,7 @@ func startServeProcess(t *testing.T, dir string) (*exec.Cmd, map[string]string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	banner := map[string]string{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if m := bannerLine.FindStringSubmatch(sc.Text()); m != nil {
-			banner[m[1]] = m[2]
-		}
-		if _, ok := banner["CA certificate"]; ok {
-			break
-		}
-	}
-	go io.Copy(io.Discard, stdout)
+	banner := readBanner(stdout)
 	if banner["Read API"] == "" {
 		t.Fatal("serve printed no banner")
 	}
