@@ -270,7 +270,7 @@ func TestForwardFailingHandler(t *testing.T) {
 
 		// Nothing listens at the target: refused, reported once, recorded,
 		// not retried.
-		s = c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: "http://" + closedAddr(t)})
+		s = c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: "http://" + capturetest.ClosedAddr(t)})
 		s.ready(t)
 		refused := srv.Post(t, "POST", "/refused/1", nil, []byte("x"))
 		events := s.waitDeliveries(t, 1)
@@ -411,7 +411,7 @@ func TestForwardBadStart(t *testing.T) {
 	}{
 		{"bad key", opts{api: srv.APIBase, key: "cap_notakey", endpoint: srv.EndpointID}, "refused the key"},
 		{"unknown endpoint", opts{api: srv.APIBase, key: srv.Key, endpoint: "whe_unknown"}, "endpoint whe_unknown not found"},
-		{"unreachable API", opts{api: "http://" + closedAddr(t) + "/api/v1", key: srv.Key, endpoint: srv.EndpointID}, "cannot reach the API"},
+		{"unreachable API", opts{api: "http://" + capturetest.ClosedAddr(t) + "/api/v1", key: srv.Key, endpoint: srv.EndpointID}, "cannot reach the API"},
 		{"interval out of range", opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, interval: 61}, "60"},
 	}
 	for _, tt := range tests {

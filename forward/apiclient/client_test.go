@@ -3,7 +3,6 @@ package apiclient_test
 import (
 	"bytes"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -196,22 +195,11 @@ func TestErrors(t *testing.T) {
 		t.Errorf("502 without envelope = %#v", err)
 	}
 
-	_, err = apiclient.New("http://"+closedAddr(t)+"/api/v1", "cap_k", nil).Me(ctx)
+	_, err = apiclient.New("http://"+capturetest.ClosedAddr(t)+"/api/v1", "cap_k", nil).Me(ctx)
 	var ue *apiclient.UnreachableError
 	if !errors.Is(err, apiclient.ErrUnreachable) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("closed port = %v, want ErrUnreachable", err)
 	}
-}
-
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func TestHeadersKeepOrder(t *testing.T) {

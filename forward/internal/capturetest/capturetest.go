@@ -161,3 +161,15 @@ func captureID(t testing.TB, resp *http.Response) string {
 	}
 	return v.ID
 }
+
+// ClosedAddr is a loopback address nothing listens on.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
