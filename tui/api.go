@@ -133,32 +133,15 @@ func loadMe(ctx context.Context, c *apiclient.Client) tea.Cmd {
 
 func loadSources(ctx context.Context, c *apiclient.Client) tea.Cmd {
 	return func() tea.Msg {
-		var out sourcesMsg
-		p := apiclient.Page{Limit: apiclient.MaxLimit}
-		for {
-			l, err := c.Inboxes(ctx, p)
-			if err != nil {
-				return sourcesMsg{err: err}
-			}
-			out.inboxes = append(out.inboxes, l.Items...)
-			if l.Next == "" {
-				break
-			}
-			p.Before = l.Next
+		inboxes, err := apiclient.All(ctx, c.Inboxes)
+		if err != nil {
+			return sourcesMsg{err: err}
 		}
-		p = apiclient.Page{Limit: apiclient.MaxLimit}
-		for {
-			l, err := c.Endpoints(ctx, p)
-			if err != nil {
-				return sourcesMsg{err: err}
-			}
-			out.endpoints = append(out.endpoints, l.Items...)
-			if l.Next == "" {
-				break
-			}
-			p.Before = l.Next
+		endpoints, err := apiclient.All(ctx, c.Endpoints)
+		if err != nil {
+			return sourcesMsg{err: err}
 		}
-		return out
+		return sourcesMsg{inboxes: inboxes, endpoints: endpoints}
 	}
 }
 

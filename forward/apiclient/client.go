@@ -69,23 +69,35 @@ func (c *Client) Endpoints(ctx context.Context, p Page) (List[Endpoint], error) 
 }
 
 // Endpoint finds one endpoint by id. The API has no route for a single
-// endpoint, so it pages through the list; an unknown id gives an *APIError
-// with code not_found, as a route would.
+// endpoint, so it reads the list; an unknown id gives an *APIError with
+// code not_found, as a route would.
 func (c *Client) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+	all, err := All(ctx, c.Endpoints)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	for _, e := range all {
+		if e.ID == id {
+			return e, nil
+		}
+	}
+	return Endpoint{}, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+		Message: "no endpoint " + strconv.Quote(id) + " in this key's project", Fields: map[string]string{}}
+}
+
+// All reads every page of a list (Client.Inboxes, Client.Endpoints), in
+// the list's order.
+func All[T any](ctx context.Context, list func(context.Context, Page) (List[T], error)) ([]T, error) {
+	var out []T
 	p := Page{Limit: MaxLimit}
 	for {
-		l, err := c.Endpoints(ctx, p)
+		l, err := list(ctx, p)
 		if err != nil {
-			return Endpoint{}, err
+			return nil, err
 		}
-		for _, e := range l.Items {
-			if e.ID == id {
-				return e, nil
-			}
-		}
+		out = append(out, l.Items...)
 		if l.Next == "" {
-			return Endpoint{}, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-				Message: "no endpoint " + strconv.Quote(id) + " in this key's project", Fields: map[string]string{}}
+			return out, nil
 		}
 		p.Before = l.Next
 	}

@@ -2,11 +2,13 @@ package apiclient_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,4 +277,34 @@ func TestResolve(t *testing.T) {
 			t.Error("want an error for a corrupt credentials.json")
 		}
 	})
+}
+
+// TestAllFollowsNext reads a list of three pages, passing each page's
+// cursor to the next call, and stops on the first error.
+func TestAllFollowsNext(t *testing.T) {
+	pages := map[string]apiclient.List[int]{
+		"":   {Items: []int{1, 2}, Next: "c1"},
+		"c1": {Items: []int{3}, Next: "c2"},
+		"c2": {Items: []int{4, 5}},
+	}
+	var calls []apiclient.Page
+	list := func(_ context.Context, p apiclient.Page) (apiclient.List[int], error) {
+		calls = append(calls, p)
+		return pages[p.Before], nil
+	}
+	got, err := apiclient.All(t.Context(), list)
+	if err != nil || !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("All = %v, %v", got, err)
+	}
+	if len(calls) != 3 || calls[0].Limit != apiclient.MaxLimit || calls[2].Before != "c2" {
+		t.Errorf("calls %+v", calls)
+	}
+
+	boom := errors.New("boom")
+	_, err = apiclient.All(t.Context(), func(context.Context, apiclient.Page) (apiclient.List[int], error) {
+		return apiclient.List[int]{}, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("error = %v", err)
+	}
 }
