@@ -1,16 +1,15 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/server/api"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -21,23 +20,12 @@ func defaultAPIConfig() api.Config {
 		CaptureBase: "http://" + defaultCaptureAddr}
 }
 
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
 func newTable(c *cobra.Command) *tabwriter.Writer {
 	return tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 }
 
-type projectJSON struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Plan      string `json:"plan"`
-	CreatedAt string `json:"created_at"`
-}
-
-func renderProject(p store.Project) projectJSON {
-	return projectJSON{ID: p.ID, Name: p.Name, Plan: p.Plan.Name, CreatedAt: fmtTime(p.CreatedAt)}
+func renderProject(p store.Project) contract.Project {
+	return contract.Project{ID: p.ID, Name: p.Name, Plan: p.Plan.Name, CreatedAt: contract.Time{Time: p.CreatedAt}}
 }
 
 func newProjectCmd() *cobra.Command {
@@ -76,16 +64,12 @@ func newProjectCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					items := make([]projectJSON, len(ps))
-					for i, p := range ps {
-						items[i] = renderProject(p)
-					}
-					return printJSON(c.OutOrStdout(), map[string]any{"items": items})
+					return printJSON(c.OutOrStdout(), renderAll(ps, renderProject))
 				}
 				tw := newTable(c)
 				fmt.Fprintln(tw, "ID\tNAME\tPLAN\tCREATED")
 				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Plan.Name, fmtTime(p.CreatedAt))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Plan.Name, contract.FormatTime(p.CreatedAt))
 				}
 				return tw.Flush()
 			})
@@ -114,21 +98,17 @@ func newProjectCmd() *cobra.Command {
 	return c
 }
 
-type keyJSON struct {
-	ID        string  `json:"id"`
-	ProjectID string  `json:"project_id"`
-	CreatedAt string  `json:"created_at"`
-	RevokedAt *string `json:"revoked_at"`
-	Key       string  `json:"key,omitempty"`
+func renderKey(k store.Key) contract.Key {
+	return contract.Key{ID: k.ID, ProjectID: k.ProjectID, CreatedAt: contract.Time{Time: k.CreatedAt}, RevokedAt: contract.TimeOf(k.RevokedAt)}
 }
 
-func renderKey(k store.Key) keyJSON {
-	out := keyJSON{ID: k.ID, ProjectID: k.ProjectID, CreatedAt: fmtTime(k.CreatedAt)}
-	if k.RevokedAt != nil {
-		s := fmtTime(*k.RevokedAt)
-		out.RevokedAt = &s
+// renderAll is a whole list for --json: {"items": [...]}.
+func renderAll[S, T any](items []S, render func(S) T) map[string][]T {
+	out := make([]T, len(items))
+	for i, item := range items {
+		out[i] = render(item)
 	}
-	return out
+	return map[string][]T{"items": out}
 }
 
 func newKeyCmd() *cobra.Command {
@@ -148,7 +128,7 @@ func newKeyCmd() *cobra.Command {
 				}
 				if wantJSON(c) {
 					out := renderKey(k)
-					out.Key = secret
+					out.Secret = secret
 					return printJSON(c.OutOrStdout(), out)
 				}
 				fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
@@ -172,20 +152,16 @@ func newKeyCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					items := make([]keyJSON, len(keys))
-					for i, k := range keys {
-						items[i] = renderKey(k)
-					}
-					return printJSON(c.OutOrStdout(), map[string]any{"items": items})
+					return printJSON(c.OutOrStdout(), renderAll(keys, renderKey))
 				}
 				tw := newTable(c)
 				fmt.Fprintln(tw, "ID\tCREATED\tSTATUS")
 				for _, k := range keys {
 					status := "active"
 					if k.RevokedAt != nil {
-						status = "revoked " + fmtTime(*k.RevokedAt)
+						status = "revoked " + contract.FormatTime(*k.RevokedAt)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, fmtTime(k.CreatedAt), status)
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, contract.FormatTime(k.CreatedAt), status)
 				}
 				return tw.Flush()
 			})
@@ -229,11 +205,8 @@ func newInboxCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					out, err := withField(api.InboxJSON(in, defaultAPIConfig()), "smtp_password", in.SMTPPassword)
-					if err != nil {
-						return err
-					}
-					return printJSON(c.OutOrStdout(), out)
+					return printJSON(c.OutOrStdout(), contract.NewInbox{
+						Inbox: api.RenderInbox(in, defaultAPIConfig()), SMTPPassword: in.SMTPPassword})
 				}
 				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP username: %s\nSMTP password: %s\n",
 					in.Name, in.ID, in.ID, in.SMTPPassword)
@@ -253,23 +226,22 @@ func newInboxCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				items, err := allPages(func(pg store.Page) (store.List[store.Inbox], error) {
-					return st.Inboxes(c.Context(), p.ID, pg)
+				items, err := contract.All(func(before string) ([]store.Inbox, string, error) {
+					l, err := st.Inboxes(c.Context(), p.ID, store.Page{Before: before, Limit: store.MaxLimit})
+					return l.Items, l.Next, err
 				})
 				if err != nil {
 					return err
 				}
 				if wantJSON(c) {
-					out := make([]any, len(items))
-					for i, in := range items {
-						out[i] = api.InboxJSON(in, defaultAPIConfig())
-					}
-					return printJSON(c.OutOrStdout(), map[string]any{"items": out})
+					return printJSON(c.OutOrStdout(), renderAll(items, func(in store.Inbox) contract.Inbox {
+						return api.RenderInbox(in, defaultAPIConfig())
+					}))
 				}
 				tw := newTable(c)
 				fmt.Fprintln(tw, "ID\tNAME\tMESSAGES\tCREATED")
 				for _, in := range items {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", in.ID, in.Name, in.MessageCount, fmtTime(in.CreatedAt))
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", in.ID, in.Name, in.MessageCount, contract.FormatTime(in.CreatedAt))
 				}
 				return tw.Flush()
 			})
@@ -303,38 +275,6 @@ func newInboxCmd() *cobra.Command {
 	return c
 }
 
-// withField adds a field (a secret shown once) to an object in the API's
-// shape.
-func withField(v any, name string, value any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	m[name] = value
-	return m, nil
-}
-
-// allPages follows a list's cursors to the end; the CLI prints whole lists.
-func allPages[T any](list func(store.Page) (store.List[T], error)) ([]T, error) {
-	var out []T
-	pg := store.Page{Limit: store.MaxLimit}
-	for {
-		l, err := list(pg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
-		if l.Next == "" {
-			return out, nil
-		}
-		pg.Before = l.Next
-	}
-}
-
 func newEndpointCmd() *cobra.Command {
 	c := &cobra.Command{Use: "endpoint", Short: "Create, list and configure webhook endpoints"}
 
@@ -361,7 +301,7 @@ func newEndpointCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), api.EndpointJSON(e, defaultAPIConfig().CaptureBase))
+					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, defaultAPIConfig().CaptureBase))
 				}
 				fprintf(c.OutOrStdout(), "created endpoint %s (%s)\ncapture URL: %s\n", e.Name, e.ID,
 					api.CaptureURL(defaultAPIConfig().CaptureBase, e.ID))
@@ -382,19 +322,18 @@ func newEndpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				items, err := allPages(func(pg store.Page) (store.List[store.Endpoint], error) {
-					return st.Endpoints(c.Context(), p.ID, pg)
+				items, err := contract.All(func(before string) ([]store.Endpoint, string, error) {
+					l, err := st.Endpoints(c.Context(), p.ID, store.Page{Before: before, Limit: store.MaxLimit})
+					return l.Items, l.Next, err
 				})
 				if err != nil {
 					return err
 				}
 				base := defaultAPIConfig().CaptureBase
 				if wantJSON(c) {
-					out := make([]any, len(items))
-					for i, e := range items {
-						out[i] = api.EndpointJSON(e, base)
-					}
-					return printJSON(c.OutOrStdout(), map[string]any{"items": out})
+					return printJSON(c.OutOrStdout(), renderAll(items, func(e store.Endpoint) contract.Endpoint {
+						return api.RenderEndpoint(e, base)
+					}))
 				}
 				tw := newTable(c)
 				fmt.Fprintln(tw, "ID\tNAME\tREQUESTS\tTARGET\tCAPTURE URL")
@@ -429,7 +368,7 @@ func newEndpointCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), api.EndpointJSON(e, defaultAPIConfig().CaptureBase))
+					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, defaultAPIConfig().CaptureBase))
 				}
 				target := "none"
 				if e.TargetURL != nil {

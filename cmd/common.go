@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/datadir"
 )
 
 func dataDir(c *cobra.Command) (string, error) {
 	flag, _ := c.Flags().GetString("data-dir")
-	return store.ResolveDir(flag)
+	return datadir.Resolve(flag)
 }
 
 // openStore opens the data dir's database for an administration command.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/mcp"
 )
 
@@ -50,8 +51,8 @@ func runMCP(c *cobra.Command, _ []string) error {
 	// An agent shows a server that dies at start far more clearly than tools
 	// that fail one by one, so a bad key or a stopped server stops here.
 	if _, err := client.Me(c.Context()); err != nil {
-		var ae *apiclient.APIError
-		if errors.As(err, &ae) && ae.Code == apiclient.CodeUnauthorized {
+		var ae *contract.Error
+		if errors.As(err, &ae) && ae.Code == contract.CodeUnauthorized {
 			err = fmt.Errorf("the API at %s rejected the key: %s", creds.API, ae.Message)
 		}
 		return exitError{code: 2, err: err}

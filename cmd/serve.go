@@ -14,11 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward"
-	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server"
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/certs"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/datadir"
 )
 
 const (
@@ -149,14 +149,14 @@ func runServe(c *cobra.Command, _ []string) error {
 		log.Warn(w)
 	}
 
-	creds := apiclient.Credentials{API: srv.APIBase()}
+	creds := datadir.Credentials{API: srv.APIBase()}
 	if boot.Created {
 		creds.Key = boot.Secret
-	} else if old, err := apiclient.ReadCredentials(dir); err == nil {
+	} else if old, err := datadir.ReadCredentials(dir); err == nil {
 		creds.Key = old.Key
 	}
 	if creds.Key != "" {
-		if err := apiclient.WriteCredentials(dir, creds); err != nil {
+		if err := datadir.WriteCredentials(dir, creds); err != nil {
 			return err
 		}
 	}
@@ -199,7 +199,7 @@ func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, d
 	row := func(k, v string) { fmt.Fprintf(w, "  %-15s %s\n", k, v) }
 	row("Read API", srv.APIBase())
 	if b.Created {
-		row("API key", b.Secret+"   (shown once; saved in "+filepath.Join(dir, apiclient.CredentialsFile)+")")
+		row("API key", b.Secret+"   (shown once; saved in "+filepath.Join(dir, datadir.CredentialsFile)+")")
 	}
 	row("SMTP", fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", smtpHost, portList(srv.StartTLSAddrs()), portList(srv.TLSAddrs())))
 	if b.Inbox.ID != "" {

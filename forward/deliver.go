@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // Error classes of a delivery that got no answer.
@@ -55,7 +55,7 @@ type result struct {
 }
 
 // send delivers req to the handler exactly once.
-func (f *forwarder) send(ctx context.Context, req apiclient.Request) result {
+func (f *forwarder) send(ctx context.Context, req contract.Request) result {
 	r := result{At: time.Now(), ID: req.ID, Method: req.Method, Target: req.Target()}
 	u := f.targetURL(req.Path, req.Query)
 	// Not u.String(): an opaque URL prints without its host.
@@ -134,7 +134,7 @@ func (f *forwarder) targetURL(path, query string) *url.URL {
 
 // forwardHeaders copies the captured headers minus hop-by-hop ones,
 // including those the captured Connection header named.
-func forwardHeaders(hs apiclient.Headers) http.Header {
+func forwardHeaders(hs contract.Headers) http.Header {
 	named := map[string]bool{}
 	for _, h := range hs {
 		if http.CanonicalHeaderKey(h.Name) != "Connection" {

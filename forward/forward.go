@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // Limits of the pull interval and the delivery timeout.
@@ -195,25 +196,26 @@ type forwarder struct {
 	handlerDown bool
 	apiDown     bool
 	lastProblem string
-	rateLimited bool
-	stats       stats
+	// waiting is set while the API asks to come back later.
+	waiting bool
+	stats   stats
 }
 
 func (f *forwarder) start(ctx context.Context) error {
 	f.started = time.Now()
 	api := f.api.BaseURL()
-	me, err := callAPI(ctx, f, func() (apiclient.Me, error) { return f.api.Me(ctx) })
+	me, err := callAPI(ctx, f, func() (contract.Me, error) { return f.api.Me(ctx) })
 	switch {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return startErrorf("%v (is `capture serve` running? --api sets the URL)", err)
-	case apiclient.IsCode(err, apiclient.CodeUnauthorized):
+	case contract.IsCode(err, contract.CodeUnauthorized):
 		return startErrorf("the API at %s refused the key (unknown or revoked): set %s to a valid key", api, apiclient.EnvAPIKey)
 	case err != nil:
 		return startErrorf("API at %s: %v", api, err)
 	}
-	ep, err := callAPI(ctx, f, func() (apiclient.Endpoint, error) { return f.api.Endpoint(ctx, f.cfg.Endpoint) })
+	ep, err := callAPI(ctx, f, func() (contract.Endpoint, error) { return f.api.Endpoint(ctx, f.cfg.Endpoint) })
 	switch {
-	case apiclient.IsCode(err, apiclient.CodeNotFound):
+	case contract.IsCode(err, contract.CodeNotFound):
 		return startErrorf("endpoint %s not found in project %q (`capture endpoint list` shows the ids)", f.cfg.Endpoint, me.Project.Name)
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return startErrorf("%v", err)
@@ -260,11 +262,11 @@ func (f *forwarder) start(ctx context.Context) error {
 // newest returns at least the n newest captures (fewer if the endpoint
 // holds fewer), newest first. A whole page is read even for a small n, so
 // that seenUntil covers captures committed slightly out of order.
-func (f *forwarder) newest(ctx context.Context, n int) ([]apiclient.RequestSummary, error) {
-	var out []apiclient.RequestSummary
-	q := apiclient.RequestQuery{Limit: apiclient.MaxLimit}
+func (f *forwarder) newest(ctx context.Context, n int) ([]contract.RequestSummary, error) {
+	var out []contract.RequestSummary
+	q := apiclient.RequestQuery{Limit: contract.MaxLimit}
 	for {
-		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
+		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
 			return f.api.Requests(ctx, f.cfg.Endpoint, q)
 		})
 		if err != nil {
@@ -278,9 +280,9 @@ func (f *forwarder) newest(ctx context.Context, n int) ([]apiclient.RequestSumma
 	}
 }
 
-func (f *forwarder) see(r apiclient.RequestSummary) {
+func (f *forwarder) see(r contract.RequestSummary) {
 	if r.ReceivedAt.After(f.seenUntil) {
-		f.seenUntil = r.ReceivedAt
+		f.seenUntil = r.ReceivedAt.Time
 	}
 }
 
@@ -309,9 +311,9 @@ func (f *forwarder) loop(ctx context.Context) error {
 				f.out.info("API answers again; resuming %s", where)
 			}
 			f.apiDown, f.lastProblem = false, ""
-		case apiclient.IsCode(err, apiclient.CodeUnauthorized):
+		case contract.IsCode(err, contract.CodeUnauthorized):
 			return fmt.Errorf("the API refused the key (revoked?): %w", err)
-		case apiclient.IsCode(err, apiclient.CodeNotFound):
+		case contract.IsCode(err, contract.CodeNotFound):
 			return fmt.Errorf("endpoint %s is gone: %w", f.cfg.Endpoint, err)
 		case errors.Is(err, apiclient.ErrUnreachable):
 			if !f.apiDown {
@@ -336,10 +338,10 @@ func (f *forwarder) pull(ctx context.Context) error {
 	}
 	for {
 		after := f.last
-		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
-			return f.api.Requests(ctx, f.cfg.Endpoint, apiclient.RequestQuery{After: after, Limit: apiclient.MaxLimit})
+		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
+			return f.api.Requests(ctx, f.cfg.Endpoint, apiclient.RequestQuery{After: after, Limit: contract.MaxLimit})
 		})
-		if apiclient.IsCode(err, apiclient.CodeInvalidCursor) {
+		if contract.IsCode(err, contract.CodeInvalidCursor) {
 			return f.pullFresh(ctx, after)
 		}
 		if err != nil {
@@ -361,11 +363,11 @@ func (f *forwarder) pull(ctx context.Context) error {
 // capture becomes the cursor; captures received after everything seen so
 // far are delivered, so nothing is delivered twice.
 func (f *forwarder) pullFresh(ctx context.Context, gone string) error {
-	var fresh []apiclient.RequestSummary
+	var fresh []contract.RequestSummary
 	newestID := ""
-	q := apiclient.RequestQuery{Limit: apiclient.MaxLimit}
+	q := apiclient.RequestQuery{Limit: contract.MaxLimit}
 	for {
-		l, err := callAPI(ctx, f, func() (apiclient.List[apiclient.RequestSummary], error) {
+		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
 			return f.api.Requests(ctx, f.cfg.Endpoint, q)
 		})
 		if err != nil {
@@ -408,9 +410,9 @@ func (f *forwarder) pullFresh(ctx context.Context, gone string) error {
 // deliver fetches one capture, sends it to the handler once, reports the
 // result and records it on the server. An error means the capture was not
 // delivered and the cursor did not move.
-func (f *forwarder) deliver(ctx context.Context, s apiclient.RequestSummary) error {
-	req, err := callAPI(ctx, f, func() (apiclient.Request, error) { return f.api.Request(ctx, s.ID) })
-	if apiclient.IsCode(err, apiclient.CodeNotFound) {
+func (f *forwarder) deliver(ctx context.Context, s contract.RequestSummary) error {
+	req, err := callAPI(ctx, f, func() (contract.Request, error) { return f.api.Request(ctx, s.ID) })
+	if contract.IsCode(err, contract.CodeNotFound) {
 		// Deleted since it was listed: nothing left to deliver.
 		f.see(s)
 		return nil
@@ -459,10 +461,11 @@ func (f *forwarder) noteHandler(r result) {
 }
 
 func (f *forwarder) record(ctx context.Context, r result) {
-	rep := apiclient.DeliveryReport{TargetURL: r.URL, DurationMS: r.Duration.Milliseconds()}
+	target, ms := r.URL, r.Duration.Milliseconds()
 	if _, err := url.Parse(r.URL); err != nil {
-		rep.TargetURL = f.to
+		target = f.to
 	}
+	rep := contract.DeliveryReport{TargetURL: &target, DurationMS: &ms}
 	if r.Err != nil {
 		msg := r.Class + ": " + r.ErrText
 		rep.Error = &msg
@@ -472,32 +475,27 @@ func (f *forwarder) record(ctx context.Context, r result) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	_, err := callAPI(rctx, f, func() (apiclient.Delivery, error) { return f.api.RecordDelivery(rctx, r.ID, rep) })
+	_, err := callAPI(rctx, f, func() (contract.Delivery, error) { return f.api.RecordDelivery(rctx, r.ID, rep) })
 	if err != nil {
 		f.out.warn("could not record the delivery of %s on the server: %v", r.ID, err)
 	}
 }
 
-// callAPI runs one API call, waiting out 429 answers as long as ctx allows:
-// a rate-limited call was not carried out, so repeating it is safe.
+// callAPI runs one API call under the clients' retry policy, waiting out
+// answers that ask to come back later as long as ctx allows; a status line
+// says so once per episode.
 func callAPI[T any](ctx context.Context, f *forwarder, call func() (T, error)) (T, error) {
-	for {
-		v, err := call()
-		wait, limited := apiclient.RetryAfter(err)
-		if !limited {
-			f.rateLimited = false
-			return v, err
+	v, err := apiclient.Retry(ctx, call, func(wait time.Duration, err error) {
+		if f.waiting {
+			return
 		}
-		if !f.rateLimited {
-			f.rateLimited = true
+		f.waiting = true
+		if contract.IsCode(err, contract.CodeUnavailable) {
+			f.out.info("API unavailable for now; waiting %s as Retry-After asks", wait)
+		} else {
 			f.out.info("API rate limit reached; waiting %s as Retry-After asks", wait)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, ctx.Err()
-		case <-t.C:
-		}
-	}
+	})
+	f.waiting = false
+	return v, err
 }

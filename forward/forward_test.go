@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward"
-	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/forward/internal/capturetest"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // connectionHeaders are never forwarded, nor the headers a captured
@@ -124,7 +124,7 @@ func TestForwardRequests(t *testing.T) {
 			}
 			ds := waitRecorded(t, api, w.id, 1)
 			d := ds[0]
-			if len(ds) != 1 || d.Kind != apiclient.KindForward || d.Status != apiclient.StatusDelivered ||
+			if len(ds) != 1 || d.Kind != contract.KindForward || d.Status != contract.StatusDelivered ||
 				d.ResponseStatus == nil || *d.ResponseStatus != 200 || d.Error != nil || d.TargetURL != to+target {
 				t.Errorf("recorded delivery of %s = %+v", w.id, ds)
 			}
@@ -256,7 +256,7 @@ func TestForwardFailingHandler(t *testing.T) {
 			t.Errorf("handler got %v, want the failure once, then the marker", got)
 		}
 		ds := getRequest(t, api, failed).Deliveries
-		if len(ds) != 1 || ds[0].Kind != apiclient.KindForward || ds[0].Status != apiclient.StatusFailed ||
+		if len(ds) != 1 || ds[0].Kind != contract.KindForward || ds[0].Status != contract.StatusFailed ||
 			ds[0].ResponseStatus == nil || *ds[0].ResponseStatus != 500 {
 			t.Errorf("recorded deliveries of the failure = %+v", ds)
 		}
@@ -281,7 +281,7 @@ func TestForwardFailingHandler(t *testing.T) {
 		s.waitDeliveries(t, 2)
 		waitRecorded(t, api, second, 1)
 		ds = getRequest(t, api, refused).Deliveries
-		if len(ds) != 1 || ds[0].Status != apiclient.StatusFailed || ds[0].ResponseStatus != nil ||
+		if len(ds) != 1 || ds[0].Status != contract.StatusFailed || ds[0].ResponseStatus != nil ||
 			ds[0].Error == nil || !strings.Contains(*ds[0].Error, "refused") {
 			t.Errorf("recorded deliveries of the refused one = %+v", ds)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capturedev/capture/forward"
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // waitTimeout bounds every wait of these tests; the bursts and the rate
@@ -407,25 +408,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // getRequest reads a capture, waiting out the rate limit the clients under
 // test may be using up.
-func getRequest(t *testing.T, c *apiclient.Client, id string) apiclient.Request {
+func getRequest(t *testing.T, c *apiclient.Client, id string) contract.Request {
 	t.Helper()
-	for {
-		r, err := c.Request(context.Background(), id)
-		if d, ok := apiclient.RetryAfter(err); ok {
-			time.Sleep(d)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("GET /requests/%s: %v", id, err)
-		}
-		return r
+	r, err := apiclient.Retry(t.Context(), func() (contract.Request, error) { return c.Request(t.Context(), id) }, nil)
+	if err != nil {
+		t.Fatalf("GET /requests/%s: %v", id, err)
 	}
+	return r
 }
 
 // waitRecorded waits until the capture's history holds n deliveries.
-func waitRecorded(t *testing.T, c *apiclient.Client, id string, n int) []apiclient.Delivery {
+func waitRecorded(t *testing.T, c *apiclient.Client, id string, n int) []contract.Delivery {
 	t.Helper()
-	var ds []apiclient.Delivery
+	var ds []contract.Delivery
 	eventually(t, "delivery of "+id+" recorded", func() bool {
 		ds = getRequest(t, c, id).Deliveries
 		return len(ds) >= n

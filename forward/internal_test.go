@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -53,7 +54,7 @@ func TestTargetURL(t *testing.T) {
 }
 
 func TestForwardHeaders(t *testing.T) {
-	got := forwardHeaders(apiclient.Headers{
+	got := forwardHeaders(contract.Headers{
 		{Name: "Connection", Values: []string{"close, X-Private"}},
 		{Name: "X-Private", Values: []string{"1"}},
 		{Name: "x-public", Values: []string{"a", "b"}},

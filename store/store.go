@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -323,32 +322,6 @@ func strPtr(ns sql.NullString) *string {
 
 // DBFile is the database's name inside the data dir.
 const DBFile = "capture.db"
-
-// ResolveDir picks the data dir: the flag, else $CAPTURE_DATA_DIR, else
-// the platform's per-user data dir.
-func ResolveDir(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if env := os.Getenv("CAPTURE_DATA_DIR"); env != "" {
-		return env, nil
-	}
-	if runtime.GOOS == "darwin" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find data dir: %w", err)
-		}
-		return filepath.Join(home, "Library", "Application Support", "capture"), nil
-	}
-	if xdg := os.Getenv("XDG_DATA_HOME"); xdg != "" {
-		return filepath.Join(xdg, "capture"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find data dir: %w", err)
-	}
-	return filepath.Join(home, ".local", "share", "capture"), nil
-}
 
 // PrepareDir creates the data dir (0700) when missing and checks that it is
 // a directory.

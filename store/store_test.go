@@ -108,21 +108,6 @@ func TestOpenBadPlaces(t *testing.T) {
 	}
 }
 
-func TestResolveDir(t *testing.T) {
-	t.Setenv("CAPTURE_DATA_DIR", "/env/dir")
-	if d, _ := ResolveDir("/flag/dir"); d != "/flag/dir" {
-		t.Fatalf("flag: %s", d)
-	}
-	if d, _ := ResolveDir(""); d != "/env/dir" {
-		t.Fatalf("env: %s", d)
-	}
-	t.Setenv("CAPTURE_DATA_DIR", "")
-	t.Setenv("XDG_DATA_HOME", "/xdg")
-	if d, _ := ResolveDir(""); d != "/xdg/capture" {
-		t.Fatalf("xdg: %s", d)
-	}
-}
-
 func TestProjectsAndQuotas(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()

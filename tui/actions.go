@@ -18,6 +18,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // openBrowser hands url to the system's opener. It waits only for the
@@ -80,7 +81,7 @@ func writeOSC52(out io.Writer, text string) error {
 
 // saveAttachment writes an attachment into dir under its own name, never
 // over an existing file.
-func saveAttachment(ctx context.Context, c *apiclient.Client, dir, messageID string, a apiclient.Attachment) tea.Cmd {
+func saveAttachment(ctx context.Context, c *apiclient.Client, dir, messageID string, a contract.Attachment) tea.Cmd {
 	return func() tea.Msg {
 		data, _, err := c.AttachmentData(ctx, messageID, a.ID)
 		if err != nil {
@@ -139,7 +140,7 @@ func writeNew(dir, name string, data []byte) (string, error) {
 }
 
 // replaySummary is one line on what a replay got.
-func replaySummary(r apiclient.Replay) string {
+func replaySummary(r contract.Replay) string {
 	took := strconv.FormatInt(r.DurationMS, 10) + " ms"
 	if r.ResponseStatus != nil {
 		return "→ " + strconv.Itoa(*r.ResponseStatus) + " " + http.StatusText(*r.ResponseStatus) + " in " + took + " (" + r.Status + ")"

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // Every call to the API runs in a tea.Cmd and comes back as one of these
@@ -30,13 +31,13 @@ const (
 )
 
 type meMsg struct {
-	me  apiclient.Me
+	me  contract.Me
 	err error
 }
 
 type sourcesMsg struct {
-	inboxes   []apiclient.Inbox
-	endpoints []apiclient.Endpoint
+	inboxes   []contract.Inbox
+	endpoints []contract.Endpoint
 	err       error
 }
 
@@ -58,8 +59,8 @@ type pollMsg struct {
 
 type detailMsg struct {
 	id  string
-	msg *apiclient.Message
-	req *apiclient.Request
+	msg *contract.Message
+	req *contract.Request
 	err error
 }
 
@@ -70,13 +71,13 @@ type rawMsg struct {
 }
 
 type statusMsg struct {
-	last map[string]*apiclient.Delivery
+	last map[string]*contract.Delivery
 	err  error
 }
 
 type replayMsg struct {
 	id     string
-	replay apiclient.Replay
+	replay contract.Replay
 	err    error
 }
 
@@ -222,10 +223,10 @@ func loadRaw(ctx context.Context, c *apiclient.Client, id string) tea.Cmd {
 // time: the list shows it and no list route carries it.
 func loadStatuses(ctx context.Context, c *apiclient.Client, ids []string) tea.Cmd {
 	return func() tea.Msg {
-		out := statusMsg{last: map[string]*apiclient.Delivery{}}
+		out := statusMsg{last: map[string]*contract.Delivery{}}
 		for _, id := range ids {
 			r, err := c.Request(ctx, id)
-			if apiclient.IsCode(err, apiclient.CodeNotFound) {
+			if contract.IsCode(err, contract.CodeNotFound) {
 				out.last[id] = nil // deleted meanwhile: nothing to show
 				continue
 			}
@@ -239,7 +240,7 @@ func loadStatuses(ctx context.Context, c *apiclient.Client, ids []string) tea.Cm
 	}
 }
 
-func lastDelivery(ds []apiclient.Delivery) *apiclient.Delivery {
+func lastDelivery(ds []contract.Delivery) *contract.Delivery {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -262,7 +263,7 @@ func deleteCapture(ctx context.Context, c *apiclient.Client, id string, k source
 		} else {
 			err = c.DeleteMessage(ctx, id)
 		}
-		if apiclient.IsCode(err, apiclient.CodeNotFound) {
+		if contract.IsCode(err, contract.CodeNotFound) {
 			err = nil // gone already: what was asked for holds
 		}
 		return deleteMsg{id, err}
@@ -273,22 +274,9 @@ func tick() tea.Cmd {
 	return tea.Tick(refreshEvery, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
-// retryDelay is how long to wait before the attempt-th retry: what a 429
-// asks for, else an exponential backoff.
-func retryDelay(err error, attempt int, base, limit time.Duration) time.Duration {
-	if d, ok := apiclient.RetryAfter(err); ok {
-		return d
-	}
-	d := base
-	for i := 1; i < attempt && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
-}
-
 // describe turns an API error into a short line for the status bar.
 func describe(err error) string {
-	var ae *apiclient.APIError
+	var ae *contract.Error
 	switch {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		// The server is on the left of the status bar; the innermost
@@ -298,7 +286,7 @@ func describe(err error) string {
 			inner = u
 		}
 		return "cannot reach the API: " + inner.Error()
-	case errors.As(err, &ae) && ae.Code == apiclient.CodeTooManyWaits:
+	case errors.As(err, &ae) && ae.Code == contract.CodeTooManyWaits:
 		return "all of the project's wait slots are busy (429)"
 	case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
 		return "rate limited (429)"

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/inbucket/html2text"
-
-	"github.com/capturedev/capture/forward/apiclient"
 )
 
 const (
@@ -41,7 +40,7 @@ func (m *Model) detailContent(w int) string {
 	switch {
 	case d.id == "":
 		return ""
-	case !d.loaded() && apiclient.IsCode(d.err, apiclient.CodeNotFound):
+	case !d.loaded() && contract.IsCode(d.err, contract.CodeNotFound):
 		return m.st.dim.Render("this capture is gone: deleted, or pruned by retention")
 	case !d.loaded() && d.err != nil:
 		return m.st.bad.Render(ansi.Wrap("could not load it: "+describe(d.err), w, ""))
@@ -101,7 +100,7 @@ func (p *page) text(s string, hard bool) {
 
 func (p *page) String() string { return strings.Join(p.lines, "\n") }
 
-func (m *Model) messageContent(msg *apiclient.Message, w int) string {
+func (m *Model) messageContent(msg *contract.Message, w int) string {
 	p := &page{m: m, w: w}
 	subject := msg.Subject
 	if subject == "" {
@@ -184,7 +183,7 @@ func (m *Model) messageContent(msg *apiclient.Message, w int) string {
 }
 
 // messageBody is the text part, else the HTML part made readable.
-func messageBody(msg *apiclient.Message) (string, string) {
+func messageBody(msg *contract.Message) (string, string) {
 	if msg.Body.Text != nil && strings.TrimSpace(*msg.Body.Text) != "" {
 		return strings.TrimRight(*msg.Body.Text, "\r\n\t "), "Text"
 	}
@@ -197,7 +196,7 @@ func messageBody(msg *apiclient.Message) (string, string) {
 	return "(no body)", "Text"
 }
 
-func (m *Model) headerLines(p *page, hs apiclient.Headers) {
+func (m *Model) headerLines(p *page, hs contract.Headers) {
 	if len(hs) == 0 {
 		p.add(m.st.dim.Render("  none"))
 	}
@@ -216,7 +215,7 @@ func (m *Model) headerLines(p *page, hs apiclient.Headers) {
 	}
 }
 
-func (m *Model) requestContent(r *apiclient.Request, w int) string {
+func (m *Model) requestContent(r *contract.Request, w int) string {
 	p := &page{m: m, w: w}
 	p.add(ansi.Wrap(m.st.method.Render(r.Method)+" "+m.st.titleFocused.Render(clean(r.Target())), w, ""))
 	p.add("")
@@ -292,7 +291,7 @@ func (m *Model) requestContent(r *apiclient.Request, w int) string {
 }
 
 // deliveryLine is a delivery's outcome in a few words.
-func deliveryLine(d apiclient.Delivery) string {
+func deliveryLine(d contract.Delivery) string {
 	out := d.Status
 	if d.ResponseStatus != nil {
 		out = strconv.Itoa(*d.ResponseStatus) + " " + out
@@ -300,8 +299,8 @@ func deliveryLine(d apiclient.Delivery) string {
 	return out + " · " + d.Kind + " · " + strconv.FormatInt(d.DurationMS, 10) + " ms"
 }
 
-func (m *Model) deliveryStyle(d apiclient.Delivery) lipgloss.Style {
-	if d.Status == apiclient.StatusDelivered {
+func (m *Model) deliveryStyle(d contract.Delivery) lipgloss.Style {
+	if d.Status == contract.StatusDelivered {
 		return m.st.ok
 	}
 	return m.st.bad
@@ -431,7 +430,7 @@ func queryPairs(q string) [][2]string {
 	return out
 }
 
-func addrs(as []apiclient.Address) string {
+func addrs(as []contract.Address) string {
 	if len(as) == 0 {
 		return "—"
 	}

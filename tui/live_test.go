@@ -23,6 +23,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -113,7 +114,7 @@ func TestOneWaitSlot(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			switch {
-			case apiclient.IsCode(err, apiclient.CodeTooManyWaits):
+			case contract.IsCode(err, contract.CodeTooManyWaits):
 				refused++
 			case err != nil:
 				t.Fatal(err)
@@ -424,7 +425,7 @@ func TestWaitSlotsBusy(t *testing.T) {
 			}()
 			_, err := e.client.Messages(ctx, other.ID, apiclient.MessageQuery{Wait: 30 * time.Second})
 			close(done)
-			if apiclient.IsCode(err, apiclient.CodeTooManyWaits) {
+			if contract.IsCode(err, contract.CodeTooManyWaits) {
 				t.Errorf("a wait was refused before the viewer started: %v", err)
 			}
 		})

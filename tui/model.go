@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 type sourceKind int
@@ -33,8 +34,8 @@ type source struct {
 
 // capture is one row of the list: a message or a request.
 type capture struct {
-	msg *apiclient.MessageSummary
-	req *apiclient.RequestSummary
+	msg *contract.MessageSummary
+	req *contract.RequestSummary
 	// fresh marks a capture that arrived while watching and has not been
 	// looked at yet.
 	fresh bool
@@ -56,9 +57,9 @@ func (c capture) kind() sourceKind {
 
 func (c capture) receivedAt() time.Time {
 	if c.req != nil {
-		return c.req.ReceivedAt
+		return c.req.ReceivedAt.Time
 	}
-	return c.msg.ReceivedAt
+	return c.msg.ReceivedAt.Time
 }
 
 type pane int
@@ -98,8 +99,8 @@ type listState struct {
 type detail struct {
 	id         string
 	kind       sourceKind
-	msg        *apiclient.Message
-	req        *apiclient.Request
+	msg        *contract.Message
+	req        *contract.Request
 	err        error
 	raw        []byte
 	rawLoading bool
@@ -122,7 +123,7 @@ type Model struct {
 
 	width, height int
 
-	me      apiclient.Me
+	me      contract.Me
 	haveMe  bool
 	sources []source
 	srcIdx  int // -1 until there is a source
@@ -143,9 +144,9 @@ type Model struct {
 
 	detail      detail
 	showHeaders bool
-	last        map[string]*apiclient.Delivery // last delivery by request id; nil value: none
+	last        map[string]*contract.Delivery // last delivery by request id; nil value: none
 	statusBusy  bool
-	replays     map[string]apiclient.Replay
+	replays     map[string]contract.Replay
 
 	mode        mode
 	input       textinput.Model
@@ -200,8 +201,8 @@ func NewModel(ctx context.Context, cfg Config) *Model {
 		srcIdx:    -1,
 		focus:     paneList,
 		filters:   map[string]string{},
-		last:      map[string]*apiclient.Delivery{},
-		replays:   map[string]apiclient.Replay{},
+		last:      map[string]*contract.Delivery{},
+		replays:   map[string]contract.Replay{},
 		input:     in,
 		errs:      map[op]error{},
 		errSeq:    map[op]int{},
@@ -362,7 +363,7 @@ func (m *Model) fail(o op, gen int, err error) tea.Cmd {
 		return nil
 	}
 	m.attempts[o]++
-	d := retryDelay(err, m.attempts[o], m.retryBase, m.retryMax)
+	d := apiclient.Backoff(err, m.attempts[o], m.retryBase, m.retryMax)
 	m.record(o, err, d)
 	return tea.Tick(d, func(time.Time) tea.Msg { return retryMsg{op: o, gen: gen} })
 }
@@ -524,7 +525,7 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 	}
 	if msg.older {
 		m.list.loadingOlder = false
-		if apiclient.IsCode(msg.err, apiclient.CodeInvalidCursor) {
+		if contract.IsCode(msg.err, contract.CodeInvalidCursor) {
 			return m.reloadList() // the oldest capture shown was pruned meanwhile
 		}
 		if msg.err != nil {
@@ -572,7 +573,7 @@ func (m *Model) startPoll() tea.Cmd {
 	q.wait = pollWait
 	if len(m.list.items) > 0 {
 		q.after = m.list.items[0].id()
-		q.limit = apiclient.MaxLimit
+		q.limit = contract.MaxLimit
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.polling, m.pollCancel, m.pollGen = true, cancel, m.list.gen
@@ -598,7 +599,7 @@ func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
 		return m.startPoll()
 	}
 	if msg.err != nil {
-		if apiclient.IsCode(msg.err, apiclient.CodeInvalidCursor) {
+		if contract.IsCode(msg.err, contract.CodeInvalidCursor) {
 			// The newest capture shown was deleted elsewhere or pruned.
 			return m.reloadList()
 		}
@@ -742,7 +743,7 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 		return nil
 	}
 	if msg.err != nil {
-		if apiclient.IsCode(msg.err, apiclient.CodeNotFound) {
+		if contract.IsCode(msg.err, contract.CodeNotFound) {
 			m.detail.err = msg.err
 			m.refreshDetail()
 			return nil
@@ -767,7 +768,7 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 
 func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 	if msg.err != nil {
-		if apiclient.IsCode(msg.err, apiclient.CodeNoTarget) {
+		if contract.IsCode(msg.err, contract.CodeNoTarget) {
 			id := "ENDPOINT_ID"
 			if src := m.current(); src != nil {
 				id = src.id
@@ -781,7 +782,7 @@ func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 	r := msg.replay
 	m.replays[msg.id] = r
 	m.last[msg.id] = &r.Delivery
-	m.setNotice("replay "+replaySummary(r), r.Status != apiclient.StatusDelivered)
+	m.setNotice("replay "+replaySummary(r), r.Status != contract.StatusDelivered)
 	if m.detail.id == msg.id && m.detail.req != nil {
 		m.detail.req.Deliveries = append(m.detail.req.Deliveries, r.Delivery)
 		m.refreshDetail()

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // Config is what the viewer runs with. Only Client is required.
@@ -85,7 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // startProblem says in one line what to fix.
 func startProblem(api string, err error) error {
-	var ae *apiclient.APIError
+	var ae *contract.Error
 	switch {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return fmt.Errorf("%w (is `capture serve` running? --api sets another URL)", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 func TestParseFilter(t *testing.T) {
@@ -164,28 +164,13 @@ func TestSafeNameAndWriteNew(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	base, limit := 250*time.Millisecond, 5*time.Second
-	refused := &apiclient.UnreachableError{URL: "x", Err: errors.New("refused")}
-	for attempt, want := range map[int]time.Duration{1: 250 * time.Millisecond, 2: 500 * time.Millisecond,
-		3: time.Second, 5: 4 * time.Second, 6: 5 * time.Second, 20: 5 * time.Second} {
-		if got := retryDelay(refused, attempt, base, limit); got != want {
-			t.Errorf("attempt %d: %s, want %s", attempt, got, want)
-		}
-	}
-	limited := &apiclient.APIError{Status: http.StatusTooManyRequests, Code: apiclient.CodeRateLimited, RetryAfter: 3 * time.Second}
-	if got := retryDelay(limited, 1, base, limit); got != 3*time.Second {
-		t.Errorf("a 429 should wait its Retry-After: %s", got)
-	}
-}
-
 func TestDescribe(t *testing.T) {
 	c := apiclient.New("http://127.0.0.1:1/api/v1", "cap_x", nil)
 	_, err := c.Me(t.Context())
 	if got := describe(err); got != "cannot reach the API: connection refused" {
 		t.Errorf("describe(refused) = %q", got)
 	}
-	waits := &apiclient.APIError{Status: 429, Code: apiclient.CodeTooManyWaits, Message: "busy"}
+	waits := &contract.Error{Status: 429, Code: contract.CodeTooManyWaits, Message: "busy"}
 	if got := describe(fmt.Errorf("poll: %w", waits)); !strings.Contains(got, "wait slots are busy (429)") {
 		t.Errorf("describe(too_many_waits) = %q", got)
 	}
@@ -198,10 +183,10 @@ func TestNoColor(t *testing.T) {
 	draw := func() string {
 		r := lipgloss.NewRenderer(&bytes.Buffer{}, termenv.WithTTY(true))
 		m := testModel(t, r)
-		m.Update(sourcesMsg{inboxes: []apiclient.Inbox{{ID: "inb_1", Name: "default", MessageCount: 1}}})
+		m.Update(sourcesMsg{inboxes: []contract.Inbox{{ID: "inb_1", Name: "default", MessageCount: 1}}})
 		subject := "Hello"
-		m.Update(pageMsg{gen: m.list.gen, items: []capture{{msg: &apiclient.MessageSummary{ID: "msg_1",
-			Subject: subject, ReceivedAt: time.Now()}}}})
+		m.Update(pageMsg{gen: m.list.gen, items: []capture{{msg: &contract.MessageSummary{ID: "msg_1",
+			Subject: subject, ReceivedAt: contract.Time{Time: time.Now()}}}}})
 		m.stop()
 		return m.View()
 	}

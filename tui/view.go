@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 const (
@@ -372,14 +373,14 @@ func (m *Model) deliveryCell(id string) (string, lipgloss.Style) {
 		return "—", m.st.dim
 	case d.ResponseStatus == nil:
 		return "err", m.st.bad
-	case d.Status == apiclient.StatusDelivered:
+	case d.Status == contract.StatusDelivered:
 		return strconv.Itoa(*d.ResponseStatus), m.st.ok
 	default:
 		return strconv.Itoa(*d.ResponseStatus), m.st.bad
 	}
 }
 
-func addrList(as []apiclient.Address) string {
+func addrList(as []contract.Address) string {
 	if len(as) == 0 {
 		return "—"
 	}
@@ -436,7 +437,7 @@ func (m *Model) state() (label string, bad bool, err error, retryIn time.Duratio
 			newest, err, retryIn = m.errSeq[o], e, m.retryIn[o]
 		}
 	}
-	var ae *apiclient.APIError
+	var ae *contract.Error
 	switch {
 	case err != nil && errors.Is(err, apiclient.ErrUnreachable):
 		return "✖ offline", true, err, retryIn

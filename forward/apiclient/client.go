@@ -12,13 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // DefaultAPI is where a local `capture serve` answers with its default flags.
-const DefaultAPI = "http://127.0.0.1:7780/api/v1"
-
-// MaxLimit is the largest page the API serves.
-const MaxLimit = 100
+const DefaultAPI = "http://127.0.0.1:7780" + contract.Prefix
 
 // callTimeout bounds a call whose context has no deadline, on top of any
 // wait it asks for, so that a hung server shows up as unreachable instead of
@@ -29,6 +28,8 @@ const callTimeout = 30 * time.Second
 const maxErrorBody = 1 << 20
 
 // Client calls the read API with one key. It is safe for concurrent use.
+// Every error answer comes back as a *contract.Error; an API that does not
+// answer at all as an error that matches ErrUnreachable.
 type Client struct {
 	base string
 	key  string
@@ -47,60 +48,58 @@ func New(baseURL, key string, hc *http.Client) *Client {
 // BaseURL is the API base URL, without a trailing slash.
 func (c *Client) BaseURL() string { return c.base }
 
+// Page selects one page of a list route; the zero value is the newest page
+// of the default size.
+type Page struct {
+	Before, After string
+	Limit         int
+}
+
 // Me checks the key and returns its project, plan and usage.
-func (c *Client) Me(ctx context.Context) (Me, error) {
-	var out Me
-	err := c.do(ctx, http.MethodGet, "/me", nil, nil, &out, 0)
+func (c *Client) Me(ctx context.Context) (contract.Me, error) {
+	var out contract.Me
+	err := c.getJSON(ctx, "/me", nil, &out, 0)
 	return out, err
 }
 
 // Inboxes lists one page of the project's inboxes.
-func (c *Client) Inboxes(ctx context.Context, p Page) (List[Inbox], error) {
-	var out List[Inbox]
-	err := c.do(ctx, http.MethodGet, "/inboxes", p.values(), nil, &out, 0)
+func (c *Client) Inboxes(ctx context.Context, p Page) (contract.List[contract.Inbox], error) {
+	var out contract.List[contract.Inbox]
+	err := c.getJSON(ctx, "/inboxes", p.values(), &out, 0)
 	return out, err
 }
 
 // Endpoints lists one page of the project's webhook endpoints.
-func (c *Client) Endpoints(ctx context.Context, p Page) (List[Endpoint], error) {
-	var out List[Endpoint]
-	err := c.do(ctx, http.MethodGet, "/endpoints", p.values(), nil, &out, 0)
+func (c *Client) Endpoints(ctx context.Context, p Page) (contract.List[contract.Endpoint], error) {
+	var out contract.List[contract.Endpoint]
+	err := c.getJSON(ctx, "/endpoints", p.values(), &out, 0)
 	return out, err
 }
 
 // Endpoint finds one endpoint by id. The API has no route for a single
-// endpoint, so it reads the list; an unknown id gives an *APIError with
-// code not_found, as a route would.
-func (c *Client) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+// endpoint, so it reads the list; an unknown id gives a not_found error, as
+// a route would.
+func (c *Client) Endpoint(ctx context.Context, id string) (contract.Endpoint, error) {
 	all, err := All(ctx, c.Endpoints)
 	if err != nil {
-		return Endpoint{}, err
+		return contract.Endpoint{}, err
 	}
 	for _, e := range all {
 		if e.ID == id {
 			return e, nil
 		}
 	}
-	return Endpoint{}, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+	return contract.Endpoint{}, &contract.Error{Status: http.StatusNotFound, Code: contract.CodeNotFound,
 		Message: "no endpoint " + strconv.Quote(id) + " in this key's project", Fields: map[string]string{}}
 }
 
 // All reads every page of a list (Client.Inboxes, Client.Endpoints), in
 // the list's order.
-func All[T any](ctx context.Context, list func(context.Context, Page) (List[T], error)) ([]T, error) {
-	var out []T
-	p := Page{Limit: MaxLimit}
-	for {
-		l, err := list(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
-		if l.Next == "" {
-			return out, nil
-		}
-		p.Before = l.Next
-	}
+func All[T any](ctx context.Context, list func(context.Context, Page) (contract.List[T], error)) ([]T, error) {
+	return contract.All(func(before string) ([]T, string, error) {
+		l, err := list(ctx, Page{Before: before, Limit: contract.MaxLimit})
+		return l.Items, l.Next, err
+	})
 }
 
 // MessageQuery filters and pages GET /inboxes/{id}/messages. Zero fields
@@ -117,38 +116,54 @@ type MessageQuery struct {
 }
 
 // Messages lists captured messages of an inbox, newest first.
-func (c *Client) Messages(ctx context.Context, inboxID string, q MessageQuery) (List[MessageSummary], error) {
+func (c *Client) Messages(ctx context.Context, inboxID string, q MessageQuery) (contract.List[contract.MessageSummary], error) {
 	v := Page{Before: q.Before, After: q.After, Limit: q.Limit}.values()
 	setNonEmpty(v, "to", q.To)
 	setNonEmpty(v, "from", q.From)
 	setNonEmpty(v, "subject", q.Subject)
 	setTime(v, q.Since)
 	setWait(v, q.Wait)
-	var out List[MessageSummary]
-	err := c.do(ctx, http.MethodGet, "/inboxes/"+url.PathEscape(inboxID)+"/messages", v, nil, &out, q.Wait)
+	var out contract.List[contract.MessageSummary]
+	err := c.getJSON(ctx, "/inboxes/"+url.PathEscape(inboxID)+"/messages", v, &out, q.Wait)
 	return out, err
 }
 
 // Message fetches one message: headers, bodies, links, attachments.
-func (c *Client) Message(ctx context.Context, id string) (Message, error) {
-	var out Message
-	err := c.do(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, nil, &out, 0)
+func (c *Client) Message(ctx context.Context, id string) (contract.Message, error) {
+	var out contract.Message
+	err := c.getJSON(ctx, "/messages/"+url.PathEscape(id), nil, &out, 0)
 	return out, err
 }
 
 // MessageLinks lists the links of a message whose URL contains match
 // ("" for all).
-func (c *Client) MessageLinks(ctx context.Context, id, match string) ([]Link, error) {
+func (c *Client) MessageLinks(ctx context.Context, id, match string) ([]contract.Link, error) {
 	v := url.Values{}
 	setNonEmpty(v, "match", match)
-	var out List[Link]
-	err := c.do(ctx, http.MethodGet, "/messages/"+url.PathEscape(id)+"/links", v, nil, &out, 0)
+	var out contract.List[contract.Link]
+	err := c.getJSON(ctx, "/messages/"+url.PathEscape(id)+"/links", v, &out, 0)
 	return out.Items, err
+}
+
+// MessageRaw fetches a message byte for byte, as it was received.
+func (c *Client) MessageRaw(ctx context.Context, id string) ([]byte, error) {
+	b, _, err := c.getBytes(ctx, "/messages/"+url.PathEscape(id)+"/raw")
+	return b, err
+}
+
+// AttachmentData fetches the bytes of one attachment of a message and the
+// content type the server gives them.
+func (c *Client) AttachmentData(ctx context.Context, messageID, attachmentID string) ([]byte, string, error) {
+	b, h, err := c.getBytes(ctx, "/messages/"+url.PathEscape(messageID)+"/attachments/"+url.PathEscape(attachmentID))
+	if err != nil {
+		return nil, "", err
+	}
+	return b, h.Get("Content-Type"), nil
 }
 
 // DeleteMessage deletes one captured message.
 func (c *Client) DeleteMessage(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/messages/"+url.PathEscape(id), nil, nil, nil, 0)
+	return c.call(ctx, http.MethodDelete, "/messages/"+url.PathEscape(id), nil, nil, nil, 0)
 }
 
 // RequestQuery filters and pages GET /endpoints/{id}/requests. Zero fields
@@ -164,47 +179,47 @@ type RequestQuery struct {
 }
 
 // Requests lists captured requests of an endpoint, newest first.
-func (c *Client) Requests(ctx context.Context, endpointID string, q RequestQuery) (List[RequestSummary], error) {
+func (c *Client) Requests(ctx context.Context, endpointID string, q RequestQuery) (contract.List[contract.RequestSummary], error) {
 	v := Page{Before: q.Before, After: q.After, Limit: q.Limit}.values()
 	setNonEmpty(v, "method", q.Method)
 	setNonEmpty(v, "path", q.Path)
 	setTime(v, q.Since)
 	setWait(v, q.Wait)
-	var out List[RequestSummary]
-	err := c.do(ctx, http.MethodGet, "/endpoints/"+url.PathEscape(endpointID)+"/requests", v, nil, &out, q.Wait)
+	var out contract.List[contract.RequestSummary]
+	err := c.getJSON(ctx, "/endpoints/"+url.PathEscape(endpointID)+"/requests", v, &out, q.Wait)
 	return out, err
 }
 
 // Request fetches one captured request with its body and deliveries.
-func (c *Client) Request(ctx context.Context, id string) (Request, error) {
-	var out Request
-	err := c.do(ctx, http.MethodGet, "/requests/"+url.PathEscape(id), nil, nil, &out, 0)
+func (c *Client) Request(ctx context.Context, id string) (contract.Request, error) {
+	var out contract.Request
+	err := c.getJSON(ctx, "/requests/"+url.PathEscape(id), nil, &out, 0)
 	return out, err
 }
 
 // Replay sends a captured request to its endpoint's saved target, changed
 // by edits (nil: as captured).
-func (c *Client) Replay(ctx context.Context, id string, edits *ReplayEdits) (Replay, error) {
+func (c *Client) Replay(ctx context.Context, id string, edits *contract.ReplayEdits) (contract.Replay, error) {
 	var body any
 	if edits != nil {
 		body = edits
 	}
-	var out Replay
+	var out contract.Replay
 	// The server waits up to 10 s for the target on top of its own work.
-	err := c.do(ctx, http.MethodPost, "/requests/"+url.PathEscape(id)+"/replay", nil, body, &out, 10*time.Second)
+	err := c.call(ctx, http.MethodPost, "/requests/"+url.PathEscape(id)+"/replay", nil, body, &out, 10*time.Second)
 	return out, err
 }
 
 // RecordDelivery adds a forward delivery to a request's history.
-func (c *Client) RecordDelivery(ctx context.Context, id string, r DeliveryReport) (Delivery, error) {
-	var out Delivery
-	err := c.do(ctx, http.MethodPost, "/requests/"+url.PathEscape(id)+"/deliveries", nil, r, &out, 0)
+func (c *Client) RecordDelivery(ctx context.Context, id string, r contract.DeliveryReport) (contract.Delivery, error) {
+	var out contract.Delivery
+	err := c.call(ctx, http.MethodPost, "/requests/"+url.PathEscape(id)+"/deliveries", nil, r, &out, 0)
 	return out, err
 }
 
 // DeleteRequest deletes one captured request.
 func (c *Client) DeleteRequest(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/requests/"+url.PathEscape(id), nil, nil, nil, 0)
+	return c.call(ctx, http.MethodDelete, "/requests/"+url.PathEscape(id), nil, nil, nil, 0)
 }
 
 func (p Page) values() url.Values {
@@ -237,20 +252,43 @@ func setWait(v url.Values, d time.Duration) {
 	}
 }
 
-// do sends one call and decodes a 2xx answer into out (nil: ignore it).
-// extra lengthens the default call timeout for calls that may hold.
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, extra time.Duration) error {
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var body io.Reader
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any, extra time.Duration) error {
+	return c.call(ctx, http.MethodGet, path, q, nil, out, extra)
+}
+
+// call sends one call with in as its JSON body (nil: none) and decodes a
+// 2xx answer into out (nil: ignore it). extra lengthens the default call
+// timeout for calls that may hold.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any, extra time.Duration) error {
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
+	}
+	b, _, err := c.do(ctx, method, path, q, body, extra)
+	if err != nil || out == nil || len(b) == 0 {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
+	}
+	return nil
+}
+
+// getBytes fetches a route that answers with something other than JSON;
+// errors still come as the API's envelope.
+func (c *Client) getBytes(ctx context.Context, path string) ([]byte, http.Header, error) {
+	return c.do(ctx, http.MethodGet, path, nil, nil, 0)
+}
+
+// do sends one call and returns the body and headers of a 2xx answer.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, extra time.Duration) ([]byte, http.Header, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	callCtx := ctx
 	if _, ok := ctx.Deadline(); !ok {
@@ -258,36 +296,37 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		callCtx, cancel = context.WithTimeout(ctx, callTimeout+extra)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(callCtx, method, u, body)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(callCtx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return c.transportError(ctx, err)
+		return nil, nil, c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 400 {
-		return c.apiError(ctx, resp)
-	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		io.Copy(io.Discard, resp.Body)
-		return nil
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if err != nil {
+			return nil, nil, c.transportError(ctx, err)
+		}
+		return nil, nil, contract.DecodeError(resp.StatusCode, resp.Header, b)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return c.transportError(ctx, err)
+		return nil, nil, c.transportError(ctx, err)
 	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
-	}
-	return nil
+	return b, resp.Header, nil
 }
 
 // transportError tells the caller's own cancellation apart from an API
@@ -304,32 +343,4 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 		err = fmt.Errorf("no answer within %s", callTimeout)
 	}
 	return &UnreachableError{URL: c.base, Err: err}
-}
-
-func (c *Client) apiError(ctx context.Context, resp *http.Response) error {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if err != nil {
-		return c.transportError(ctx, err)
-	}
-	e := &APIError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var env struct {
-		Error *struct {
-			Code    string            `json:"code"`
-			Message string            `json:"message"`
-			Fields  map[string]string `json:"fields"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &env) == nil && env.Error != nil && env.Error.Code != "" {
-		e.Code, e.Message, e.Fields = env.Error.Code, env.Error.Message, env.Error.Fields
-	} else {
-		// Not the API's envelope: something in between answered.
-		e.Message = http.StatusText(resp.StatusCode)
-		if s := strings.TrimSpace(string(b)); s != "" && len(s) <= 200 {
-			e.Message += ": " + s
-		}
-	}
-	if e.Fields == nil {
-		e.Fields = map[string]string{}
-	}
-	return e
 }

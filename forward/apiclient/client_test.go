@@ -15,6 +15,8 @@ import (
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/forward/internal/capturetest"
+	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/store/datadir"
 )
 
 func TestClientAgainstServer(t *testing.T) {
@@ -48,8 +50,8 @@ func TestClientAgainstServer(t *testing.T) {
 		t.Errorf("Endpoint = %+v", ep)
 	}
 	_, err = c.Endpoint(ctx, "whe_doesnotexist")
-	var apiErr *apiclient.APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != 404 || apiErr.Code != apiclient.CodeNotFound {
+	var apiErr *contract.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 404 || apiErr.Code != contract.CodeNotFound {
 		t.Errorf("Endpoint(unknown) = %v, want a 404 not_found", err)
 	}
 
@@ -73,7 +75,7 @@ func TestClientAgainstServer(t *testing.T) {
 		t.Errorf("Requests(method, path) = %+v, %v", filtered, err)
 	}
 	_, err = c.Requests(ctx, srv.EndpointID, apiclient.RequestQuery{After: "req_gone"})
-	if !apiclient.IsCode(err, apiclient.CodeInvalidCursor) {
+	if !contract.IsCode(err, contract.CodeInvalidCursor) {
 		t.Errorf("Requests(after unknown) = %v, want invalid_cursor", err)
 	}
 
@@ -95,13 +97,14 @@ func TestClientAgainstServer(t *testing.T) {
 		t.Errorf("binary BodyBytes = %x, %v", b, err)
 	}
 
-	status := 502
-	d, err := c.RecordDelivery(ctx, ids[0], apiclient.DeliveryReport{TargetURL: "http://localhost:3000/a/b?x=1", ResponseStatus: &status, DurationMS: 7})
-	if err != nil || d.Kind != apiclient.KindForward || d.Status != apiclient.StatusFailed || *d.ResponseStatus != 502 {
+	status, target, ms := 502, "http://localhost:3000/a/b?x=1", int64(7)
+	d, err := c.RecordDelivery(ctx, ids[0], contract.DeliveryReport{TargetURL: &target, ResponseStatus: &status, DurationMS: &ms})
+	if err != nil || d.Kind != contract.KindForward || d.Status != contract.StatusFailed || *d.ResponseStatus != 502 {
 		t.Errorf("RecordDelivery = %+v, %v", d, err)
 	}
-	_, err = c.RecordDelivery(ctx, ids[0], apiclient.DeliveryReport{TargetURL: "nope", DurationMS: 1})
-	if !errors.As(err, &apiErr) || apiErr.Code != apiclient.CodeInvalidParameter || apiErr.Fields["target_url"] == "" {
+	nope := "nope"
+	_, err = c.RecordDelivery(ctx, ids[0], contract.DeliveryReport{TargetURL: &nope, DurationMS: &ms})
+	if !errors.As(err, &apiErr) || apiErr.Code != contract.CodeInvalidParameter || apiErr.Fields["target_url"] == "" {
 		t.Errorf("RecordDelivery(bad) = %v, want invalid_parameter naming target_url", err)
 	}
 	r, _ = c.Request(ctx, ids[0])
@@ -110,22 +113,22 @@ func TestClientAgainstServer(t *testing.T) {
 	}
 
 	_, err = c.Replay(ctx, ids[0], nil)
-	if !apiclient.IsCode(err, apiclient.CodeNoTarget) {
+	if !contract.IsCode(err, contract.CodeNoTarget) {
 		t.Errorf("Replay without a target = %v, want no_target", err)
 	}
 
 	if err := c.DeleteRequest(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Request(ctx, ids[0]); !apiclient.IsCode(err, apiclient.CodeNotFound) {
+	if _, err := c.Request(ctx, ids[0]); !contract.IsCode(err, contract.CodeNotFound) {
 		t.Errorf("Request(deleted) = %v, want not_found", err)
 	}
-	if err := c.DeleteMessage(ctx, "msg_nope"); !apiclient.IsCode(err, apiclient.CodeNotFound) {
+	if err := c.DeleteMessage(ctx, "msg_nope"); !contract.IsCode(err, contract.CodeNotFound) {
 		t.Errorf("DeleteMessage(unknown) = %v, want not_found", err)
 	}
 
 	_, err = apiclient.New(srv.APIBase, "cap_wrong", nil).Me(ctx)
-	if !errors.As(err, &apiErr) || apiErr.Status != 401 || apiErr.Code != apiclient.CodeUnauthorized {
+	if !errors.As(err, &apiErr) || apiErr.Status != 401 || apiErr.Code != contract.CodeUnauthorized {
 		t.Errorf("Me(bad key) = %v, want 401 unauthorized", err)
 	}
 }
@@ -151,12 +154,12 @@ func TestReplay(t *testing.T) {
 
 	c := srv.Client()
 	method, body := "PUT", "edited"
-	rep, err := c.Replay(ctx, id, &apiclient.ReplayEdits{Method: &method, Body: &body,
-		Headers: map[string][]string{"X-Old": nil, "X-New": {"2"}}})
+	rep, err := c.Replay(ctx, id, &contract.ReplayEdits{Method: &method, Body: &body,
+		Headers: map[string]contract.HeaderEdit{"X-Old": {Remove: true}, "X-New": {Values: []string{"2"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Kind != apiclient.KindReplay || rep.Response == nil || rep.Response.Status != 202 ||
+	if rep.Kind != contract.KindReplay || rep.Response == nil || rep.Response.Status != 202 ||
 		*rep.Response.Body != "accepted" || rep.Request.URL != target.URL+"/hook?a=1" {
 		t.Errorf("Replay = %+v", rep)
 	}
@@ -180,8 +183,8 @@ func TestErrors(t *testing.T) {
 	}))
 	defer limited.Close()
 	_, err := apiclient.New(limited.URL, "cap_k", nil).Me(ctx)
-	var apiErr *apiclient.APIError
-	if !errors.As(err, &apiErr) || apiErr.Code != apiclient.CodeRateLimited || apiErr.RetryAfter != 3*time.Second {
+	var apiErr *contract.Error
+	if !errors.As(err, &apiErr) || apiErr.Code != contract.CodeRateLimited || apiErr.RetryAfter != 3*time.Second {
 		t.Errorf("429 = %#v", err)
 	}
 	if d, ok := apiclient.RetryAfter(err); !ok || d != 3*time.Second {
@@ -205,7 +208,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestHeadersKeepOrder(t *testing.T) {
-	var hs apiclient.Headers
+	var hs contract.Headers
 	in := `{"Zeta":["1"],"Alpha":["2","3"],"Mid":[]}`
 	if err := hs.UnmarshalJSON([]byte(in)); err != nil {
 		t.Fatal(err)
@@ -222,23 +225,23 @@ func TestHeadersKeepOrder(t *testing.T) {
 func TestResolve(t *testing.T) {
 	dir := t.TempDir()
 	empty := t.TempDir()
-	if err := apiclient.WriteCredentials(dir, apiclient.Credentials{API: "http://127.0.0.1:9999/api/v1/", Key: "cap_file"}); err != nil {
+	if err := datadir.WriteCredentials(dir, datadir.Credentials{API: "http://127.0.0.1:9999/api/v1/", Key: "cap_file"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name            string
 		apiKey, key     string
 		apiFlag, data   string
-		want            apiclient.Credentials
+		want            datadir.Credentials
 		wantErrContains string
 	}{
-		{name: "file", data: dir, want: apiclient.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_file"}},
+		{name: "file", data: dir, want: datadir.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_file"}},
 		{name: "CAPTURE_API_KEY first", apiKey: "cap_a", key: "cap_b", data: dir,
-			want: apiclient.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_a"}},
-		{name: "CAPTURE_KEY", key: "cap_b", data: dir, want: apiclient.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_b"}},
+			want: datadir.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_a"}},
+		{name: "CAPTURE_KEY", key: "cap_b", data: dir, want: datadir.Credentials{API: "http://127.0.0.1:9999/api/v1", Key: "cap_b"}},
 		{name: "flag over file", apiFlag: "http://example.test/api/v1/", data: dir,
-			want: apiclient.Credentials{API: "http://example.test/api/v1", Key: "cap_file"}},
-		{name: "default URL", apiKey: "cap_a", data: empty, want: apiclient.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
+			want: datadir.Credentials{API: "http://example.test/api/v1", Key: "cap_file"}},
+		{name: "default URL", apiKey: "cap_a", data: empty, want: datadir.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
 		{name: "no key", data: empty, wantErrContains: "no API key"},
 		{name: "bad URL", apiKey: "cap_a", apiFlag: "localhost:7780", data: empty, wantErrContains: "want an absolute"},
 	}
@@ -270,7 +273,7 @@ func TestResolve(t *testing.T) {
 	})
 	t.Run("corrupt file", func(t *testing.T) {
 		bad := t.TempDir()
-		os.WriteFile(filepath.Join(bad, apiclient.CredentialsFile), []byte("{"), 0o600)
+		os.WriteFile(filepath.Join(bad, datadir.CredentialsFile), []byte("{"), 0o600)
 		t.Setenv(apiclient.EnvAPIKey, "")
 		t.Setenv(apiclient.EnvKey, "")
 		if _, err := apiclient.Resolve("", bad); err == nil {
@@ -282,13 +285,13 @@ func TestResolve(t *testing.T) {
 // TestAllFollowsNext reads a list of three pages, passing each page's
 // cursor to the next call, and stops on the first error.
 func TestAllFollowsNext(t *testing.T) {
-	pages := map[string]apiclient.List[int]{
+	pages := map[string]contract.List[int]{
 		"":   {Items: []int{1, 2}, Next: "c1"},
 		"c1": {Items: []int{3}, Next: "c2"},
 		"c2": {Items: []int{4, 5}},
 	}
 	var calls []apiclient.Page
-	list := func(_ context.Context, p apiclient.Page) (apiclient.List[int], error) {
+	list := func(_ context.Context, p apiclient.Page) (contract.List[int], error) {
 		calls = append(calls, p)
 		return pages[p.Before], nil
 	}
@@ -296,13 +299,13 @@ func TestAllFollowsNext(t *testing.T) {
 	if err != nil || !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("All = %v, %v", got, err)
 	}
-	if len(calls) != 3 || calls[0].Limit != apiclient.MaxLimit || calls[2].Before != "c2" {
+	if len(calls) != 3 || calls[0].Limit != contract.MaxLimit || calls[2].Before != "c2" {
 		t.Errorf("calls %+v", calls)
 	}
 
 	boom := errors.New("boom")
-	_, err = apiclient.All(t.Context(), func(context.Context, apiclient.Page) (apiclient.List[int], error) {
-		return apiclient.List[int]{}, boom
+	_, err = apiclient.All(t.Context(), func(context.Context, apiclient.Page) (contract.List[int], error) {
+		return contract.List[int]{}, boom
 	})
 	if !errors.Is(err, boom) {
 		t.Errorf("error = %v", err)

@@ -6,17 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/openapi"
+	"github.com/capturedev/capture/server/replay"
 	"github.com/capturedev/capture/store"
 )
 
@@ -66,7 +67,7 @@ type API struct {
 	cfg    Config
 	log    *slog.Logger
 	router *httprouter.Router
-	replay *http.Client
+	replay *replay.Replayer
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by key id
@@ -74,7 +75,7 @@ type API struct {
 }
 
 // Prefix is where the API is mounted.
-const Prefix = "/api/v1"
+const Prefix = contract.Prefix
 
 // New builds the API over st.
 func New(st Store, cfg Config) *API {
@@ -85,46 +86,43 @@ func New(st Store, cfg Config) *API {
 		store:    st,
 		cfg:      cfg,
 		log:      cfg.Logger,
-		replay:   cfg.ReplayClient,
+		replay:   replay.New(st, cfg.ReplayClient),
 		limiters: make(map[string]*rate.Limiter),
 		waits:    make(map[string]int),
-	}
-	if a.replay == nil {
-		a.replay = newReplayClient()
 	}
 	r := httprouter.New()
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such route"})
+		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no such route"})
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
-			Message: "method " + req.Method + " is not allowed here"})
+		contract.WriteError(w, contract.Errorf(contract.CodeMethodNotAllowed, "method %s is not allowed here", req.Method))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
-		writeError(w, errInternal)
+		contract.WriteError(w, errInternal)
 	}
-
-	r.GET(Prefix+"/schema/", a.schema)
-	r.GET(Prefix+"/me", a.auth(a.me))
-	r.GET(Prefix+"/inboxes", a.auth(a.listInboxes))
-	r.GET(Prefix+"/inboxes/:id/messages", a.auth(a.listMessages))
-	r.DELETE(Prefix+"/inboxes/:id/messages", a.auth(a.purgeInbox))
-	r.GET(Prefix+"/messages/:id", a.auth(a.getMessage))
-	r.DELETE(Prefix+"/messages/:id", a.auth(a.deleteMessage))
-	r.GET(Prefix+"/messages/:id/links", a.auth(a.messageLinks))
-	r.GET(Prefix+"/messages/:id/raw", a.auth(a.messageRaw))
-	r.GET(Prefix+"/messages/:id/attachments/:att", a.auth(a.messageAttachment))
-	r.GET(Prefix+"/endpoints", a.auth(a.listEndpoints))
-	r.GET(Prefix+"/endpoints/:id/requests", a.auth(a.listRequests))
-	r.DELETE(Prefix+"/endpoints/:id/requests", a.auth(a.purgeEndpoint))
-	r.GET(Prefix+"/requests/:id", a.auth(a.getRequest))
-	r.DELETE(Prefix+"/requests/:id", a.auth(a.deleteRequest))
-	r.POST(Prefix+"/requests/:id/replay", a.auth(a.replayRequest))
-	r.POST(Prefix+"/requests/:id/deliveries", a.auth(a.recordDelivery))
 	a.router = r
+
+	page := []string{"limit", "before", "after"}
+	r.GET(Prefix+"/schema/", a.schema)
+	a.handle("GET", "/me", nil, a.me)
+	a.handle("GET", "/inboxes", page, a.listInboxes)
+	a.handle("GET", "/inboxes/:id/messages", append([]string{"to", "from", "subject", "since", "wait"}, page...), a.listMessages)
+	a.handle("DELETE", "/inboxes/:id/messages", nil, a.purgeInbox)
+	a.handle("GET", "/messages/:id", nil, a.getMessage)
+	a.handle("DELETE", "/messages/:id", nil, a.deleteMessage)
+	a.handle("GET", "/messages/:id/links", []string{"match"}, a.messageLinks)
+	a.handle("GET", "/messages/:id/raw", nil, a.messageRaw)
+	a.handle("GET", "/messages/:id/attachments/:att", nil, a.messageAttachment)
+	a.handle("GET", "/endpoints", page, a.listEndpoints)
+	a.handle("GET", "/endpoints/:id/requests", append([]string{"method", "path", "since", "wait"}, page...), a.listRequests)
+	a.handle("DELETE", "/endpoints/:id/requests", nil, a.purgeEndpoint)
+	a.handle("GET", "/requests/:id", nil, a.getRequest)
+	a.handle("DELETE", "/requests/:id", nil, a.deleteRequest)
+	a.handle("POST", "/requests/:id/replay", nil, a.replayRequest)
+	a.handle("POST", "/requests/:id/deliveries", nil, a.recordDelivery)
 	return a
 }
 
@@ -137,43 +135,48 @@ type caller struct {
 	project store.Project
 }
 
-type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c caller)
+// route is one API route. It runs for an authenticated caller, once its
+// query is known to hold only the route's parameters, and answers either by
+// writing or by returning an error for API.error to answer.
+type route func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c caller, q *query) error
 
-// auth authenticates the Bearer key (never a cookie), then applies the
-// key's rate limit.
-func (a *API) auth(h handler) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		secret, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			writeError(w, errUnauthorized("missing or malformed Authorization header: want \"Bearer cap_…\""))
-			return
-		}
-		key, project, err := a.store.Authenticate(r.Context(), secret)
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, errUnauthorized("unknown or revoked API key"))
-			return
+// handle registers h at Prefix+path; params are the query parameters the
+// route takes, every other one is refused.
+func (a *API) handle(method, path string, params []string, h route) {
+	a.router.Handle(method, Prefix+path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		c, err := a.authenticate(r)
+		if err == nil {
+			q := parseQuery(r, params...)
+			if err = q.err(); err == nil {
+				err = h(w, r, p, c, q)
+			}
 		}
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			a.error(w, r, err)
 		}
-		if wait, ok := a.allow(key.ID, project.Plan); !ok {
-			writeError(w, &Error{Status: http.StatusTooManyRequests, Code: "rate_limited",
-				Message:    "too many requests for this key; retry after " + strconv.Itoa(wait) + " s",
-				RetryAfter: wait})
-			return
-		}
-		h(w, r, p, caller{key: key, project: project})
-	}
+	})
 }
 
-func bearer(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// authenticate checks the Bearer key (never a cookie), then applies the
+// key's rate limit.
+func (a *API) authenticate(r *http.Request) (caller, error) {
+	secret, ok := contract.BearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return caller{}, contract.Errorf(contract.CodeUnauthorized, "missing or malformed Authorization header: want \"Bearer cap_…\"")
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	key, project, err := a.store.Authenticate(r.Context(), secret)
+	if errors.Is(err, store.ErrNotFound) {
+		return caller{}, contract.Errorf(contract.CodeUnauthorized, "unknown or revoked API key")
+	}
+	if err != nil {
+		return caller{}, err
+	}
+	if wait, ok := a.allow(key.ID, project.Plan); !ok {
+		return caller{}, &contract.Error{Code: contract.CodeRateLimited,
+			Message:    fmt.Sprintf("too many requests for this key; retry after %d s", wait),
+			RetryAfter: time.Duration(wait) * time.Second}
+	}
+	return caller{key: key, project: project}, nil
 }
 
 // allow takes one token from the key's bucket, or says how many whole
@@ -206,14 +209,6 @@ func (a *API) acquireWait(project store.Project) bool {
 	}
 	a.waits[project.ID]++
 	return true
-}
-
-// ActiveWaits is how many list calls of the project are holding for new
-// captures right now.
-func (a *API) ActiveWaits(projectID string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.waits[projectID]
 }
 
 func (a *API) releaseWait(projectID string) {

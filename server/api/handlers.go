@@ -9,52 +9,45 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
-func (a *API) me(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) me(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller, _ *query) error {
 	u, err := a.store.Usage(r.Context(), c.project.ID)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, renderMe(c, u))
+	return nil
 }
 
-func (a *API) listInboxes(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller) {
-	q := parseQuery(r, "limit", "before", "after")
+func (a *API) listInboxes(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller, q *query) error {
 	p := q.page()
-	if e := q.err(); e != nil {
-		writeError(w, e)
-		return
+	if err := q.err(); err != nil {
+		return err
 	}
 	l, err := a.store.Inboxes(r.Context(), c.project.ID, p)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, renderList(l, func(in store.Inbox) inboxJSON { return renderInbox(in, a.cfg) }))
+	writeJSON(w, http.StatusOK, renderList(l, func(in store.Inbox) contract.Inbox { return RenderInbox(in, a.cfg) }))
+	return nil
 }
 
-func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller) {
-	q := parseQuery(r, "limit", "before", "after")
+func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller, q *query) error {
 	p := q.page()
-	if e := q.err(); e != nil {
-		writeError(w, e)
-		return
+	if err := q.err(); err != nil {
+		return err
 	}
 	l, err := a.store.Endpoints(r.Context(), c.project.ID, p)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, renderList(l, func(e store.Endpoint) endpointJSON {
-		return renderEndpoint(e, a.cfg.CaptureBase)
+	writeJSON(w, http.StatusOK, renderList(l, func(e store.Endpoint) contract.Endpoint {
+		return RenderEndpoint(e, a.cfg.CaptureBase)
 	}))
+	return nil
 }
 
 // waitList runs list and, while it finds nothing and wait allows, holds on
@@ -81,9 +74,9 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 		}
 		if !holding {
 			if !a.acquireWait(c.project) {
-				return l, &Error{Status: http.StatusTooManyRequests, Code: "too_many_waits",
+				return l, &contract.Error{Code: contract.CodeTooManyWaits,
 					Message: "this project already has " + strconv.Itoa(c.project.Plan.ConcurrentWaits) +
-						" waits in progress; retry after 1 s", RetryAfter: 1}
+						" waits in progress; retry after 1 s", RetryAfter: time.Second}
 			}
 			holding = true
 			t := time.NewTimer(wait)
@@ -100,80 +93,59 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 	}
 }
 
-func (a *API) listMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	q := parseQuery(r, "to", "from", "subject", "since", "wait", "before", "after", "limit")
+func (a *API) listMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
 	f := store.MessageFilter{To: q.str("to"), From: q.str("from"), Subject: q.str("subject"), Since: q.since()}
 	p, wait := q.page(), q.wait()
-	if e := q.err(); e != nil {
-		writeError(w, e)
-		return
+	if err := q.err(); err != nil {
+		return err
 	}
 	inbox, err := a.store.Inbox(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	l, err := waitList(r.Context(), a, c, inbox.ID, wait, func(ctx context.Context) (store.List[store.MessageSummary], error) {
 		return a.store.Messages(ctx, inbox.ID, f, p)
 	})
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, renderList(l, renderMessageSummary))
+	return nil
 }
 
-func (a *API) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	m, err := a.store.Message(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, renderMessage(m))
+	return nil
 }
 
-func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	q := parseQuery(r, "match")
-	if e := q.err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
 	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), q.str("match"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, listJSON[linkJSON]{Items: renderLinks(links)})
+	writeJSON(w, http.StatusOK, contract.List[contract.Link]{Items: renderLinks(links)})
+	return nil
 }
 
-func (a *API) messageRaw(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) messageRaw(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	raw, err := a.store.MessageRaw(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "message/rfc822")
 	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
 	w.Write(raw)
+	return nil
 }
 
-func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	att, data, err := a.store.AttachmentData(r.Context(), c.project.ID, ps.ByName("id"), ps.ByName("att"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	ct := att.ContentType
 	if ct == "" {
@@ -186,88 +158,61 @@ func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httpr
 		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": att.Filename}))
 	}
 	w.Write(data)
+	return nil
 }
 
-func (a *API) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
-	if err := a.store.DeleteMessage(r.Context(), c.project.ID, ps.ByName("id")); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) purgeInbox(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
-	if err := a.store.PurgeInbox(r.Context(), c.project.ID, ps.ByName("id")); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) listRequests(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	q := parseQuery(r, "method", "path", "since", "wait", "before", "after", "limit")
+func (a *API) listRequests(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
 	f := store.RequestFilter{Method: q.str("method"), PathPrefix: q.str("path"), Since: q.since()}
 	p, wait := q.page(), q.wait()
-	if e := q.err(); e != nil {
-		writeError(w, e)
-		return
+	if err := q.err(); err != nil {
+		return err
 	}
 	endpoint, err := a.store.Endpoint(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	l, err := waitList(r.Context(), a, c, endpoint.ID, wait, func(ctx context.Context) (store.List[store.RequestSummary], error) {
 		return a.store.Requests(ctx, endpoint.ID, f, p)
 	})
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, renderList(l, renderRequestSummary))
+	return nil
 }
 
-func (a *API) getRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
+func (a *API) getRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	req, err := a.store.Request(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, renderRequest(req))
+	return nil
 }
 
-func (a *API) deleteRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
-	if err := a.store.DeleteRequest(r.Context(), c.project.ID, ps.ByName("id")); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+// Deletes answer 204 once done; the id is in the route, the project in the
+// caller.
+
+func (a *API) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
+	return noContent(w, a.store.DeleteMessage(r.Context(), c.project.ID, ps.ByName("id")))
 }
 
-func (a *API) purgeEndpoint(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller) {
-	if e := parseQuery(r).err(); e != nil {
-		writeError(w, e)
-		return
-	}
-	if err := a.store.PurgeEndpoint(r.Context(), c.project.ID, ps.ByName("id")); err != nil {
-		a.fail(w, r, err)
-		return
+func (a *API) purgeInbox(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
+	return noContent(w, a.store.PurgeInbox(r.Context(), c.project.ID, ps.ByName("id")))
+}
+
+func (a *API) deleteRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
+	return noContent(w, a.store.DeleteRequest(r.Context(), c.project.ID, ps.ByName("id")))
+}
+
+func (a *API) purgeEndpoint(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
+	return noContent(w, a.store.PurgeEndpoint(r.Context(), c.project.ID, ps.ByName("id")))
+}
+
+func noContent(w http.ResponseWriter, err error) error {
+	if err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
-
-// MaxWait is the longest a list call may hold.
-const MaxWait = 30 * time.Second
 
 // query is a validated query string: every parameter known, given once.
 type query struct {
@@ -84,7 +82,7 @@ func (q *query) since() time.Time {
 }
 
 func (q *query) page() store.Page {
-	p := store.Page{Limit: q.intIn("limit", 1, store.MaxLimit, store.DefaultLimit)}
+	p := store.Page{Limit: q.intIn("limit", 1, contract.MaxLimit, contract.DefaultLimit)}
 	for _, name := range []string{"before", "after"} {
 		if q.has(name) && q.str(name) == "" {
 			q.bad[name] = "must be the id of a capture"
@@ -99,13 +97,13 @@ func (q *query) page() store.Page {
 }
 
 func (q *query) wait() time.Duration {
-	return time.Duration(q.intIn("wait", 0, int(MaxWait/time.Second), 0)) * time.Second
+	return time.Duration(q.intIn("wait", 0, int(contract.MaxWait/time.Second), 0)) * time.Second
 }
 
 // err returns the 400 for everything found wrong, or nil.
-func (q *query) err() *Error {
+func (q *query) err() error {
 	if len(q.bad) == 0 {
 		return nil
 	}
-	return errInvalid(q.bad)
+	return contract.Invalid(q.bad)
 }

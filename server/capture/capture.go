@@ -5,7 +5,6 @@ package capture
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -93,12 +93,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.cache.now()
 	id, path, query, ok := splitTarget(r.RequestURI)
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "not a capture URL: expected /whe_<endpoint id>[/path]", nil)
+		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "not a capture URL: expected /whe_<endpoint id>[/path]"})
 		return
 	}
 	ep, err := h.cache.lookup(r.Context(), h.store, id, now)
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", "no endpoint "+strconv.Quote(id), nil)
+		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
 		return
 	}
 	if err != nil {
@@ -116,15 +116,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The rest of the body is not worth reading; net/http
 			// would close the connection anyway.
 			w.Header()["Connection"] = closeConnection
-			writeError(w, http.StatusRequestEntityTooLarge, "quota_exceeded",
-				"request body over the plan's limit of "+strconv.FormatInt(ep.bodyLimit, 10)+" bytes", nil)
+			contract.WriteError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
+				Message: "request body over the plan's limit of " + strconv.FormatInt(ep.bodyLimit, 10) + " bytes"})
 			return
 		}
 		// The client stopped sending or went away mid-body: nothing is
 		// stored, and most likely nobody reads this.
 		h.log.Debug("capture: incomplete body", "endpoint", id, "remote", r.RemoteAddr, "err", err)
-		writeError(w, http.StatusBadRequest, "invalid_parameter", "incomplete request body",
-			map[string]string{"body": "ended before its declared length"})
+		contract.WriteError(w, &contract.Error{Code: contract.CodeInvalidParameter, Message: "incomplete request body",
+			Fields: map[string]string{"body": "ended before its declared length"}})
 		return
 	}
 
@@ -338,29 +338,5 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 		return
 	}
 	h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal", "internal error", nil)
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields"`
-}
-
-// writeError sends the error envelope the read API uses too.
-func writeError(w http.ResponseWriter, status int, code, message string, fields map[string]string) {
-	if fields == nil {
-		fields = map[string]string{}
-	}
-	b, _ := json.Marshal(errorBody{errorDetail{Code: code, Message: message, Fields: fields}})
-	b = append(b, '\n')
-	hdr := w.Header()
-	hdr["Content-Type"] = jsonContentType
-	hdr["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(status)
-	w.Write(b)
+	contract.WriteError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // toolError is what a model reads when a tool fails: the API's code, what
@@ -25,8 +26,7 @@ func (e *toolError) Error() string { return e.text }
 func (e *toolError) Unwrap() error { return e.err }
 
 func invalidParameter(name, why string) error {
-	return &apiclient.APIError{Status: 400, Code: apiclient.CodeInvalidParameter,
-		Message: "invalid parameter (" + name + ": " + why + ")", Fields: map[string]string{name: why}}
+	return contract.Invalid(map[string]string{name: why})
 }
 
 // explain turns any error of a tool into a toolError. This is the one place
@@ -36,7 +36,7 @@ func explain(err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	var ae *apiclient.APIError
+	var ae *contract.Error
 	switch {
 	case errors.As(err, &ae):
 		return &toolError{err: err, text: explainAPI(ae)}
@@ -49,13 +49,13 @@ func explain(err error) error {
 	return &toolError{err: err, text: "error: " + err.Error()}
 }
 
-func explainAPI(e *apiclient.APIError) string {
+func explainAPI(e *contract.Error) string {
 	code := e.Code
 	if code == "" {
 		code = "http_error"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (HTTP %d)", code, e.Status)
+	fmt.Fprintf(&b, "%s (HTTP %d)", code, e.HTTPStatus())
 	if e.Message != "" {
 		b.WriteString(": " + strings.TrimSuffix(e.Message, "."))
 	}
@@ -67,24 +67,24 @@ func explainAPI(e *apiclient.APIError) string {
 	}
 	b.WriteString(". What to do: ")
 	switch code {
-	case apiclient.CodeNotFound:
+	case contract.CodeNotFound:
 		b.WriteString("the id does not exist in this API key's project (an id of another project is reported the same way). " +
 			"Check the id; list_inboxes, list_endpoints, list_messages and list_requests show the current ones.")
-	case apiclient.CodeInvalidCursor:
+	case contract.CodeInvalidCursor:
 		b.WriteString("the before/after cursor names no capture of this inbox or endpoint (it may have been deleted or pruned). " +
 			"Call again without before and after to get a fresh first page, and page from there.")
-	case apiclient.CodeInvalidParameter:
+	case contract.CodeInvalidParameter:
 		b.WriteString("fix the parameters named above and call again.")
-	case apiclient.CodeTooManyWaits:
+	case contract.CodeTooManyWaits:
 		fmt.Fprintf(&b, "this project already has the most waits open at once (4). Retry in %s, or call without wait.", retryIn(e))
-	case apiclient.CodeRateLimited:
+	case contract.CodeRateLimited:
 		fmt.Fprintf(&b, "too many API calls with this key. Retry in %s.", retryIn(e))
-	case apiclient.CodeNoTarget:
+	case contract.CodeNoTarget:
 		b.WriteString("the endpoint has no saved target URL to replay to. Ask the user to set one " +
 			"(`capture endpoint set whe_… --target URL`, or in the web interface), then replay again.")
-	case apiclient.CodeUnauthorized:
+	case contract.CodeUnauthorized:
 		b.WriteString("the API key was rejected (revoked or unknown). Ask the user for a valid key.")
-	case apiclient.CodeQuotaExceeded:
+	case contract.CodeQuotaExceeded:
 		b.WriteString("a plan quota is exceeded; ask the user to free space or raise the plan.")
 	default:
 		b.WriteString("the capture server failed; retrying may help, otherwise tell the user.")
@@ -93,7 +93,7 @@ func explainAPI(e *apiclient.APIError) string {
 }
 
 // retryIn says how long the API asked to wait, in whole seconds.
-func retryIn(e *apiclient.APIError) string {
+func retryIn(e *contract.Error) string {
 	d := e.RetryAfter
 	if d <= 0 {
 		d = time.Second

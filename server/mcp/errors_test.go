@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // Every error a tool can meet reads as the code, what happened, and what
 // to do; the end-to-end tests cannot provoke all of them.
 func TestExplain(t *testing.T) {
 	apiErr := func(status int, code, msg string, retry time.Duration) error {
-		return fmt.Errorf("GET /x: %w", &apiclient.APIError{Status: status, Code: code, Message: msg, RetryAfter: retry,
+		return fmt.Errorf("GET /x: %w", &contract.Error{Status: status, Code: code, Message: msg, RetryAfter: retry,
 			Fields: map[string]string{}})
 	}
 	tests := []struct {
@@ -31,7 +32,7 @@ func TestExplain(t *testing.T) {
 			[]string{"too_many_waits (HTTP 429)", "Retry in 1 s", "without wait"}},
 		{"rate limited", apiErr(429, "rate_limited", "slow down", 1500*time.Millisecond),
 			[]string{"rate_limited (HTTP 429): slow down", "Retry in 2 s"}},
-		{"invalid parameter", &apiclient.APIError{Status: 400, Code: "invalid_parameter", Message: "invalid parameter (limit: 1 to 100)",
+		{"invalid parameter", &contract.Error{Status: 400, Code: "invalid_parameter", Message: "invalid parameter (limit: 1 to 100)",
 			Fields: map[string]string{"limit": "1 to 100", "wait": "0 to 30"}},
 			[]string{"invalid_parameter (HTTP 400): invalid parameter (limit: 1 to 100); wait: 0 to 30", "fix the parameters"}},
 		{"local invalid parameter", invalidParameter("since", "want RFC 3339"),
@@ -40,7 +41,7 @@ func TestExplain(t *testing.T) {
 		{"unauthorized", apiErr(401, "unauthorized", "revoked key", 0), []string{"unauthorized (HTTP 401)", "valid key"}},
 		{"quota", apiErr(403, "quota_exceeded", "full", 0), []string{"quota_exceeded (HTTP 403)"}},
 		{"internal", apiErr(500, "internal", "internal error", 0), []string{"internal (HTTP 500)", "retrying may help"}},
-		{"proxy page", &apiclient.APIError{Status: 502, Message: "Bad Gateway"}, []string{"http_error (HTTP 502): Bad Gateway"}},
+		{"proxy page", &contract.Error{Status: 502, Message: "Bad Gateway"}, []string{"http_error (HTTP 502): Bad Gateway"}},
 		{"unreachable", &apiclient.UnreachableError{URL: "http://127.0.0.1:1/api/v1", Err: errors.New("connection refused")},
 			[]string{"unreachable: cannot reach the API at http://127.0.0.1:1/api/v1: connection refused", "capture serve"}},
 		{"cancelled", context.Canceled, []string{"cancelled"}},
@@ -92,9 +93,9 @@ func TestHeaderValues(t *testing.T) {
 		{[]any{"a", 1.0}, nil, false},
 		{3.0, nil, false},
 	} {
-		got, err := headerValues(tt.in)
-		if (err == nil) != tt.ok || fmt.Sprint(got) != fmt.Sprint(tt.want) || (got == nil) != (tt.want == nil) {
-			t.Errorf("headerValues(%#v) = %#v, %v", tt.in, got, err)
+		got, ok := headerEdit(tt.in)
+		if ok != tt.ok || ok && (fmt.Sprint(got.Values) != fmt.Sprint(tt.want) || got.Remove != (tt.want == nil)) {
+			t.Errorf("headerEdit(%#v) = %#v, %v", tt.in, got, ok)
 		}
 	}
 }

@@ -2,11 +2,8 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // sessionTimeout closes sessions whose client went away without saying so.
@@ -63,55 +61,23 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearer(r)
+		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
 		if !ok {
-			writeError(w, &apiclient.APIError{Status: http.StatusUnauthorized, Code: apiclient.CodeUnauthorized,
-				Message: "missing or malformed API key: send Authorization: Bearer cap_…"})
+			contract.WriteError(w, contract.Errorf(contract.CodeUnauthorized,
+				"missing or malformed API key: send Authorization: Bearer cap_…"))
 			return
 		}
 		client := apiclient.New(apiBase, key, nil)
 		me, err := client.Me(r.Context())
 		if err != nil {
-			var ae *apiclient.APIError
+			var ae *contract.Error
 			if !errors.As(err, &ae) || ae.Code == "" {
-				ae = &apiclient.APIError{Status: http.StatusInternalServerError, Code: apiclient.CodeInternal,
-					Message: "cannot check the API key: " + err.Error()}
+				ae = contract.Errorf(contract.CodeInternal, "cannot check the API key: %v", err)
 			}
-			writeError(w, ae)
+			contract.WriteError(w, ae)
 			return
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID})
 		perKey.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
-// bearer returns the API key of an `Authorization: Bearer cap_…` header.
-func bearer(r *http.Request) (string, bool) {
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	key = strings.TrimSpace(key)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(key, "cap_") || strings.ContainsAny(key, " \t") {
-		return "", false
-	}
-	return key, true
-}
-
-// writeError answers with the read API's error envelope, so that clients
-// of /mcp and /api/v1 see the same thing for the same mistake.
-func writeError(w http.ResponseWriter, e *apiclient.APIError) {
-	h := w.Header()
-	if e.Status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", `Bearer realm="capture"`)
-	}
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
-	}
-	fields := e.Fields
-	if fields == nil {
-		fields = map[string]string{}
-	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	json.NewEncoder(w).Encode(map[string]any{
-		"error": map[string]any{"code": e.Code, "message": e.Message, "fields": fields},
 	})
 }

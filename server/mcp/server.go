@@ -15,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // instructions are sent to the client at initialization; agents read them
@@ -38,11 +39,13 @@ func New(client *apiclient.Client, version string) *mcpsdk.Server {
 }
 
 // schemaTypes corrects schema inference for types whose JSON is not what
-// their Go shape says: apiclient.Headers is a slice that marshals as an
-// object, and an http.Header may be nil.
+// their Go shape says: contract.Headers is a slice that marshals as an
+// object, a contract.Time a struct that marshals as a string, and an
+// http.Header may be nil.
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[apiclient.Headers](): headersSchema("header name → its values, in the order received"),
-	reflect.TypeFor[http.Header]():       headersSchema("header name → its values"),
+	reflect.TypeFor[contract.Headers](): headersSchema("header name → its values, in the order received"),
+	reflect.TypeFor[contract.Time]():    {Type: "string"},
+	reflect.TypeFor[http.Header]():      headersSchema("header name → its values"),
 }
 
 func headersSchema(desc string) *jsonschema.Schema {

@@ -1,0 +1,554 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+)
+
+// Paging and waiting bounds of the list routes.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+	MaxWait      = 30 * time.Second
+)
+
+// TimeLayout is how every time is written: RFC 3339 in UTC with
+// milliseconds and Z.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Time is a time on the wire, written in TimeLayout and read from any RFC
+// 3339 time.
+type Time struct{ time.Time }
+
+// FormatTime writes t as the API does.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// TimeOf is t on the wire; nil stays nil.
+func TimeOf(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	return &Time{*t}
+}
+
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + FormatTime(t.Time) + `"`), nil
+}
+
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("time: %w", err)
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("time: %w", err)
+	}
+	t.Time = v
+	return nil
+}
+
+// List is the envelope of every list route. Next is "" where the wire says
+// null: no further page.
+type List[T any] struct {
+	Items []T
+	Next  string
+}
+
+type wireList[T any] struct {
+	Items []T     `json:"items"`
+	Next  *string `json:"next"`
+}
+
+func (l List[T]) MarshalJSON() ([]byte, error) {
+	w := wireList[T]{Items: l.Items}
+	if w.Items == nil {
+		w.Items = []T{}
+	}
+	if l.Next != "" {
+		w.Next = &l.Next
+	}
+	return json.Marshal(w)
+}
+
+func (l *List[T]) UnmarshalJSON(b []byte) error {
+	var w wireList[T]
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	l.Items, l.Next = w.Items, ""
+	if w.Next != nil {
+		l.Next = *w.Next
+	}
+	return nil
+}
+
+// All reads a whole list, newest first, the way SPEC §8 pages: each page's
+// next is passed as before for the one after it. page returns one page of
+// items older than before ("" for the newest page).
+func All[T any](page func(before string) (items []T, next string, err error)) ([]T, error) {
+	var out []T
+	before := ""
+	for {
+		items, next, err := page(before)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		before = next
+	}
+}
+
+// Me is GET /me: the key's project, its plan and usage.
+type Me struct {
+	Project struct {
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		CreatedAt Time   `json:"created_at"`
+	} `json:"project"`
+	Plan struct {
+		Name   string `json:"name"`
+		Quotas Quotas `json:"quotas"`
+	} `json:"plan"`
+	Usage Usage `json:"usage"`
+	Key   struct {
+		ID        string `json:"id"`
+		CreatedAt Time   `json:"created_at"`
+	} `json:"key"`
+}
+
+// Quotas are a plan's limits.
+type Quotas struct {
+	APIKeys               int64 `json:"api_keys"`
+	Inboxes               int64 `json:"inboxes"`
+	Endpoints             int64 `json:"endpoints"`
+	RetentionDays         int64 `json:"retention_days"`
+	CapturesPerCollection int64 `json:"captures_per_collection"`
+	MessageBytes          int64 `json:"message_bytes"`
+	RequestBodyBytes      int64 `json:"request_body_bytes"`
+	ConcurrentWaits       int   `json:"concurrent_waits"`
+	RequestsPerSecond     int   `json:"requests_per_second"`
+	Burst                 int   `json:"burst"`
+}
+
+// Usage counts what a project holds now.
+type Usage struct {
+	APIKeys   int64 `json:"api_keys"`
+	Inboxes   int64 `json:"inboxes"`
+	Endpoints int64 `json:"endpoints"`
+	Messages  int64 `json:"messages"`
+	Requests  int64 `json:"requests"`
+}
+
+// Project is a project as `capture project … --json` prints it.
+type Project struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Plan      string `json:"plan"`
+	CreatedAt Time   `json:"created_at"`
+}
+
+// Key is an API key as `capture key … --json` prints it. Secret, the key
+// itself, is there only when it was just created.
+type Key struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	CreatedAt Time   `json:"created_at"`
+	RevokedAt *Time  `json:"revoked_at"`
+	Secret    string `json:"key,omitempty"`
+}
+
+// Inbox is an item of GET /inboxes.
+type Inbox struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	CreatedAt    Time   `json:"created_at"`
+	MessageCount int64  `json:"message_count"`
+	SMTP         SMTP   `json:"smtp"`
+}
+
+// NewInbox is an inbox just created, as `capture inbox create --json`
+// prints it: the one time its password is shown with it.
+type NewInbox struct {
+	Inbox
+	SMTPPassword string `json:"smtp_password"`
+}
+
+// SMTP is how to send mail into an inbox; never its password.
+type SMTP struct {
+	Host     string `json:"host"`
+	Username string `json:"username"`
+	Ports    struct {
+		StartTLS []int `json:"starttls"`
+		TLS      []int `json:"tls"`
+	} `json:"ports"`
+}
+
+// Endpoint is an item of GET /endpoints.
+type Endpoint struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	CaptureURL   string   `json:"capture_url"`
+	TargetURL    *string  `json:"target_url"`
+	Response     Response `json:"response"`
+	RequestCount int64    `json:"request_count"`
+	CreatedAt    Time     `json:"created_at"`
+}
+
+// Response is what an endpoint answers its senders.
+type Response struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+	DelayMS int64             `json:"delay_ms"`
+}
+
+// Address is a mail address with its display name, if any.
+type Address struct {
+	Name    *string `json:"name"`
+	Address string  `json:"address"`
+}
+
+func (a Address) String() string {
+	if a.Name == nil || *a.Name == "" {
+		return a.Address
+	}
+	return *a.Name + " <" + a.Address + ">"
+}
+
+// MessageSummary is an item of GET /inboxes/{id}/messages.
+type MessageSummary struct {
+	ID              string    `json:"id"`
+	InboxID         string    `json:"inbox_id"`
+	ReceivedAt      Time      `json:"received_at"`
+	From            *Address  `json:"from"`
+	To              []Address `json:"to"`
+	Cc              []Address `json:"cc"`
+	Subject         string    `json:"subject"`
+	Size            int64     `json:"size"`
+	AttachmentCount int       `json:"attachment_count"`
+	Snippet         string    `json:"snippet"`
+}
+
+// Message is GET /messages/{id}.
+type Message struct {
+	MessageSummary
+	Envelope    Envelope     `json:"envelope"`
+	ReplyTo     []Address    `json:"reply_to"`
+	Date        *Time        `json:"date"`
+	MessageID   *string      `json:"message_id"`
+	Headers     Headers      `json:"headers"`
+	Body        Body         `json:"body"`
+	Links       []Link       `json:"links"`
+	Attachments []Attachment `json:"attachments"`
+	Warnings    []string     `json:"warnings"`
+}
+
+// Envelope is the SMTP envelope a message arrived with.
+type Envelope struct {
+	From string   `json:"from"`
+	To   []string `json:"to"`
+}
+
+// Body holds a message's text and HTML bodies, nil where absent.
+type Body struct {
+	Text *string `json:"text"`
+	HTML *string `json:"html"`
+}
+
+// Link is a URL found in a message.
+type Link struct {
+	URL    string  `json:"url"`
+	Text   *string `json:"text"`
+	Origin string  `json:"origin"`
+}
+
+// Attachment describes one attachment or inline part of a message.
+type Attachment struct {
+	ID          string  `json:"id"`
+	Filename    string  `json:"filename"`
+	ContentType string  `json:"content_type"`
+	Size        int64   `json:"size"`
+	ContentID   *string `json:"content_id"`
+	Inline      bool    `json:"inline"`
+}
+
+// RequestSummary is an item of GET /endpoints/{id}/requests.
+type RequestSummary struct {
+	ID          string  `json:"id"`
+	EndpointID  string  `json:"endpoint_id"`
+	Method      string  `json:"method"`
+	Path        string  `json:"path"`
+	Query       string  `json:"query"`
+	ContentType *string `json:"content_type"`
+	Size        int64   `json:"size"`
+	ReceivedAt  Time    `json:"received_at"`
+	RemoteAddr  string  `json:"remote_addr"`
+}
+
+// Target is the path with its query, as the sender appended it to the
+// capture URL.
+func (r RequestSummary) Target() string {
+	if r.Query == "" {
+		return r.Path
+	}
+	return r.Path + "?" + r.Query
+}
+
+// Request is GET /requests/{id}: the captured request exactly, and what was
+// done with it since.
+type Request struct {
+	RequestSummary
+	Headers    Headers    `json:"headers"`
+	Body       *string    `json:"body"`
+	BodyBase64 *string    `json:"body_base64"`
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// SplitBody carries bytes the way every body is carried: valid UTF-8 as
+// text, anything else as base64.
+func SplitBody(b []byte) (text, b64 *string) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return nil, &s
+}
+
+// BodyBytes returns the body byte for byte, whichever field carries it.
+func (r Request) BodyBytes() ([]byte, error) {
+	switch {
+	case r.Body != nil:
+		return []byte(*r.Body), nil
+	case r.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*r.BodyBase64)
+		if err != nil {
+			return nil, fmt.Errorf("request %s: body_base64: %w", r.ID, err)
+		}
+		return b, nil
+	}
+	return []byte{}, nil
+}
+
+// Delivery is one replay or forward of a captured request.
+type Delivery struct {
+	ID             string  `json:"id"`
+	Kind           string  `json:"kind"`
+	TargetURL      string  `json:"target_url"`
+	Status         string  `json:"status"`
+	ResponseStatus *int    `json:"response_status"`
+	Error          *string `json:"error"`
+	DurationMS     int64   `json:"duration_ms"`
+	CreatedAt      Time    `json:"created_at"`
+}
+
+// Delivery kinds and statuses. "delivered" means the target answered
+// 200–299.
+const (
+	KindReplay  = "replay"
+	KindForward = "forward"
+
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+)
+
+// DeliveryReport is the body of POST /requests/{id}/deliveries: what a
+// forwarding client tells the server about one local delivery, a response
+// status or the error that prevented one.
+type DeliveryReport struct {
+	TargetURL      *string `json:"target_url"`
+	ResponseStatus *int    `json:"response_status"`
+	Error          *string `json:"error"`
+	DurationMS     *int64  `json:"duration_ms"`
+}
+
+// ReplayEdits is the optional body of POST /requests/{id}/replay. Each
+// field that is present changes the replayed request.
+type ReplayEdits struct {
+	Method     *string               `json:"method,omitempty"`
+	Path       *string               `json:"path,omitempty"`
+	Query      *string               `json:"query,omitempty"`
+	Headers    map[string]HeaderEdit `json:"headers,omitempty"`
+	Body       *string               `json:"body,omitempty"`
+	BodyBase64 *string               `json:"body_base64,omitempty"`
+}
+
+// HeaderEdit is the new value of one header in a replay: on the wire a
+// string, an array of strings, or null to remove the header.
+type HeaderEdit struct {
+	// Values replace the header's; nil with Remove.
+	Values []string
+	Remove bool
+	// invalid marks a wire value of any other type. Decoding does not fail
+	// on it, so that a server can name every bad header in one answer.
+	invalid bool
+}
+
+// Valid reports whether the edit was a string, an array of strings or null.
+func (h HeaderEdit) Valid() bool { return !h.invalid }
+
+func (h HeaderEdit) MarshalJSON() ([]byte, error) {
+	if h.Remove {
+		return []byte("null"), nil
+	}
+	if h.Values == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(h.Values)
+}
+
+func (h *HeaderEdit) UnmarshalJSON(b []byte) error {
+	*h = HeaderEdit{}
+	if string(bytes.TrimSpace(b)) == "null" {
+		h.Remove = true
+		return nil
+	}
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		h.Values = []string{one}
+		return nil
+	}
+	var many []string
+	if json.Unmarshal(b, &many) == nil && many != nil {
+		h.Values = many
+		return nil
+	}
+	h.invalid = true
+	return nil
+}
+
+// Replay is the answer of POST /requests/{id}/replay: the delivery, what
+// was sent, and what the target answered (nil when it did not).
+type Replay struct {
+	Delivery
+	Request  SentRequest     `json:"request"`
+	Response *ReplayResponse `json:"response"`
+}
+
+// SentRequest is the request a replay sent.
+type SentRequest struct {
+	Method  string      `json:"method"`
+	URL     string      `json:"url"`
+	Headers http.Header `json:"headers"`
+}
+
+// ReplayResponse is the target's answer to a replay, its body cut at 64 KiB.
+type ReplayResponse struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	Body       *string     `json:"body"`
+	BodyBase64 *string     `json:"body_base64"`
+	Truncated  bool        `json:"truncated"`
+}
+
+// Header is one header name with its values.
+type Header struct {
+	Name   string
+	Values []string
+}
+
+// Headers are written as a JSON object of canonical name → values in the
+// order the headers arrived, the values of a repeated name gathered under
+// its first appearance; read back, they keep that order, which a person
+// reading a capture expects and a map would lose.
+type Headers []Header
+
+func (hs Headers) MarshalJSON() ([]byte, error) {
+	var names []string
+	values := map[string][]string{}
+	for _, h := range hs {
+		name := http.CanonicalHeaderKey(h.Name)
+		if _, seen := values[name]; !seen {
+			names = append(names, name)
+			values[name] = []string{}
+		}
+		values[name] = append(values[name], h.Values...)
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(values[name])
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func (hs *Headers) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*hs = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("headers: want an object, got %v", tok)
+	}
+	out := Headers{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var values []string
+		if err := dec.Decode(&values); err != nil {
+			return fmt.Errorf("headers: %s: %w", name, err)
+		}
+		out = append(out, Header{Name: name, Values: values})
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	*hs = out
+	return nil
+}
+
+// Get returns the first value of the named header, matched
+// case-insensitively.
+func (hs Headers) Get(name string) string {
+	name = http.CanonicalHeaderKey(name)
+	for _, h := range hs {
+		if http.CanonicalHeaderKey(h.Name) == name && len(h.Values) > 0 {
+			return h.Values[0]
+		}
+	}
+	return ""
+}
+
+// HTTP returns the headers as an http.Header.
+func (hs Headers) HTTP() http.Header {
+	out := make(http.Header, len(hs))
+	for _, h := range hs {
+		name := http.CanonicalHeaderKey(h.Name)
+		out[name] = append(out[name], h.Values...)
+	}
+	return out
+}

@@ -1,0 +1,242 @@
+// Package replay sends a captured webhook request again, with edits, to its
+// endpoint's saved target, and records the delivery in the request's
+// history. The read API's POST /requests/{id}/replay and the web interface
+// both replay through it, so a replay behaves the same wherever it starts.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/store"
+)
+
+const (
+	// Timeout bounds one replay: connecting, sending and reading the answer.
+	Timeout = 10 * time.Second
+	// MaxResponse bounds the target's response body kept in the result.
+	MaxResponse = 64 << 10
+)
+
+// hopByHop headers describe one connection, not the request, so a replay
+// never copies them; Host and Content-Length follow the new target and body.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Host": true, "Content-Length": true,
+}
+
+// Store is what a replay needs from the database.
+type Store interface {
+	Request(ctx context.Context, projectID, id string) (store.Request, error)
+	Endpoint(ctx context.Context, projectID, id string) (store.Endpoint, error)
+	AddDelivery(ctx context.Context, projectID, requestID string, d store.NewDelivery) (store.Delivery, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Replayer replays captured requests of one store.
+type Replayer struct {
+	store  Store
+	client *http.Client
+}
+
+// New returns a Replayer over st that sends with client; nil means a
+// client with Timeout that follows no redirects.
+func New(st Store, client *http.Client) *Replayer {
+	if client == nil {
+		client = &http.Client{
+			Timeout: Timeout,
+			// A replay reports what the target answered, redirects included.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Replayer{store: st, client: client}
+}
+
+// Sent is the request a replay sent.
+type Sent struct {
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+}
+
+// Response is what the target answered.
+type Response struct {
+	Status int
+	Header http.Header
+	// Body is cut at MaxResponse bytes (Truncated), and then at a UTF-8
+	// character boundary when it is text.
+	Body      []byte
+	Truncated bool
+}
+
+// Result is one replay: the delivery recorded, what was sent, and what the
+// target answered (nil when it did not answer; the delivery says why).
+type Result struct {
+	Delivery store.Delivery
+	Sent     Sent
+	Response *Response
+}
+
+// Replay sends request id of the project to its endpoint's saved target,
+// changed by edits, and records the delivery. The delivery is recorded
+// whatever the target did, also when ctx ends meanwhile. A *contract.Error
+// says what the caller must fix (no_target, invalid edits); store errors
+// come back as they are.
+func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contract.ReplayEdits) (Result, error) {
+	req, err := r.store.Request(ctx, projectID, id)
+	if err != nil {
+		return Result{}, err
+	}
+	endpoint, err := r.store.Endpoint(ctx, projectID, req.EndpointID)
+	if err != nil {
+		return Result{}, err
+	}
+	if endpoint.TargetURL == nil {
+		return Result{}, contract.Errorf(contract.CodeNoTarget,
+			"endpoint %s has no saved target; set one with `capture endpoint set %s --target URL`", endpoint.ID, endpoint.ID)
+	}
+	out, err := build(req, *endpoint.TargetURL, edits)
+	if err != nil {
+		return Result{}, err
+	}
+
+	res := Result{Sent: *out}
+	nd := store.NewDelivery{Kind: store.DeliveryReplay, TargetURL: out.URL}
+	start := time.Now()
+	resp, sendErr := r.send(ctx, out)
+	nd.Duration = time.Since(start)
+	if sendErr != nil {
+		msg := sendErr.Error()
+		nd.Error = &msg
+	} else {
+		status := resp.Status
+		nd.ResponseStatus = &status
+		res.Response = resp
+	}
+	res.Delivery, err = r.store.AddDelivery(context.WithoutCancel(ctx), projectID, req.ID, nd)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// build applies edits to the captured request; every bad edit is named in
+// one invalid_parameter error.
+func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, error) {
+	bad := map[string]string{}
+	out := &Sent{Method: req.Method, Header: http.Header{}, Body: req.Body}
+	path, rawQuery := req.Path, req.Query
+	if ed.Method != nil {
+		if !store.ValidHeaderName(*ed.Method) {
+			bad["method"] = "must be an HTTP method token"
+		}
+		out.Method = *ed.Method
+	}
+	if ed.Path != nil {
+		if !strings.HasPrefix(*ed.Path, "/") || strings.ContainsAny(*ed.Path, "?# \r\n") {
+			bad["path"] = "must start with / and hold no query, fragment or spaces"
+		}
+		path = *ed.Path
+	}
+	if ed.Query != nil {
+		if strings.ContainsAny(*ed.Query, "# \r\n") {
+			bad["query"] = "must be a raw query string without #, spaces or line breaks"
+		}
+		rawQuery = strings.TrimPrefix(*ed.Query, "?")
+	}
+	if ed.Body != nil && ed.BodyBase64 != nil {
+		bad["body"] = "give body or body_base64, not both"
+		bad["body_base64"] = "give body or body_base64, not both"
+	} else if ed.Body != nil {
+		out.Body = []byte(*ed.Body)
+	} else if ed.BodyBase64 != nil {
+		b, err := base64.StdEncoding.DecodeString(*ed.BodyBase64)
+		if err != nil {
+			bad["body_base64"] = "not valid base64: " + err.Error()
+		}
+		out.Body = b
+	}
+
+	for _, h := range req.Headers {
+		name := http.CanonicalHeaderKey(h.Name)
+		if !hopByHop[name] {
+			out.Header[name] = append(out.Header[name], h.Values...)
+		}
+	}
+	for name, edit := range ed.Headers {
+		field := "headers." + name
+		if !store.ValidHeaderName(name) {
+			bad[field] = "not a valid header name"
+			continue
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if hopByHop[canon] {
+			bad[field] = "a hop-by-hop header cannot be set"
+			continue
+		}
+		if !edit.Valid() {
+			bad[field] = "must be a string, an array of strings, or null to remove it"
+			continue
+		}
+		if edit.Remove {
+			out.Header.Del(canon)
+			continue
+		}
+		for _, v := range edit.Values {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				bad[field] = "values must not contain line breaks or NUL"
+			}
+		}
+		out.Header[canon] = edit.Values
+	}
+	if len(bad) > 0 {
+		return nil, contract.Invalid(bad)
+	}
+	out.URL = strings.TrimSuffix(target, "/") + path
+	if rawQuery != "" {
+		out.URL += "?" + rawQuery
+	}
+	return out, nil
+}
+
+func (r *Replayer) send(ctx context.Context, out *Sent) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, out.Method, out.URL, bytes.NewReader(out.Body))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header = out.Header.Clone()
+	if len(out.Body) == 0 {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	res := &Response{Status: resp.StatusCode, Header: resp.Header}
+	if len(body) > MaxResponse {
+		body, res.Truncated = body[:MaxResponse], true
+		// A cut may split a UTF-8 sequence; keep text bodies as text.
+		if trimmed := bytes.ToValidUTF8(body, nil); len(body)-len(trimmed) <= 3 {
+			body = trimmed
+		}
+	}
+	res.Body = body
+	return res, nil
+}
