@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capturedev/capture/server/bench"
-	"github.com/capturedev/capture/server/capture/webload"
-	"github.com/capturedev/capture/server/smtp/smtpload"
+	"github.com/capturedev/capture/cmd/bench"
+	"github.com/capturedev/capture/cmd/bench/smtpload"
+	"github.com/capturedev/capture/cmd/bench/webload"
 )
 
 func newBenchCmd() *cobra.Command {

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server/api/contract"
-	"github.com/capturedev/capture/server/mcp"
 )
 
 func newMCPCmd() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/capturedev/capture/server/mcp/mcptest"
+	"github.com/capturedev/capture/forward/mcp/mcptest"
 )
 
 // mcpCommand is `capture mcp` with args and a clean environment: the

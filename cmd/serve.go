@@ -1,24 +1,18 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward"
+	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server"
-	"github.com/capturedev/capture/server/api"
-	"github.com/capturedev/capture/server/certs"
 	"github.com/capturedev/capture/store"
-	"github.com/capturedev/capture/store/datadir"
 )
 
 const (
@@ -95,124 +89,22 @@ func runServe(c *cobra.Command, _ []string) error {
 		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-
 	dir, err := dataDir(c)
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenDir(c.Context(), dir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	tlsDir := filepath.Join(dir, "tls")
-	var caPath string
-	var tlsCfg = certs.ServerConfig
-	var cfg server.Config
-	if certFile != "" {
-		cert, err := certs.Load(certFile, keyFile)
-		if err != nil {
-			return err
-		}
-		cfg.TLSConfig = tlsCfg(cert)
-	} else {
-		res, err := certs.Ensure(tlsDir, []string{smtpHost})
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		if res.CreatedCA {
-			log.Info("created local CA", "path", res.CAPath)
-		} else if res.CreatedLeaf {
-			log.Info("renewed SMTP certificate", "path", res.CertPath)
-		}
-		caPath = res.CAPath
-		cfg.TLSConfig = tlsCfg(res.Certificate)
-	}
-
-	boot, err := st.EnsureBootstrap(c.Context())
-	if err != nil {
-		return err
-	}
-
-	cfg.HTTPAddr, cfg.CaptureAddr = httpAddr, captureAddr
-	cfg.SMTPStartTLSAddrs, cfg.SMTPTLSAddrs = startTLS, implicitTLS
-	cfg.SMTPHost, cfg.PublicURL, cfg.AllowInsecureAuth = smtpHost, publicURL, insecure
-	cfg.Downloads = map[string][]byte{forward.PythonClientName: forward.PythonClient}
-	cfg.Logger = log
-	cfg.Version = versionString()
-	srv, err := server.Listen(st, cfg)
-	if err != nil {
-		return err
-	}
-	for _, w := range srv.Warnings() {
-		log.Warn(w)
-	}
-
-	creds := datadir.Credentials{API: srv.APIBase()}
-	if boot.Created {
-		creds.Key = boot.Secret
-	} else if old, err := datadir.ReadCredentials(dir); err == nil {
-		creds.Key = old.Key
-	}
-	if creds.Key != "" {
-		if err := datadir.WriteCredentials(dir, creds); err != nil {
-			return err
-		}
-	}
-	printBanner(c.OutOrStdout(), srv, boot, smtpHost, dir, caPath)
-	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
-		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()), "data_dir", dir)
-
-	err = srv.Run(c.Context())
-	log.Info("stopped")
-	return err
-}
-
-func joinAddrs(as []net.Addr) string {
-	s := make([]string, len(as))
-	for i, a := range as {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ",")
-}
-
-func portList(as []net.Addr) string {
-	s := []string{}
-	for _, a := range as {
-		if t, ok := a.(*net.TCPAddr); ok {
-			s = append(s, strconv.Itoa(t.Port))
-		}
-	}
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
-func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, dir, caPath string) {
-	if b.Created {
-		fmt.Fprintf(w, "capture: first start, created project %q (plan %s) in %s\n\n", b.Project.Name, b.Project.Plan.Name, dir)
-	} else {
-		fmt.Fprintf(w, "capture: serving %s\n\n", dir)
-	}
-	row := func(k, v string) { fmt.Fprintf(w, "  %-15s %s\n", k, v) }
-	row("Read API", srv.APIBase())
-	if b.Created {
-		row("API key", b.Secret+"   (shown once; saved in "+filepath.Join(dir, datadir.CredentialsFile)+")")
-	}
-	row("SMTP", fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", smtpHost, portList(srv.StartTLSAddrs()), portList(srv.TLSAddrs())))
-	if b.Inbox.ID != "" {
-		row("Inbox", b.Inbox.ID+"   (the SMTP username)")
-		if b.Created {
-			row("SMTP password", b.Inbox.SMTPPassword)
-		}
-	}
-	if b.Endpoint.ID != "" {
-		row("Capture URL", api.CaptureURL(srv.CaptureBase(), b.Endpoint.ID))
-	}
-	if caPath != "" {
-		row("CA certificate", caPath)
-	}
-	fmt.Fprintln(w)
+	version := versionString()
+	return server.Serve(c.Context(), server.ServeConfig{
+		Config: server.Config{
+			HTTPAddr: httpAddr, CaptureAddr: captureAddr,
+			SMTPStartTLSAddrs: startTLS, SMTPTLSAddrs: implicitTLS,
+			SMTPHost: smtpHost, PublicURL: publicURL, AllowInsecureAuth: insecure,
+			Downloads: map[string][]byte{forward.PythonClientName: forward.PythonClient},
+			MCP:       func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
+			Logger:    log,
+		},
+		DataDir:     dir,
+		TLSCertFile: certFile, TLSKeyFile: keyFile,
+		Banner: c.OutOrStdout(),
+	})
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/capture"
-	"github.com/capturedev/capture/server/mcp"
 	"github.com/capturedev/capture/server/smtp"
 	"github.com/capturedev/capture/store"
 )
@@ -42,8 +41,10 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight work may take to finish.
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
-	// Version is reported to MCP clients.
-	Version string
+	// MCP builds the handler of /mcp for the read API at apiBase; nil serves
+	// no /mcp. It is given, not built here, because MCP is a client of the
+	// read API and no server package is.
+	MCP func(apiBase string) http.Handler
 }
 
 // Server holds the bound listeners until Run serves them.
@@ -242,7 +243,9 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", apiHandler)
-	mux.Handle("/mcp", mcp.HTTPHandler(s.APIBase(), cfg.Version))
+	if cfg.MCP != nil {
+		mux.Handle("/mcp", cfg.MCP(s.APIBase()))
+	}
 	for name, body := range cfg.Downloads {
 		contentType := "application/octet-stream"
 		if strings.HasSuffix(name, ".py") {

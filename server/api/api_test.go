@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/server/api"
-	"github.com/capturedev/capture/server/openapi"
+	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/store"
 )
 
@@ -25,7 +25,7 @@ type env struct {
 	st     *store.Store
 	api    *api.API
 	srv    *httptest.Server
-	v      *openapi.Validator
+	v      *openapitest.Validator
 	boot   store.Bootstrap
 	key    string
 	client *http.Client
@@ -48,7 +48,7 @@ func newEnv(t *testing.T) *env {
 	a := api.New(st, api.Config{SMTPHost: "localhost", StartTLSPorts: []int{2587}, TLSPorts: []int{2465},
 		CaptureBase: "http://127.0.0.1:7781", Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(a)
-	v, err := openapi.NewValidator()
+	v, err := openapitest.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capturedev/capture/server/capture/webload"
+	"github.com/capturedev/capture/cmd/bench/webload"
 	"github.com/capturedev/capture/store"
 )
 

@@ -1,6 +1,5 @@
 // Package openapi holds the OpenAPI 3.1 document of the read API, served at
-// /api/v1/schema/, and a Validator that checks real HTTP exchanges against it
-// so that tests of the API can prove the document and the server agree.
+// /api/v1/schema/. Tests check real exchanges against it with openapitest.
 package openapi
 
 import _ "embed"

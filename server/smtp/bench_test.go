@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/capturedev/capture/server/smtp/smtpload"
+	"github.com/capturedev/capture/cmd/bench/smtpload"
 )
 
 // BenchmarkSMTPIngest drives the real STARTTLS listener with 8 connections,

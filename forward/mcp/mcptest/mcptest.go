@@ -1,6 +1,6 @@
 // Package mcptest runs a real capture server and checks an MCP transport
 // of it end to end with the SDK's own client. The tests of the HTTP
-// transport (server/mcp) and of the stdio one (`capture mcp`) share it, so
+// transport (forward/mcp) and of the stdio one (`capture mcp`) share it, so
 // both are held to the same behaviour.
 package mcptest
 
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server"
 	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
@@ -42,6 +43,7 @@ func Start(t testing.TB) *Env {
 	cfg := servertest.Config(t)
 	cfg.SMTPStartTLSAddrs = nil
 	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.MCP = func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, "test") }
 	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package openapi
+package openapitest
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/openapi"
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -21,6 +23,48 @@ func newValidator(t *testing.T) *Validator {
 		t.Fatalf("NewValidator: %v", err)
 	}
 	return v
+}
+
+// The document's error codes, and the codes each error response allows,
+// are those of the contract's table with its statuses.
+func TestErrorCodesMatchContract(t *testing.T) {
+	doc := newValidator(t).doc
+	codeSchema := doc.Components.Schemas["Error"].Value.Properties["error"].Value.Properties["code"].Value
+	var documented []string
+	for _, c := range codeSchema.Enum {
+		documented = append(documented, c.(string))
+	}
+	spec := []string{contract.CodeInvalidParameter, contract.CodeInvalidCursor, contract.CodeUnauthorized,
+		contract.CodeNotFound, contract.CodeMethodNotAllowed, contract.CodeNoTarget, contract.CodeQuotaExceeded,
+		contract.CodeRateLimited, contract.CodeTooManyWaits, contract.CodeInternal, contract.CodeUnavailable}
+	slices.Sort(documented)
+	slices.Sort(spec)
+	if !slices.Equal(documented, spec) {
+		t.Errorf("Error.code enum = %v, want %v", documented, spec)
+	}
+	statuses := map[string]int{"BadRequest": 400, "Unauthorized": 401, "Forbidden": 403, "NotFound": 404,
+		"MethodNotAllowed": 405, "Conflict": 409, "PayloadTooLarge": 413, "TooManyRequests": 429, "Internal": 500}
+	for name, resp := range doc.Components.Responses {
+		mt := resp.Value.Content.Get("application/json")
+		if mt == nil {
+			continue
+		}
+		for _, part := range mt.Schema.Value.AllOf {
+			if part.Ref != "" || part.Value.Properties["error"] == nil {
+				continue
+			}
+			for _, c := range part.Value.Properties["error"].Value.Properties["code"].Value.Enum {
+				code, status := c.(string), statuses[name]
+				want := contract.StatusOf(code)
+				if code == contract.CodeQuotaExceeded && status == http.StatusRequestEntityTooLarge {
+					want = status // an oversize capture
+				}
+				if status != want {
+					t.Errorf("response %s (%d) allows %s, which the contract answers with %d", name, status, code, want)
+				}
+			}
+		}
+	}
 }
 
 func TestDocumentLoads(t *testing.T) {
@@ -384,7 +428,7 @@ func TestCheckAccepts(t *testing.T) {
 			body:   `{"target_url":"http://localhost:3000/ci/run-42/hook","response_status":200,"duration_ms":5}`,
 			status: 201, header: jsonHeader, resp: fixture(t, "delivery.json")},
 		{name: "schema without key", method: "GET", target: "/api/v1/schema/", noAuth: true, status: 200,
-			header: jsonHeader, resp: Document},
+			header: jsonHeader, resp: openapi.Document},
 		{name: "unauthorized", method: "GET", target: "/api/v1/me", noAuth: true, status: 401,
 			header: header("WWW-Authenticate", "Bearer"), resp: errorBody("unauthorized")},
 		{name: "bad parameter", method: "GET", target: "/api/v1/inboxes/inb_3HsQ8nZk1RtY/messages?wait=31", status: 400,
@@ -536,7 +580,7 @@ func TestCheckRejects(t *testing.T) {
 		{exchange{name: "undocumented path", method: "GET", target: "/api/v1/accounts", status: 200,
 			header: jsonHeader, resp: []byte(`{}`)}, "not documented"},
 		{exchange{name: "path without trailing slash", method: "GET", target: "/api/v1/schema", noAuth: true,
-			status: 200, header: jsonHeader, resp: Document}, "not documented"},
+			status: 200, header: jsonHeader, resp: openapi.Document}, "not documented"},
 		{exchange{name: "path outside the API", method: "GET", target: "/me", status: 200,
 			header: jsonHeader, resp: fixture(t, "me.json")}, "not under /api/v1"},
 		{exchange{name: "undocumented method", method: "POST", target: "/api/v1/me", status: 200,

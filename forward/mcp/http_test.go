@@ -10,8 +10,8 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/capturedev/capture/server/mcp"
-	"github.com/capturedev/capture/server/mcp/mcptest"
+	"github.com/capturedev/capture/forward/mcp"
+	"github.com/capturedev/capture/forward/mcp/mcptest"
 )
 
 // mcpURL is where e serves MCP over HTTP: /mcp on its own HTTP listener

@@ -1,4 +1,8 @@
-package openapi
+// Package openapitest checks real HTTP exchanges against the read API's
+// OpenAPI document, so that tests prove the document and the server (and
+// every client) agree. Only tests import it: the validator and its
+// dependencies stay out of the binary.
+package openapitest
 
 import (
 	"bytes"
@@ -13,13 +17,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capturedev/capture/server/openapi"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Validator checks real HTTP exchanges against Document.
+// Validator checks real HTTP exchanges against openapi.Document.
 //
 // It is safe for concurrent use.
 type Validator struct {
@@ -40,11 +45,11 @@ type route struct {
 	item     *openapi3.PathItem
 }
 
-// NewValidator loads and validates Document.
+// NewValidator loads and validates openapi.Document.
 func NewValidator() (*Validator, error) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(Document)
+	doc, err := loader.LoadFromData(openapi.Document)
 	if err != nil {
 		return nil, fmt.Errorf("load openapi document: %w", err)
 	}

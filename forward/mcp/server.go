@@ -3,7 +3,9 @@
 // mcp`) or streamable HTTP (`/mcp` on `capture serve`).
 //
 // Every tool goes through an apiclient.Client, so an MCP session sees
-// exactly what its API key's project sees, with the API's own errors.
+// exactly what its API key's project sees, with the API's own errors. Being
+// a client of the read API, it lives with the other clients under forward/;
+// `capture serve` mounts its HTTP handler through server.Config.MCP.
 package mcp
 
 import (
