@@ -39,6 +39,8 @@ MAX_LIMIT = 100
 DELIVERY_TIMEOUT = 30.0
 CALL_TIMEOUT = 30.0
 RECORD_TIMEOUT = 10.0
+# Answers that ask to call again after Retry-After (rate limited, busy).
+COME_BACK_LATER = (429, 503)
 MAX_RESPONSE_DRAIN = 1 << 20
 
 EXIT_START = 2
@@ -476,7 +478,9 @@ class Forwarder:
         self.stats = {"deliveries": 0, "ok": 0, "non_2xx": 0, "errors": 0}
         self.started = time.monotonic()
 
-    # A rate-limited call was not carried out, so repeating it is safe.
+    # The API's retry policy: 429 and 503 ask to come back after
+    # Retry-After; such a call was refused before anything was done, so
+    # repeating it is safe.
     def call(self, fn, *args, **kwargs):
         while True:
             try:
@@ -484,13 +488,16 @@ class Forwarder:
                 self.rate_limited = False
                 return v
             except APIError as e:
-                if e.status != 429:
+                if e.status not in COME_BACK_LATER:
                     self.rate_limited = False
                     raise
                 wait = e.retry_after or 1.0
                 if not self.rate_limited:
                     self.rate_limited = True
-                    self.out.info(f"API rate limit reached; waiting {wait:g}s as Retry-After asks")
+                    if e.status == 503:
+                        self.out.info(f"API unavailable for now; waiting {wait:g}s as Retry-After asks")
+                    else:
+                        self.out.info(f"API rate limit reached; waiting {wait:g}s as Retry-After asks")
                 time.sleep(wait)
 
     def start(self):
@@ -691,7 +698,7 @@ class Forwarder:
                 self.api.record_delivery(r["id"], report)
                 return
             except APIError as e:
-                if e.status == 429 and time.monotonic() + (e.retry_after or 1.0) < deadline:
+                if e.status in COME_BACK_LATER and time.monotonic() + (e.retry_after or 1.0) < deadline:
                     time.sleep(e.retry_after or 1.0)
                     continue
                 self.out.warn(f"could not record the delivery of {r['id']} on the server: {e}")

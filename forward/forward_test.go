@@ -153,7 +153,8 @@ func TestForwardReplayLast(t *testing.T) {
 			srv.Post(t, "POST", "/old/2", nil, []byte("2")),
 			srv.Post(t, "POST", "/old/3", nil, []byte("3")),
 		}
-		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL, replayLast: 2})
+		checked := srv.CheckedAPI(t)
+		s := c.start(t, opts{api: checked.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL, replayLast: 2})
 		if ready := s.ready(t); ready["baseline"] != old[2] || ready["replay_last"] != float64(2) {
 			t.Errorf("ready = %v", ready)
 		}
@@ -206,7 +207,8 @@ func TestForwardBinaryBodies(t *testing.T) {
 	both(t, func(t *testing.T, c client) {
 		srv := capturetest.Start(t)
 		h := newHandler(t, nil)
-		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		checked := srv.CheckedAPI(t)
+		s := c.start(t, opts{api: checked.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
 		s.ready(t)
 		every := make([]byte, 256)
 		for i := range every {
@@ -298,7 +300,8 @@ func TestForwardInvalidCursor(t *testing.T) {
 		ctx := context.Background()
 		h := newHandler(t, nil)
 		baseline := srv.Post(t, "POST", "/baseline", nil, nil)
-		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		checked := srv.CheckedAPI(t)
+		s := c.start(t, opts{api: checked.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
 		if ready := s.ready(t); ready["baseline"] != baseline {
 			t.Fatalf("ready = %v", ready)
 		}
@@ -333,6 +336,15 @@ func TestForwardInvalidCursor(t *testing.T) {
 		if !strings.Contains(s.stderr.String(), "new baseline: "+baseline) {
 			t.Errorf("stderr does not name the new baseline %s:\n%s", baseline, s.stderr)
 		}
+		// Every route the client uses was checked against the OpenAPI
+		// document, the invalid_cursor answer included.
+		for _, exchange := range []string{"GET /api/v1/me 200", "GET /api/v1/endpoints 200",
+			"GET /api/v1/endpoints/{id}/requests 200", "GET /api/v1/endpoints/{id}/requests 400",
+			"GET /api/v1/requests/{id} 200", "POST /api/v1/requests/{id}/deliveries 201"} {
+			if checked.Seen(exchange) == 0 {
+				t.Errorf("no %s exchange went through the check", exchange)
+			}
+		}
 	})
 }
 
@@ -361,45 +373,53 @@ func TestForwardAPIDown(t *testing.T) {
 	})
 }
 
-func TestForwardRateLimited(t *testing.T) {
-	both(t, func(t *testing.T, c client) {
-		srv := capturetest.Start(t)
-		upstream, err := url.Parse(srv.HTTPBase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp := httputil.NewSingleHostReverseProxy(upstream)
-		// The first two fetches of a capture are refused as the API does
-		// over its rate limit.
-		var refused atomic.Int32
-		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == "GET" && strings.Contains(r.URL.Path, "/requests/") && refused.Add(1) <= 2 {
-				w.Header().Set("Retry-After", "1")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				io.WriteString(w, `{"error":{"code":"rate_limited","message":"slow down","fields":{}}}`)
-				return
-			}
-			rp.ServeHTTP(w, r)
-		}))
-		defer proxy.Close()
-		h := newHandler(t, nil)
-		s := c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
-		s.ready(t)
-		posted := time.Now()
-		id := srv.Post(t, "POST", "/limited", nil, []byte("x"))
-		h.waitFor(t, 1)
-		if waited := time.Since(posted); waited < 2*time.Second {
-			t.Errorf("delivered %s after capture, want at least the two Retry-After waits of 1 s", waited)
-		}
-		waitRecorded(t, srv.Client(), id, 1)
-		if n := len(h.got()); n != 1 {
-			t.Errorf("handler got %d requests, want 1", n)
-		}
-		if !strings.Contains(s.stderr.String(), "rate limit") {
-			t.Errorf("no rate limit status line:\n%s", s.stderr)
-		}
-	})
+// An answer that asks to come back later (429, 503) is waited out as
+// Retry-After says, and the capture still delivered once.
+func TestForwardComeBackLater(t *testing.T) {
+	for _, tt := range []struct {
+		status     int
+		code, line string
+	}{
+		{http.StatusTooManyRequests, contract.CodeRateLimited, "rate limit"},
+		{http.StatusServiceUnavailable, contract.CodeUnavailable, "unavailable"},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			both(t, func(t *testing.T, c client) {
+				srv := capturetest.Start(t)
+				upstream, err := url.Parse(srv.HTTPBase)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rp := httputil.NewSingleHostReverseProxy(upstream)
+				// The first two fetches of a capture are turned away.
+				var refused atomic.Int32
+				proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == "GET" && strings.Contains(r.URL.Path, "/requests/") && refused.Add(1) <= 2 {
+						contract.WriteError(w, &contract.Error{Code: tt.code, Message: "later", RetryAfter: time.Second})
+						return
+					}
+					rp.ServeHTTP(w, r)
+				}))
+				defer proxy.Close()
+				h := newHandler(t, nil)
+				s := c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+				s.ready(t)
+				posted := time.Now()
+				id := srv.Post(t, "POST", "/limited", nil, []byte("x"))
+				h.waitFor(t, 1)
+				if waited := time.Since(posted); waited < 2*time.Second {
+					t.Errorf("delivered %s after capture, want at least the two Retry-After waits of 1 s", waited)
+				}
+				waitRecorded(t, srv.Client(), id, 1)
+				if n := len(h.got()); n != 1 {
+					t.Errorf("handler got %d requests, want 1", n)
+				}
+				if !strings.Contains(s.stderr.String(), tt.line) {
+					t.Errorf("no %q status line:\n%s", tt.line, s.stderr)
+				}
+			})
+		})
+	}
 }
 
 func TestForwardBadStart(t *testing.T) {

@@ -8,16 +8,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/capturedev/capture/forward"
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server"
+	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
 )
@@ -172,4 +178,82 @@ func ClosedAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// Checked is a proxy to a server's read API that checks every exchange
+// against the OpenAPI document: what a client sends and what it is
+// answered. A difference fails the test.
+type Checked struct {
+	// APIBase is the proxy's read API base URL, for clients under test.
+	APIBase string
+
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+var ids = regexp.MustCompile(`/(inb|msg|att|whe|req)_[0-9A-Za-z]+`)
+
+// CheckedAPI starts a Checked proxy to s until the test ends.
+func (s *Server) CheckedAPI(t testing.TB) *Checked {
+	t.Helper()
+	v, err := openapitest.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Checked{seen: map[string]int{}}
+	upstream := s.HTTPBase
+	transport := &http.Transport{}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			t.Errorf("checked API: %v", err)
+			panic(http.ErrAbortHandler)
+		}
+		out.Header = r.Header.Clone()
+		resp, err := transport.RoundTrip(out)
+		if err != nil {
+			// The client left, or the server is down: the client sees a
+			// connection cut, as it would without the proxy.
+			panic(http.ErrAbortHandler)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(resp.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		// The request as the client sent it, its body readable again.
+		sent, _ := http.NewRequest(r.Method, r.URL.RequestURI(), bytes.NewReader(body))
+		sent.Header = r.Header
+		if err := v.Check(sent, resp.StatusCode, resp.Header, answer); err != nil {
+			t.Errorf("exchange differs from the OpenAPI document: %v\nrequest body: %s\nresponse body: %s", err, body, answer)
+		}
+		c.mu.Lock()
+		c.seen[fmt.Sprintf("%s %s %d", r.Method, ids.ReplaceAllString(r.URL.Path, "/{id}"), resp.StatusCode)]++
+		c.mu.Unlock()
+		for k, vs := range resp.Header {
+			if k != "Content-Length" && k != "Connection" && k != "Transfer-Encoding" {
+				w.Header()[k] = vs
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(answer)
+	}))
+	t.Cleanup(func() {
+		proxy.Close()
+		transport.CloseIdleConnections()
+	})
+	c.APIBase = proxy.URL + contract.Prefix
+	return c
+}
+
+// Seen counts the exchanges of one kind, "GET /requests/{id} 200": method,
+// path with every id as {id}, status.
+func (c *Checked) Seen(exchange string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[exchange]
 }
