@@ -176,23 +176,32 @@ type EndpointUpdate struct {
 // MaxResponseDelay bounds an endpoint's custom response delay.
 const MaxResponseDelay = 10 * time.Second
 
-// UpdateEndpoint applies u and returns the endpoint as it now is.
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate) (Endpoint, error) {
+// Validate checks u as UpdateEndpoint does, for callers that refuse bad
+// input before they open the database.
+func (u EndpointUpdate) Validate() error {
 	if u.Target != nil {
 		if err := ValidateTarget(*u.Target); err != nil {
-			return Endpoint{}, err
+			return err
 		}
 	}
 	if u.Status != nil && (*u.Status < 100 || *u.Status > 599) {
-		return Endpoint{}, fmt.Errorf("%w: response status %d must be 100–599", ErrInvalid, *u.Status)
+		return fmt.Errorf("%w: response status %d must be 100–599", ErrInvalid, *u.Status)
 	}
 	if u.Delay != nil && (*u.Delay < 0 || *u.Delay > MaxResponseDelay) {
-		return Endpoint{}, fmt.Errorf("%w: response delay %s must be 0–10s", ErrInvalid, *u.Delay)
+		return fmt.Errorf("%w: response delay %s must be 0–10s", ErrInvalid, *u.Delay)
 	}
 	for k, v := range u.Headers {
 		if !ValidHeaderName(k) || strings.ContainsAny(v, "\r\n\x00") {
-			return Endpoint{}, fmt.Errorf("%w: bad response header %q", ErrInvalid, k)
+			return fmt.Errorf("%w: bad response header %q", ErrInvalid, k)
 		}
+	}
+	return nil
+}
+
+// UpdateEndpoint applies u and returns the endpoint as it now is.
+func (s *Store) UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate) (Endpoint, error) {
+	if err := u.Validate(); err != nil {
+		return Endpoint{}, err
 	}
 	err := s.write(ctx, func(t *wtx) error {
 		var n int
