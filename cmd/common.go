@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/datadir"
 )
@@ -37,6 +38,23 @@ func withStore(c *cobra.Command, fn func(st *store.Store) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// apiFlag adds --api to a command that works over the read API.
+func apiFlag(c *cobra.Command) {
+	c.Flags().String("api", "", "read API base URL (default from credentials.json, else "+apiclient.DefaultAPI+")")
+}
+
+// apiClient is a client of the read API that --api, the environment and
+// credentials.json name; without a key the command ends with exit code 2.
+func apiClient(c *cobra.Command) (*apiclient.Client, error) {
+	api, _ := c.Flags().GetString("api")
+	dir, _ := c.Flags().GetString("data-dir")
+	creds, err := apiclient.Resolve(api, dir)
+	if err != nil {
+		return nil, exitError{code: 2, err: err}
+	}
+	return apiclient.New(creds.API, creds.Key, nil), nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward"
-	"github.com/capturedev/capture/forward/apiclient"
 )
 
 func newForwardCmd() *cobra.Command {
@@ -40,7 +39,7 @@ Warnings go to stderr.`,
 	f := c.Flags()
 	f.String("endpoint", "", "webhook endpoint id (whe_…) to forward (required)")
 	f.String("to", "", "base URL of the local handler; the captured path is appended (required; no scheme means http://)")
-	f.String("api", "", "read API base URL (default from credentials.json, else "+apiclient.DefaultAPI+")")
+	apiFlag(c)
 	f.Int("interval", int(forward.DefaultInterval/time.Second), "seconds between pulls, 1 to 60")
 	f.Int("replay-last", 0, "also deliver the N newest existing requests first, oldest first")
 	f.String("output", forward.OutputText, "output format: text or json (NDJSON)")
@@ -51,11 +50,9 @@ func runForward(c *cobra.Command, _ []string) error {
 	f := c.Flags()
 	endpoint, _ := f.GetString("endpoint")
 	to, _ := f.GetString("to")
-	apiFlag, _ := f.GetString("api")
 	interval, _ := f.GetInt("interval")
 	replayLast, _ := f.GetInt("replay-last")
 	output, _ := f.GetString("output")
-	dataDirFlag, _ := f.GetString("data-dir")
 
 	switch {
 	case endpoint == "":
@@ -73,9 +70,9 @@ func runForward(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usagef("--to: %v", err)
 	}
-	creds, err := apiclient.Resolve(apiFlag, dataDirFlag)
+	client, err := apiClient(c)
 	if err != nil {
-		return exitError{code: 2, err: err}
+		return err
 	}
 
 	stdout := c.OutOrStdout()
@@ -88,7 +85,7 @@ func runForward(c *cobra.Command, _ []string) error {
 		Stdout:     stdout,
 		Stderr:     c.ErrOrStderr(),
 		Color:      output == forward.OutputText && forward.ColorFor(stdout),
-		Client:     apiclient.New(creds.API, creds.Key, nil),
+		Client:     client,
 	})
 	var se *forward.StartError
 	if errors.As(err, &se) {

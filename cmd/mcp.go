@@ -9,7 +9,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server/api/contract"
 )
@@ -36,24 +35,21 @@ Bearer token.`,
 		Args: cobra.NoArgs,
 		RunE: runMCP,
 	}
-	c.Flags().String("api", "", "read API base URL (default from credentials.json, else "+apiclient.DefaultAPI+")")
+	apiFlag(c)
 	return c
 }
 
 func runMCP(c *cobra.Command, _ []string) error {
-	apiFlag, _ := c.Flags().GetString("api")
-	dataDirFlag, _ := c.Flags().GetString("data-dir")
-	creds, err := apiclient.Resolve(apiFlag, dataDirFlag)
+	client, err := apiClient(c)
 	if err != nil {
-		return exitError{code: 2, err: err}
+		return err
 	}
-	client := apiclient.New(creds.API, creds.Key, nil)
 	// An agent shows a server that dies at start far more clearly than tools
 	// that fail one by one, so a bad key or a stopped server stops here.
 	if _, err := client.Me(c.Context()); err != nil {
 		var ae *contract.Error
 		if errors.As(err, &ae) && ae.Code == contract.CodeUnauthorized {
-			err = fmt.Errorf("the API at %s rejected the key: %s", creds.API, ae.Message)
+			err = fmt.Errorf("the API at %s rejected the key: %s", client.BaseURL(), ae.Message)
 		}
 		return exitError{code: 2, err: err}
 	}

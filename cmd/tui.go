@@ -31,19 +31,17 @@ r replays a request, d deletes, o opens a link, a saves an attachment,
 		Args: cobra.NoArgs,
 		RunE: runTUI,
 	}
-	c.Flags().String("api", "", "read API base URL (default from credentials.json, else "+apiclient.DefaultAPI+")")
+	apiFlag(c)
 	return c
 }
 
 func runTUI(c *cobra.Command, _ []string) error {
-	apiFlag, _ := c.Flags().GetString("api")
-	dataDirFlag, _ := c.Flags().GetString("data-dir")
-	creds, err := apiclient.Resolve(apiFlag, dataDirFlag)
+	client, err := apiClient(c)
 	if err != nil {
-		return exitError{code: 2, err: err}
+		return err
 	}
 	err = tui.Run(c.Context(), tui.Config{
-		Client: apiclient.New(creds.API, creds.Key, nil),
+		Client: client,
 		Output: c.OutOrStdout(),
 	})
 	var se *tui.StartError
