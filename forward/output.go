@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // printer shows what the forwarder does: as lines for a person, or as
@@ -130,8 +132,6 @@ type jsonPrinter struct {
 	w, errw io.Writer
 }
 
-const jsonTime = "2006-01-02T15:04:05.000Z"
-
 func (p *jsonPrinter) emit(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -156,7 +156,7 @@ func (p *jsonPrinter) ready(r readyInfo) {
 		Baseline   *string `json:"baseline"`
 		ReplayLast int     `json:"replay_last"`
 		Interval   int     `json:"interval_s"`
-	}{"ready", r.Time.UTC().Format(jsonTime), r.API, r.Project, r.Endpoint, r.CaptureURL, r.To, baseline,
+	}{"ready", contract.FormatTime(r.Time), r.API, r.Project, r.Endpoint, r.CaptureURL, r.To, baseline,
 		r.ReplayLast, int(r.Interval / time.Second)})
 }
 
@@ -180,7 +180,7 @@ func (p *jsonPrinter) delivery(r result) {
 		ErrorClass *string `json:"error_class"`
 		DurationMS int64   `json:"duration_ms"`
 		Bytes      int     `json:"bytes"`
-	}{"delivery", r.At.UTC().Format(jsonTime), r.ID, r.Method, r.Target, r.URL, status, errText, class,
+	}{"delivery", contract.FormatTime(r.At), r.ID, r.Method, r.Target, r.URL, status, errText, class,
 		r.Duration.Milliseconds(), r.Bytes})
 }
 
@@ -201,7 +201,7 @@ func (p *jsonPrinter) summary(s stats, ran time.Duration) {
 		Non2xx     int    `json:"non_2xx"`
 		Errors     int    `json:"errors"`
 		DurationMS int64  `json:"duration_ms"`
-	}{"summary", time.Now().UTC().Format(jsonTime), s.Deliveries, s.OK, s.Non2xx, s.Errors, ran.Milliseconds()})
+	}{"summary", contract.FormatTime(time.Now()), s.Deliveries, s.OK, s.Non2xx, s.Errors, ran.Milliseconds()})
 }
 
 func formatMS(d time.Duration) string {

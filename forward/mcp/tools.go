@@ -439,7 +439,7 @@ func parseSince(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := contract.ParseTime(s)
 	if err != nil {
 		return time.Time{}, invalidParameter("since", "want an RFC 3339 time with a zone, e.g. 2025-01-02T15:04:05Z")
 	}

@@ -61,19 +61,12 @@ func (q *query) intIn(name string, lo, hi, def int) int {
 	return n
 }
 
-// since parses an RFC 3339 time that states its zone; a naive time is
-// ambiguous and refused.
+// since parses an RFC 3339 time that states its zone.
 func (q *query) since() time.Time {
 	if !q.has("since") {
 		return time.Time{}
 	}
-	// An unencoded "+02:00" arrives as " 02:00" (a "+" in a query is a
-	// space); the offset is still unambiguous, so take it.
-	raw := q.str("since")
-	if i := strings.LastIndexByte(raw, ' '); i > 0 && i >= len(raw)-6 {
-		raw = raw[:i] + "+" + raw[i+1:]
-	}
-	t, err := time.Parse(time.RFC3339Nano, raw)
+	t, err := contract.ParseTime(q.str("since"))
 	if err != nil {
 		q.bad["since"] = "must be an RFC 3339 time with a zone offset or Z, e.g. 2026-01-02T15:04:05Z"
 		return time.Time{}

@@ -183,3 +183,17 @@ func TestHeaderEdit(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTime(t *testing.T) {
+	want := time.Date(2026, 1, 2, 13, 4, 5, 0, time.UTC)
+	for _, s := range []string{"2026-01-02T13:04:05Z", "2026-01-02T15:04:05+02:00", "2026-01-02T15:04:05 02:00"} {
+		if got, err := contract.ParseTime(s); err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"2026-01-02T15:04:05", "2026-01-02", "yesterday"} {
+		if _, err := contract.ParseTime(s); err == nil {
+			t.Errorf("ParseTime(%q): want an error for a time without a zone", s)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -48,12 +49,23 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("time: %w", err)
 	}
-	v, err := time.Parse(time.RFC3339Nano, s)
+	v, err := ParseTime(s)
 	if err != nil {
 		return fmt.Errorf("time: %w", err)
 	}
 	t.Time = v
 	return nil
+}
+
+// ParseTime reads a time as the API takes one (since=): RFC 3339 with a
+// zone offset or Z; a naive time is ambiguous and refused. An unencoded
+// "+02:00" in a query string arrives as " 02:00", which is still
+// unambiguous and read as meant.
+func ParseTime(s string) (time.Time, error) {
+	if i := strings.LastIndexByte(s, ' '); i > 0 && i >= len(s)-6 {
+		s = s[:i] + "+" + s[i+1:]
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }
 
 // List is the envelope of every list route. Next is "" where the wire says
