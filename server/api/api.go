@@ -135,8 +135,8 @@ type caller struct {
 	project store.Project
 }
 
-// route is one API route. It runs for an authenticated caller, once its
-// query is known to hold only the route's parameters, and answers either by
+// route is one API route. It runs for an authenticated caller once the
+// query holds only the route's parameters, all valid, and answers either by
 // writing or by returning an error for API.error to answer.
 type route func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c caller, q *query) error
 

@@ -233,6 +233,11 @@ func TestQueryValidation(t *testing.T) {
 			t.Errorf("%s: fields %v do not name %s", c.query, fields, c.field)
 		}
 	}
+	// Every mistake is named in one answer.
+	r := e.call("GET", ep+"?subjet=x&limit=ten&since=yesterday", nil)
+	if fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any); len(fields) != 3 {
+		t.Errorf("three mistakes: fields %v", fields)
+	}
 	for _, q := range []string{"?before=req_nope", "?after=garbage", "?after=" + e.boot.Endpoint.ID} {
 		if r := e.call("GET", ep+q, nil); r.status != 400 || r.errCode(t) != "invalid_cursor" {
 			t.Errorf("%s: %d %s", q, r.status, r.body)

@@ -23,11 +23,7 @@ func (a *API) me(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c 
 }
 
 func (a *API) listInboxes(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller, q *query) error {
-	p := q.page()
-	if err := q.err(); err != nil {
-		return err
-	}
-	l, err := a.store.Inboxes(r.Context(), c.project.ID, p)
+	l, err := a.store.Inboxes(r.Context(), c.project.ID, q.page)
 	if err != nil {
 		return err
 	}
@@ -36,11 +32,7 @@ func (a *API) listInboxes(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c caller, q *query) error {
-	p := q.page()
-	if err := q.err(); err != nil {
-		return err
-	}
-	l, err := a.store.Endpoints(r.Context(), c.project.ID, p)
+	l, err := a.store.Endpoints(r.Context(), c.project.ID, q.page)
 	if err != nil {
 		return err
 	}
@@ -94,17 +86,13 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 }
 
 func (a *API) listMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	f := store.MessageFilter{To: q.str("to"), From: q.str("from"), Subject: q.str("subject"), Since: q.since()}
-	p, wait := q.page(), q.wait()
-	if err := q.err(); err != nil {
-		return err
-	}
+	f := store.MessageFilter{To: q.str("to"), From: q.str("from"), Subject: q.str("subject"), Since: q.since}
 	inbox, err := a.store.Inbox(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err
 	}
-	l, err := waitList(r.Context(), a, c, inbox.ID, wait, func(ctx context.Context) (store.List[store.MessageSummary], error) {
-		return a.store.Messages(ctx, inbox.ID, f, p)
+	l, err := waitList(r.Context(), a, c, inbox.ID, q.wait, func(ctx context.Context) (store.List[store.MessageSummary], error) {
+		return a.store.Messages(ctx, inbox.ID, f, q.page)
 	})
 	if err != nil {
 		return err
@@ -162,17 +150,13 @@ func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httpr
 }
 
 func (a *API) listRequests(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	f := store.RequestFilter{Method: q.str("method"), PathPrefix: q.str("path"), Since: q.since()}
-	p, wait := q.page(), q.wait()
-	if err := q.err(); err != nil {
-		return err
-	}
+	f := store.RequestFilter{Method: q.str("method"), PathPrefix: q.str("path"), Since: q.since}
 	endpoint, err := a.store.Endpoint(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err
 	}
-	l, err := waitList(r.Context(), a, c, endpoint.ID, wait, func(ctx context.Context) (store.List[store.RequestSummary], error) {
-		return a.store.Requests(ctx, endpoint.ID, f, p)
+	l, err := waitList(r.Context(), a, c, endpoint.ID, q.wait, func(ctx context.Context) (store.List[store.RequestSummary], error) {
+		return a.store.Requests(ctx, endpoint.ID, f, q.page)
 	})
 	if err != nil {
 		return err

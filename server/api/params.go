@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,15 +12,35 @@ import (
 	"github.com/capturedev/capture/store"
 )
 
-// query is a validated query string: every parameter known, given once.
+// query is a validated query string: every parameter known, given once,
+// and the typed ones (limit, before, after, wait, since) parsed.
 type query struct {
 	values url.Values
 	bad    map[string]string
+
+	page  store.Page
+	wait  time.Duration
+	since time.Time
 }
 
-// parseQuery rejects unknown and repeated parameters up front so that a
-// typo (?subjet=) is an error rather than a silently unfiltered list.
+// parseQuery reads the parameters a route allows and rejects unknown and
+// repeated ones, so that a typo (?subjet=) is an error rather than a
+// silently unfiltered list. Every mistake is collected for one answer.
 func parseQuery(r *http.Request, allowed ...string) *query {
+	q := readQuery(r, allowed)
+	if slices.Contains(allowed, "limit") {
+		q.page = q.parsePage()
+	}
+	if slices.Contains(allowed, "wait") {
+		q.wait = q.parseWait()
+	}
+	if slices.Contains(allowed, "since") {
+		q.since = q.parseSince()
+	}
+	return q
+}
+
+func readQuery(r *http.Request, allowed []string) *query {
 	q := &query{bad: map[string]string{}}
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -28,15 +49,8 @@ func parseQuery(r *http.Request, allowed ...string) *query {
 	}
 	q.values = values
 	for name, vals := range values {
-		known := false
-		for _, a := range allowed {
-			if name == a {
-				known = true
-				break
-			}
-		}
 		switch {
-		case !known:
+		case !slices.Contains(allowed, name):
 			q.bad[name] = "unknown parameter (allowed: " + strings.Join(allowed, ", ") + ")"
 		case len(vals) > 1:
 			q.bad[name] = "given more than once"
@@ -61,8 +75,8 @@ func (q *query) intIn(name string, lo, hi, def int) int {
 	return n
 }
 
-// since parses an RFC 3339 time that states its zone.
-func (q *query) since() time.Time {
+// parseSince parses an RFC 3339 time that states its zone.
+func (q *query) parseSince() time.Time {
 	if !q.has("since") {
 		return time.Time{}
 	}
@@ -74,7 +88,7 @@ func (q *query) since() time.Time {
 	return t
 }
 
-func (q *query) page() store.Page {
+func (q *query) parsePage() store.Page {
 	p := store.Page{Limit: q.intIn("limit", 1, contract.MaxLimit, contract.DefaultLimit)}
 	for _, name := range []string{"before", "after"} {
 		if q.has(name) && q.str(name) == "" {
@@ -89,7 +103,7 @@ func (q *query) page() store.Page {
 	return p
 }
 
-func (q *query) wait() time.Duration {
+func (q *query) parseWait() time.Duration {
 	return time.Duration(q.intIn("wait", 0, int(contract.MaxWait/time.Second), 0)) * time.Second
 }
 
