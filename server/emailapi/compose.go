@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"mime/quotedprintable"
 	"net/mail"
@@ -207,7 +208,7 @@ func (a attachment) entity() *entity {
 	ent := &entity{mediaType: mediaType, params: params, data: a.Data, base64: true}
 	if a.Filename != "" {
 		params["name"] = a.Filename
-		disposition = mime.FormatMediaType(disposition, map[string]string{"filename": a.Filename})
+		disposition = formatMediaType(disposition, map[string]string{"filename": a.Filename})
 	}
 	ent.fields = append(ent.fields, header{"Content-Disposition", disposition})
 	if a.ContentID != "" {
@@ -235,7 +236,7 @@ func writeEntity(b *bytes.Buffer, ent *entity) {
 		b.WriteString("--" + boundary + "--\r\n")
 		return
 	}
-	contentType := mime.FormatMediaType(ent.mediaType, ent.params)
+	contentType := formatMediaType(ent.mediaType, ent.params)
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
@@ -278,35 +279,105 @@ const (
 )
 
 // writeAddresses writes an address field, folded between addresses.
-// net/mail quotes and RFC 2047-encodes display names as needed.
 func writeAddresses(b *bytes.Buffer, name string, as []mail.Address) {
 	if len(as) == 0 {
 		return
 	}
 	parts := make([]string, len(as))
 	for i, a := range as {
-		parts[i] = a.String()
+		parts[i] = formatAddress(a)
 	}
 	writeFolded(b, name, strings.Join(parts, ", "))
+}
+
+// formatAddress writes a plain display name as net/mail does, quoted when
+// needed. Any other name goes into base64 encoded-words: net/mail's own
+// Q-encoding can leave characters in a name (a backslash) that a phrase
+// may not hold, and net/mail then cannot read its own output.
+func formatAddress(a mail.Address) string {
+	if a.Name == "" || printableASCII(a.Name) && !strings.Contains(a.Name, "=?") {
+		return a.String()
+	}
+	return mime.BEncoding.Encode("utf-8", a.Name) + " " + (&mail.Address{Address: a.Address}).String()
 }
 
 // writeField writes an unstructured field (Subject, the sender's own
 // headers, X-Capture-*). Anything but printable ASCII, and any run too
 // long to fold, goes into RFC 2047 encoded-words, so no value can break
-// out of its field or exceed a line.
+// out of its field or exceed a line, and every value reads back as given.
 func writeField(b *bytes.Buffer, name, value string) {
-	if !printableASCII(value) {
+	switch {
+	case !printableASCII(value):
 		value = mime.QEncoding.Encode("utf-8", value)
-	}
-	if longestRun(value) > maxLineRun {
+	case strings.Contains(value, "=?") || strings.Trim(value, " \t") != value || longestRun(value) > maxLineRun:
+		// Text that looks like an encoded-word would be read as one, and
+		// readers trim white space around a value unless it is encoded.
 		value = encodeWords(value)
 	}
 	writeFolded(b, name, value)
 }
 
-// writeStructured writes a field whose value mime.FormatMediaType built
+// writeStructured writes a field whose value formatMediaType built
 // (Content-Type, Content-Disposition): already encoded per RFC 2231.
 func writeStructured(b *bytes.Buffer, name, value string) { writeFolded(b, name, value) }
+
+// maxParamChunk is how much of a parameter value one line carries.
+const maxParamChunk = 60
+
+// formatMediaType is mime.FormatMediaType, except that a parameter too long
+// for one line (a long file name) is split into RFC 2231 continuations
+// (filename*0*=utf-8”…; filename*1*=…), so that folding can keep every
+// line short; readers join them back.
+func formatMediaType(t string, params map[string]string) string {
+	short := map[string]string{}
+	var long []string
+	for _, k := range sortedKeys(params) {
+		if len(mime.FormatMediaType("x", map[string]string{k: params[k]})) > maxParamChunk+len(k) {
+			long = append(long, k)
+		} else {
+			short[k] = params[k]
+		}
+	}
+	s := mime.FormatMediaType(t, short)
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s)
+	for _, k := range long {
+		enc := percentEncode(params[k])
+		for i := 0; enc != ""; i++ {
+			n := min(len(enc), maxParamChunk)
+			// Never split a %XX triplet.
+			if j := strings.LastIndexByte(enc[max(0, n-2):n], '%'); j >= 0 && n < len(enc) {
+				n = max(0, n-2) + j
+			}
+			fmt.Fprintf(&b, "; %s*%d*=", k, i)
+			if i == 0 {
+				b.WriteString("utf-8''")
+			}
+			b.WriteString(enc[:n])
+			enc = enc[n:]
+		}
+	}
+	return b.String()
+}
+
+// percentEncode writes s as an RFC 2231 extended value: attribute
+// characters as they are, every other byte as %XX.
+func percentEncode(s string) string {
+	const attributeChars = "!#$&+-.^_`|~"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(attributeChars, c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
 
 // writeFolded writes "Name: value" CRLF, inserting a line break before a
 // space wherever a line would pass foldAt. Unfolding removes exactly the
