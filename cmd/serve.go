@@ -214,7 +214,7 @@ func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, d
 			row("SMTP password", b.Inbox.SMTPPassword)
 		}
 	}
-	row("Email API", srv.EmailAPIBase()+"   (provider SDKs: the SMTP password is the API key)")
+	row("Email API", srv.EmailAPIBase()+"   (base URL for provider SDKs)")
 	if b.Endpoint.ID != "" {
 		row("Capture URL", api.CaptureURL(srv.CaptureBase(), b.Endpoint.ID))
 	}
