@@ -82,6 +82,22 @@ func decodeBase64(field, s string) ([]byte, *apiError) {
 	return b, nil
 }
 
+// decodeAttachment completes a from a request's base64 content: it checks
+// the content and the content type, naming the request's own fields in a
+// refusal, and picks a content type from the file name when none is given.
+func decodeAttachment(a attachment, content, contentField, typeField string) (attachment, *apiError) {
+	data, apiErr := decodeBase64(contentField, content)
+	if apiErr != nil {
+		return a, apiErr
+	}
+	if apiErr := checkContentType(typeField, a.ContentType); apiErr != nil {
+		return a, apiErr
+	}
+	a.ContentType = contentTypeFor(a.ContentType, a.Filename)
+	a.Data = data
+	return a, nil
+}
+
 // checkContentType refuses a content type that is not a media type.
 func checkContentType(field, ct string) *apiError {
 	if ct == "" {

@@ -204,6 +204,11 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 			msgs = append(msgs, ingest.NewMessage(in.ID, o.from, o.to, o.raw, mailparse.Parse(o.raw)))
 			stored = append(stored, o)
 		}
+		if ctx.Err() != nil {
+			// Shutting down (or the client left): nothing new is stored.
+			p.fail(w, errUnavailable)
+			return
+		}
 		if len(msgs) > 0 {
 			// Answered only once committed; the store honours ctx only
 			// while the messages wait for the writer, so a commit is never
@@ -238,16 +243,16 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 	if errors.Is(err, store.ErrNotFound) {
 		return in, store.Plan{}, &apiError{kind: badCredential, msg: "the credential names no inbox"}
 	}
-	if err != nil {
+	if err == nil {
+		var p store.Project
+		if p, err = h.store.Project(ctx, in.ProjectID); err == nil {
+			return in, p.Plan, nil
+		}
+	}
+	if ctx.Err() == nil {
 		h.log.Error("email api: read inbox", "err", err)
-		return in, store.Plan{}, errUnavailable
 	}
-	p, err := h.store.Project(ctx, in.ProjectID)
-	if err != nil {
-		h.log.Error("email api: read project", "project", in.ProjectID, "err", err)
-		return in, store.Plan{}, errUnavailable
-	}
-	return in, p.Plan, nil
+	return in, store.Plan{}, errUnavailable
 }
 
 // readBody reads the whole body, refusing one over what a message of the

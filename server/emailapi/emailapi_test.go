@@ -2,6 +2,7 @@ package emailapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -328,5 +329,31 @@ func TestSampleRequestsSucceed(t *testing.T) {
 	want := []string{"sendgrid", "postmark", "postmark", "mailgun", "ses", "resend"}
 	if !slices.Equal(providers, want) {
 		t.Errorf("providers %v, want %v", providers, want)
+	}
+}
+
+// TestShuttingDown serves requests whose context has ended, as during
+// serve's shutdown: they are refused with 503 and nothing is stored.
+func TestShuttingDown(t *testing.T) {
+	st, boot := servertest.Open(t, "free")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	srv := emailapi.NewServer(emailapi.New(st, emailapi.Config{}))
+	srv.BaseContext = func(net.Listener) context.Context { return ended }
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	e := &env{t: t, st: st, boot: boot, base: "http://" + l.Addr().String()}
+	for _, req := range sampleRequests(e) {
+		r := do(t, req.build())
+		if r.status != 503 || r.header.Get("Retry-After") == "" || !bytes.Contains(r.body, []byte(req.errorKey)) {
+			t.Errorf("%s: got %d %s", req.name, r.status, r.body)
+		}
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored while shutting down", n)
 	}
 }

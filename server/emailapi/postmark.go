@@ -207,16 +207,13 @@ func (m *pmMessage) outgoing() (*outgoing, *apiError) {
 		if a.ContentType == "" {
 			return nil, errMissing(field+".ContentType", field+": an attachment needs a ContentType.")
 		}
-		if apiErr := checkContentType(field+".ContentType", a.ContentType); apiErr != nil {
-			return nil, apiErr
-		}
-		data, apiErr := decodeBase64(field+".Content", a.Content)
+		cid := strings.TrimPrefix(strings.Trim(a.ContentID, "<>"), "cid:")
+		att, apiErr := decodeAttachment(attachment{Filename: a.Name, ContentType: a.ContentType, ContentID: cid, Inline: cid != ""},
+			a.Content, field+".Content", field+".ContentType")
 		if apiErr != nil {
 			return nil, apiErr
 		}
-		cid := strings.TrimPrefix(strings.Trim(a.ContentID, "<>"), "cid:")
-		e.Attachments = append(e.Attachments, attachment{Filename: a.Name, ContentType: a.ContentType,
-			ContentID: cid, Inline: cid != "", Data: data})
+		e.Attachments = append(e.Attachments, att)
 	}
 
 	switch m.TrackLinks {

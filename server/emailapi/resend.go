@@ -1,6 +1,7 @@
 package emailapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -158,20 +159,13 @@ func decodeResend(r *http.Request, body []byte) ([]*outgoing, *apiError) {
 			return nil, &apiError{kind: invalid, code: "invalid_attachment", field: field,
 				msg: "Attachment must have either a `content` or `path`."}
 		}
-		data, apiErr := decodeBase64(field+".content", *a.Content)
+		cid := strings.Trim(a.ContentID, "<>")
+		att, apiErr := decodeAttachment(attachment{Filename: cmp.Or(a.Filename, "attachment"), ContentType: a.ContentType,
+			ContentID: cid, Inline: cid != ""}, *a.Content, field+".content", field+".content_type")
 		if apiErr != nil {
 			return nil, apiErr
 		}
-		if apiErr := checkContentType(field+".content_type", a.ContentType); apiErr != nil {
-			return nil, apiErr
-		}
-		filename := a.Filename
-		if filename == "" {
-			filename = "attachment"
-		}
-		cid := strings.Trim(a.ContentID, "<>")
-		e.Attachments = append(e.Attachments, attachment{Filename: filename, ContentType: contentTypeFor(a.ContentType, filename),
-			ContentID: cid, Inline: cid != "", Data: data})
+		e.Attachments = append(e.Attachments, att)
 	}
 	for i, t := range req.Tags {
 		for _, s := range []string{t.Name, t.Value} {

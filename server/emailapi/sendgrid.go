@@ -225,26 +225,22 @@ func (req *sgRequest) shared() (sgShared, *apiError) {
 		if a.Filename == "" {
 			return s, errMissing(field+".filename", "The attachment filename is required.")
 		}
-		data, apiErr := decodeBase64(field+".content", a.Content)
-		if apiErr != nil {
-			return s, errInvalid(field+".content", "The attachment content must be base64 encoded.")
-		}
-		if apiErr := checkContentType(field+".type", a.Type); apiErr != nil {
-			return s, apiErr
-		}
-		inline := false
+		att := attachment{Filename: a.Filename, ContentType: a.Type, ContentID: a.ContentID}
 		switch a.Disposition {
 		case "", "attachment":
 		case "inline":
-			inline = true
+			att.Inline = true
 			if a.ContentID == "" {
 				return s, errMissing(field+".content_id", "The content_id parameter is required if the attachment disposition is inline.")
 			}
 		default:
 			return s, errInvalid(field+".disposition", "The disposition must be inline or attachment, not %q.", a.Disposition)
 		}
-		s.attachments = append(s.attachments, attachment{Filename: a.Filename, ContentType: contentTypeFor(a.Type, a.Filename),
-			ContentID: a.ContentID, Inline: inline, Data: data})
+		att, apiErr := decodeAttachment(att, a.Content, field+".content", field+".type")
+		if apiErr != nil {
+			return s, apiErr
+		}
+		s.attachments = append(s.attachments, att)
 	}
 	for _, name := range sortedKeys(req.Headers) {
 		if apiErr := checkHeader("headers", name); apiErr != nil {

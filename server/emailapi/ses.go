@@ -330,23 +330,20 @@ func decodeSES(_ *http.Request, b []byte) ([]*outgoing, *apiError) {
 		if a.FileName == "" {
 			return nil, errMissing(field+".FileName", field+".FileName is required.")
 		}
-		data, apiErr := decodeBase64(field+".RawContent", a.RawContent)
-		if apiErr != nil {
-			return nil, apiErr
-		}
-		if apiErr := checkContentType(field+".ContentType", a.ContentType); apiErr != nil {
-			return nil, apiErr
-		}
-		inline := false
+		att := attachment{Filename: a.FileName, ContentType: a.ContentType, ContentID: strings.Trim(a.ContentId, "<>"),
+			Description: a.ContentDescription}
 		switch a.ContentDisposition {
 		case "", "ATTACHMENT":
 		case "INLINE":
-			inline = true
+			att.Inline = true
 		default:
 			return nil, errInvalid(field+".ContentDisposition", "%s.ContentDisposition must be ATTACHMENT or INLINE.", field)
 		}
-		e.Attachments = append(e.Attachments, attachment{Filename: a.FileName, ContentType: contentTypeFor(a.ContentType, a.FileName),
-			ContentID: strings.Trim(a.ContentId, "<>"), Description: a.ContentDescription, Inline: inline, Data: data})
+		att, apiErr := decodeAttachment(att, a.RawContent, field+".RawContent", field+".ContentType")
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.Attachments = append(e.Attachments, att)
 	}
 	return []*outgoing{e.outgoing("ses")}, nil
 }
