@@ -16,6 +16,7 @@ package emailapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -123,8 +124,8 @@ type provider struct {
 	route string // a ServeMux pattern
 	// credential reads the credential from the request's headers.
 	credential func(r *http.Request) (credential, *apiError)
-	// decode turns the body into messages.
-	decode func(r *http.Request, body []byte) ([]*outgoing, *apiError)
+	// decode turns the body into messages, within the budget.
+	decode func(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError)
 	// reply sends the success answer once the messages are stored.
 	reply func(w http.ResponseWriter, out []*outgoing)
 	// fail sends a refusal in the provider's own shape.
@@ -182,7 +183,7 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 				return
 			}
 		}
-		out, apiErr := p.decode(r, body)
+		out, apiErr := p.decode(r, body, newBudget(plan))
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -228,6 +229,26 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 		}
 		p.reply(w, out)
 	}
+}
+
+// budget bounds what one request may expand to: a SendGrid or Mailgun
+// batch writes its bodies and attachments once for every recipient, so a
+// small request could otherwise fill memory. Its messages may total twice
+// the plan's message size.
+type budget struct {
+	left int64
+	plan store.Plan
+}
+
+func newBudget(plan store.Plan) *budget { return &budget{left: 2 * plan.MessageBytes, plan: plan} }
+
+// spend counts a written message against the budget.
+func (b *budget) spend(o *outgoing) *apiError {
+	if b.left -= int64(len(o.raw)); b.left < 0 {
+		return &apiError{kind: tooLarge, msg: fmt.Sprintf("the messages of this request total more than %d bytes, "+
+			"twice the message limit of the %s plan; send fewer recipients per request", 2*b.plan.MessageBytes, b.plan.Name)}
+	}
+	return nil
 }
 
 // inbox finds the inbox a credential names and its plan. Lookups read the

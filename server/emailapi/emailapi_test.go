@@ -3,7 +3,9 @@ package emailapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -355,5 +357,26 @@ func TestShuttingDown(t *testing.T) {
 	}
 	if n := len(e.messages()); n != 0 {
 		t.Errorf("%d messages stored while shutting down", n)
+	}
+}
+
+// TestBatchExpansionIsBounded sends one attachment to many
+// personalizations: written once per recipient, the messages would total
+// far more than the request, and the request is refused whole.
+func TestBatchExpansionIsBounded(t *testing.T) {
+	e := newEnv(t)
+	var ps []string
+	for i := range 30 {
+		ps = append(ps, fmt.Sprintf(`{"to":[{"email":"r%d@example.com"}]}`, i))
+	}
+	attachment := base64.StdEncoding.EncodeToString(make([]byte, 1<<20))
+	r := e.post("/v3/mail/send", map[string]string{"Authorization": "Bearer " + e.password()},
+		[]byte(`{"personalizations":[`+strings.Join(ps, ",")+`],"from":{"email":"a@example.com"},"subject":"s",`+
+			`"content":[{"type":"text/plain","value":"x"}],"attachments":[{"content":"`+attachment+`","filename":"a.bin"}]}`))
+	if r.status != 413 || !strings.Contains(string(r.body), "twice the message limit of the free plan") {
+		t.Errorf("got %d %s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/capturedev/capture/server/mailparse"
+	"github.com/capturedev/capture/store"
 )
 
 // Each decoder is fuzzed from the seed requests in testdata/seeds/<route>.
@@ -23,13 +24,13 @@ func FuzzPostmarkBatch(f *testing.F) { fuzzJSON(f, "postmark-batch", postmarkBat
 func FuzzSES(f *testing.F)           { fuzzJSON(f, "ses", decodeSES) }
 func FuzzResend(f *testing.F)        { fuzzJSON(f, "resend", decodeResend) }
 
-func fuzzJSON(f *testing.F, route string, decode func(*http.Request, []byte) ([]*outgoing, *apiError)) {
+func fuzzJSON(f *testing.F, route string, decode func(*http.Request, []byte, *budget) ([]*outgoing, *apiError)) {
 	for _, seed := range seeds(f, route) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/", nil)
-		out, apiErr := decode(r, body)
+		out, apiErr := decode(r, body, fuzzBudget())
 		checkDecoded(t, route, out, apiErr)
 	})
 }
@@ -45,9 +46,14 @@ func FuzzMailgun(f *testing.F) {
 		r := httptest.NewRequest("POST", "/v3/mg.example.com/messages", nil)
 		r.Header.Set("Content-Type", contentType)
 		r.SetPathValue("domain", "mg.example.com")
-		out, apiErr := decodeMailgun(r, body)
+		out, apiErr := decodeMailgun(r, body, fuzzBudget())
 		checkDecoded(t, "mailgun", out, apiErr)
 	})
+}
+
+func fuzzBudget() *budget {
+	plan, _ := store.LookupPlan("free")
+	return newBudget(plan)
 }
 
 func seeds(f *testing.F, route string) [][]byte {

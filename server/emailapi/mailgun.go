@@ -133,7 +133,7 @@ func readMailgunForm(r *http.Request, body []byte) (*mgForm, *apiError) {
 	return form, nil
 }
 
-func decodeMailgun(r *http.Request, body []byte) ([]*outgoing, *apiError) {
+func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
 	form, apiErr := readMailgunForm(r, body)
 	if apiErr != nil {
 		return nil, apiErr
@@ -255,13 +255,13 @@ func decodeMailgun(r *http.Request, body []byte) ([]*outgoing, *apiError) {
 		o.echo = domain
 		return []*outgoing{o}, nil
 	}
-	return mailgunBatch(e, rv, domain)
+	return mailgunBatch(e, rv, domain, b)
 }
 
 // mailgunBatch is Mailgun's batch sending: with recipient-variables, each
 // To recipient gets a message of its own, its %recipient.name% tags
 // replaced by its variables.
-func mailgunBatch(e *email, recipientVariables, domain string) ([]*outgoing, *apiError) {
+func mailgunBatch(e *email, recipientVariables, domain string, b *budget) ([]*outgoing, *apiError) {
 	var vars map[string]map[string]any
 	if err := json.Unmarshal([]byte(recipientVariables), &vars); err != nil {
 		return nil, errInvalid("recipient-variables", "'recipient-variables' parameter is not a valid JSON object of objects")
@@ -290,6 +290,9 @@ func mailgunBatch(e *email, recipientVariables, domain string) ([]*outgoing, *ap
 			one.Bodies[i] = alternative{b.ContentType, rep.Replace(b.Content)}
 		}
 		o := one.outgoing("mailgun")
+		if apiErr := b.spend(o); apiErr != nil {
+			return nil, apiErr
+		}
 		o.echo = domain
 		out = append(out, o)
 	}

@@ -31,7 +31,7 @@ var postmarkEmail = &provider{
 	name:       "postmark",
 	route:      "POST /email",
 	credential: postmarkCredential,
-	decode: func(_ *http.Request, body []byte) ([]*outgoing, *apiError) {
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
 		var m pmMessage
 		if err := json.Unmarshal(body, &m); err != nil {
 			return nil, jsonError(err)
@@ -53,7 +53,7 @@ var postmarkBatch = &provider{
 	route:      "POST /email/batch",
 	credential: postmarkCredential,
 	batch:      true,
-	decode: func(_ *http.Request, body []byte) ([]*outgoing, *apiError) {
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
 		var ms []pmMessage
 		if err := json.Unmarshal(body, &ms); err != nil {
 			return nil, jsonError(err)

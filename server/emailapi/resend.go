@@ -100,7 +100,7 @@ type resendRequest struct {
 	TopicID string `json:"topic_id"`
 }
 
-func decodeResend(r *http.Request, body []byte) ([]*outgoing, *apiError) {
+func decodeResend(r *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
 	var req resendRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, jsonError(err)

@@ -112,7 +112,7 @@ const (
 	sgMaxSchedule = 72 * time.Hour
 )
 
-func decodeSendGrid(_ *http.Request, body []byte) ([]*outgoing, *apiError) {
+func decodeSendGrid(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
 	var req sgRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, jsonError(err)
@@ -151,6 +151,9 @@ func decodeSendGrid(_ *http.Request, body []byte) ([]*outgoing, *apiError) {
 				msg: fmt.Sprintf("A request may name at most %d recipients across all personalizations.", sgMaxRecipients)}
 		}
 		o := e.outgoing("sendgrid")
+		if apiErr := b.spend(o); apiErr != nil {
+			return nil, apiErr
+		}
 		o.dryRun = sandbox.SandboxMode.Enable
 		out = append(out, o)
 	}

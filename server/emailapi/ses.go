@@ -225,7 +225,7 @@ type sesRequest struct {
 	FeedbackForwardingEmailAddress string
 }
 
-func decodeSES(_ *http.Request, b []byte) ([]*outgoing, *apiError) {
+func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 	var req sesRequest
 	if err := json.Unmarshal(b, &req); err != nil {
 		return nil, jsonError(err)
