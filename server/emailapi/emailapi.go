@@ -49,9 +49,6 @@ type Config struct {
 	// that concurrent large sends queue instead of exhausting memory. A
 	// body larger than this is decoded alone. Default 32 MiB.
 	InFlightBytes int64
-	// Now is the clock SES signatures are checked against. Default
-	// time.Now.
-	Now func() time.Time
 }
 
 const (
@@ -70,26 +67,29 @@ type Handler struct {
 	mux      *http.ServeMux
 	admit    *semaphore.Weighted
 	admitCap int64
-	now      func() time.Time
 }
 
 // New returns the email API handler over st.
 func New(st Store, cfg Config) *Handler {
-	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), admitCap: cfg.InFlightBytes, now: cfg.Now}
+	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), admitCap: cfg.InFlightBytes}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.admitCap <= 0 {
 		h.admitCap = defaultInFlightBytes
 	}
-	if h.now == nil {
-		h.now = time.Now
-	}
 	h.admit = semaphore.NewWeighted(h.admitCap)
-	for _, p := range []*provider{sendgrid, postmarkEmail, postmarkBatch, mailgun, ses(h.now), resend} {
+	for _, p := range []*provider{sendgrid, postmarkEmail, postmarkBatch, mailgun, ses, resend} {
 		h.mux.HandleFunc(p.route, h.handle(p))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		post := r.Clone(r.Context())
+		post.Method = http.MethodPost
+		if _, pattern := h.mux.Handler(post); pattern != "/" {
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " " + r.URL.Path + ": only POST sends"})
+			return
+		}
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "capture's email API has no route " + r.Method + " " + r.URL.Path +
 			"; it serves POST /v3/mail/send (SendGrid), POST /email and /email/batch (Postmark), " +
 			"POST /v3/{domain}/messages (Mailgun), POST /v2/email/outbound-emails (Amazon SES v2) and POST /emails (Resend)"})

@@ -24,18 +24,16 @@ import (
 // the inbox id and the secret access key its SMTP password. Content is
 // Simple (subject, bodies, headers, attachments), Raw (a whole MIME
 // message, base64) or Template.
-func ses(now func() time.Time) *provider {
-	return &provider{
-		name:       "ses",
-		route:      "POST /v2/email/outbound-emails",
-		credential: func(r *http.Request) (credential, *apiError) { return sesCredential(r, now()) },
-		decode:     decodeSES,
-		reply: func(w http.ResponseWriter, out []*outgoing) {
-			w.Header().Set("X-Amzn-Requestid", requestID())
-			writeJSON(w, http.StatusOK, map[string]string{"MessageId": out[0].id})
-		},
-		fail: sesFail,
-	}
+var ses = &provider{
+	name:       "ses",
+	route:      "POST /v2/email/outbound-emails",
+	credential: func(r *http.Request) (credential, *apiError) { return sesCredential(r, time.Now()) },
+	decode:     decodeSES,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		w.Header().Set("X-Amzn-Requestid", requestID())
+		writeJSON(w, http.StatusOK, map[string]string{"MessageId": out[0].id})
+	},
+	fail: sesFail,
 }
 
 const (
