@@ -208,7 +208,7 @@ func TestServeEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -270,7 +270,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 	// A later start shows ids but never the key again.
 	cmd = exec.CommandContext(ctx, binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
 	stdout, _ = cmd.StdoutPipe()
 	cmd.Stderr = io.Discard
 	cmd.Start()
@@ -355,7 +355,7 @@ func asNobody(t *testing.T) (dir string, run func(args ...string) *exec.Cmd) {
 func TestPrivilegedPortsFallBackWithoutRoot(t *testing.T) {
 	dir, run := asNobody(t)
 	cmd := run("serve", "--data-dir", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:587,127.0.0.1:0", "--smtp-tls", "127.0.0.1:465")
+		"--smtp-starttls", "127.0.0.1:587,127.0.0.1:0", "--smtp-tls", "127.0.0.1:465", "--email-api", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -411,7 +411,7 @@ func TestUnusableDataDir(t *testing.T) {
 func startServeProcess(t *testing.T, dir string) (*exec.Cmd, map[string]string) {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {

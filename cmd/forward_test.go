@@ -59,7 +59,7 @@ func startServe(t *testing.T, dir string) string {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--log-level", "error"}, nil, &stdout, &stderr)
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0", "--log-level", "error"}, nil, &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -18,18 +18,20 @@ import (
 const (
 	defaultHTTPAddr    = "127.0.0.1:7780"
 	defaultCaptureAddr = "127.0.0.1:7781"
+	defaultEmailAPI    = "127.0.0.1:7782"
 )
 
 func newServeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Run SMTP capture, webhook capture and the read API in one process",
+		Short: "Run SMTP capture, webhook capture, the provider email APIs and the read API in one process",
 		Long: `serve runs every listener over one SQLite database in the data dir:
 
   --http           read API at /api/v1 (schema at /api/v1/schema/), forward client download
   --capture        webhook capture URLs: http://HOST:PORT/whe_<id>[/any/path][?query]
   --smtp-starttls  SMTP with STARTTLS (AUTH only after TLS)
   --smtp-tls       SMTP over implicit TLS
+  --email-api      SendGrid, Postmark, Mailgun, Amazon SES v2 and Resend send routes
 
 The first start on an empty data dir creates a project, an inbox, an endpoint
 and an API key, and prints them once. Privileged ports (587, 465) that need
@@ -45,6 +47,7 @@ root are skipped with a warning; 465 is then replaced by 2465.`,
 	f.StringSlice("smtp-starttls", []string{"127.0.0.1:587", "127.0.0.1:2587"}, "SMTP STARTTLS listen addresses")
 	f.StringSlice("smtp-tls", []string{"127.0.0.1:465"}, "SMTP implicit-TLS listen addresses")
 	f.String("smtp-host", "localhost", "host name in the SMTP greeting and certificate")
+	f.String("email-api", defaultEmailAPI, "provider email API listen address (SendGrid, Postmark, Mailgun, SES v2, Resend)")
 	f.String("public-url", "", "base URL printed in capture URLs (behind a proxy or in Docker); default from --capture")
 	f.String("tls-cert", "", "SMTP certificate (PEM) to use instead of the local CA's")
 	f.String("tls-key", "", "private key (PEM) for --tls-cert")
@@ -60,6 +63,7 @@ func runServe(c *cobra.Command, _ []string) error {
 	startTLS, _ := f.GetStringSlice("smtp-starttls")
 	implicitTLS, _ := f.GetStringSlice("smtp-tls")
 	smtpHost, _ := f.GetString("smtp-host")
+	emailAPI, _ := f.GetString("email-api")
 	publicURL, _ := f.GetString("public-url")
 	certFile, _ := f.GetString("tls-cert")
 	keyFile, _ := f.GetString("tls-key")
@@ -78,7 +82,7 @@ func runServe(c *cobra.Command, _ []string) error {
 			return usagef("--public-url %q: want an absolute http:// or https:// URL", publicURL)
 		}
 	}
-	for _, a := range append([]string{httpAddr, captureAddr}, append(startTLS, implicitTLS...)...) {
+	for _, a := range append([]string{httpAddr, captureAddr, emailAPI}, append(startTLS, implicitTLS...)...) {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return usagef("listen address %q: want HOST:PORT", a)
 		}
@@ -99,9 +103,10 @@ func runServe(c *cobra.Command, _ []string) error {
 			HTTPAddr: httpAddr, CaptureAddr: captureAddr,
 			SMTPStartTLSAddrs: startTLS, SMTPTLSAddrs: implicitTLS,
 			SMTPHost: smtpHost, PublicURL: publicURL, AllowInsecureAuth: insecure,
-			Downloads: map[string][]byte{forward.PythonClientName: forward.PythonClient},
-			MCP:       func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
-			Logger:    log,
+			EmailAPIAddr: emailAPI,
+			Downloads:    map[string][]byte{forward.PythonClientName: forward.PythonClient},
+			MCP:          func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
+			Logger:       log,
 		},
 		DataDir:     dir,
 		TLSCertFile: certFile, TLSKeyFile: keyFile,

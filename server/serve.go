@@ -90,7 +90,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, cfg.DataDir, caPath)
 	}
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
-		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()), "data_dir", cfg.DataDir)
+		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
+		"email_api", srv.EmailAPIBase(), "data_dir", cfg.DataDir)
 
 	err = srv.Run(ctx)
 	log.Info("stopped")
@@ -135,6 +136,9 @@ func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caP
 		if b.Created {
 			row("SMTP password", b.Inbox.SMTPPassword)
 		}
+	}
+	if base := srv.EmailAPIBase(); base != "" {
+		row("Email API", base+"   (base URL for provider SDKs)")
 	}
 	if b.Endpoint.ID != "" {
 		row("Capture URL", api.CaptureURL(srv.CaptureBase(), b.Endpoint.ID))

@@ -1,5 +1,5 @@
 // Package server runs capture's listeners together: the read API, webhook
-// capture and SMTP, over one store.
+// capture, SMTP and the provider email APIs, over one store.
 package server
 
 import (
@@ -19,6 +19,7 @@ import (
 
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/capture"
+	"github.com/capturedev/capture/server/emailapi"
 	"github.com/capturedev/capture/server/smtp"
 	"github.com/capturedev/capture/store"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	SMTPStartTLSAddrs []string
 	SMTPTLSAddrs      []string
 	SMTPHost          string
+	// EmailAPIAddr is where the provider email APIs listen; "" means
+	// nowhere.
+	EmailAPIAddr string
 	// PublicURL is the base printed in capture URLs; "" means the capture
 	// listener's own address.
 	PublicURL         string
@@ -56,6 +60,7 @@ type Server struct {
 	httpLn, captureLn net.Listener
 	startTLSLns       []net.Listener
 	tlsLns            []net.Listener
+	emailLn           net.Listener // nil without EmailAPIAddr
 	warnings          []string
 }
 
@@ -90,6 +95,11 @@ func Listen(st *store.Store, cfg Config) (*Server, error) {
 	}
 	if s.tlsLns, err = s.listenSMTP("--smtp-tls", cfg.SMTPTLSAddrs, "2465"); err != nil {
 		return nil, err
+	}
+	if cfg.EmailAPIAddr != "" {
+		if s.emailLn, err = listen("--email-api", cfg.EmailAPIAddr); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return s, nil
@@ -153,7 +163,7 @@ func closeAll(ls []net.Listener) {
 }
 
 func (s *Server) closeListeners() {
-	for _, l := range []net.Listener{s.httpLn, s.captureLn} {
+	for _, l := range []net.Listener{s.httpLn, s.captureLn, s.emailLn} {
 		if l != nil {
 			l.Close()
 		}
@@ -191,6 +201,15 @@ func ports(addrs []net.Addr) []int {
 		}
 	}
 	return out
+}
+
+// EmailAPIBase is the base URL to give a provider SDK, or "" when the
+// email APIs listen nowhere.
+func (s *Server) EmailAPIBase() string {
+	if s.emailLn == nil {
+		return ""
+	}
+	return "http://" + hostPort(s.emailLn.Addr())
 }
 
 // APIBase is the read API's base URL.
@@ -281,9 +300,18 @@ func (s *Server) Run(ctx context.Context) error {
 		Logger:            s.log,
 	})
 
+	var emailSrv *http.Server
+	if s.emailLn != nil {
+		emailSrv = emailapi.NewServer(emailapi.New(s.store, emailapi.Config{Logger: s.log}))
+		emailSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveHTTP(httpSrv, s.httpLn) })
 	g.Go(func() error { return serveHTTP(captureSrv, s.captureLn) })
+	if emailSrv != nil {
+		g.Go(func() error { return serveHTTP(emailSrv, emailapi.Listener(s.emailLn)) })
+	}
 	for _, l := range s.startTLSLns {
 		g.Go(func() error { return smtpSrv.Serve(l, false) })
 	}
@@ -299,10 +327,15 @@ func (s *Server) Run(ctx context.Context) error {
 		cancelBase()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
+		var emailErr error
+		if emailSrv != nil {
+			emailErr = emailSrv.Shutdown(shutdownCtx)
+		}
 		return errors.Join(
 			httpSrv.Shutdown(shutdownCtx),
 			captureSrv.Shutdown(shutdownCtx),
 			smtpSrv.Shutdown(shutdownCtx),
+			emailErr,
 		)
 	})
 	err := g.Wait()

@@ -69,6 +69,14 @@ func TestRunServesEveryListenerAndStops(t *testing.T) {
 		t.Fatalf("capture: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	req, _ := http.NewRequest("POST", srv.EmailAPIBase()+"/emails",
+		strings.NewReader(`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`))
+	req.Header.Set("Authorization", "Bearer "+boot.Inbox.SMTPPassword)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("email api: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	for _, a := range append(srv.StartTLSAddrs(), srv.TLSAddrs()...) {
 		c, err := net.Dial("tcp", a.String())
 		if err != nil {
@@ -101,6 +109,9 @@ func TestRunServesEveryListenerAndStops(t *testing.T) {
 	if _, err := net.Dial("tcp", srv.HTTPAddr().String()); err == nil {
 		t.Error("HTTP listener still accepting after shutdown")
 	}
+	if _, err := net.Dial("tcp", strings.TrimPrefix(srv.EmailAPIBase(), "http://")); err == nil {
+		t.Error("email API listener still accepting after shutdown")
+	}
 }
 
 func TestListenNamesAPortInUse(t *testing.T) {
@@ -114,7 +125,7 @@ func TestListenNamesAPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	for _, flag := range []string{"--http", "--capture", "--smtp-starttls", "--smtp-tls"} {
+	for _, flag := range []string{"--http", "--capture", "--smtp-starttls", "--smtp-tls", "--email-api"} {
 		cfg := config(t)
 		switch flag {
 		case "--http":
@@ -125,6 +136,8 @@ func TestListenNamesAPortInUse(t *testing.T) {
 			cfg.SMTPStartTLSAddrs = []string{"127.0.0.1:0", busy.Addr().String()}
 		case "--smtp-tls":
 			cfg.SMTPTLSAddrs = []string{busy.Addr().String()}
+		case "--email-api":
+			cfg.EmailAPIAddr = busy.Addr().String()
 		}
 		_, err := server.Listen(st, cfg)
 		if err == nil || !strings.Contains(err.Error(), flag+" "+busy.Addr().String()) || !strings.Contains(err.Error(), "in use") {

@@ -53,8 +53,8 @@ func (s *Store) EnsureBootstrap(ctx context.Context) (Bootstrap, error) {
 				[]any{b.Project.ID, b.Project.Name, plan.Name, ms(at)}},
 			{`INSERT INTO api_keys (id, project_id, hash, created_at) VALUES (?, ?, ?, ?)`,
 				[]any{b.Key.ID, b.Project.ID, hashKey(b.Secret), ms(at)}},
-			{`INSERT INTO inboxes (id, project_id, name, smtp_password, created_at) VALUES (?, ?, ?, ?, ?)`,
-				[]any{b.Inbox.ID, b.Project.ID, b.Inbox.Name, b.Inbox.SMTPPassword, ms(at)}},
+			{`INSERT INTO inboxes (id, project_id, name, smtp_password, smtp_password_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				[]any{b.Inbox.ID, b.Project.ID, b.Inbox.Name, b.Inbox.SMTPPassword, hashKey(b.Inbox.SMTPPassword), ms(at)}},
 			{`INSERT INTO endpoints (id, project_id, name, created_at) VALUES (?, ?, ?, ?)`,
 				[]any{b.Endpoint.ID, b.Project.ID, b.Endpoint.Name, ms(at)}},
 		} {

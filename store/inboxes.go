@@ -37,8 +37,9 @@ func (s *Store) CreateInbox(ctx context.Context, projectID, name string) (Inbox,
 		if err != nil {
 			return err
 		}
-		_, err = t.exec(`INSERT INTO inboxes (id, project_id, name, smtp_password, created_at) VALUES (?, ?, ?, ?, ?)`,
-			in.ID, in.ProjectID, in.Name, in.SMTPPassword, ms(in.CreatedAt))
+		_, err = t.exec(`INSERT INTO inboxes (id, project_id, name, smtp_password, smtp_password_hash, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`,
+			in.ID, in.ProjectID, in.Name, in.SMTPPassword, hashKey(in.SMTPPassword), ms(in.CreatedAt))
 		return err
 	})
 	if err != nil {
@@ -67,11 +68,12 @@ func (s *Store) Inbox(ctx context.Context, projectID, id string) (Inbox, error) 
 }
 
 // RotateInboxPassword replaces an inbox's SMTP password. New SMTP sessions
-// see it at once because authentication reads it from the database.
+// and provider API requests see it at once: both read it from the database.
 func (s *Store) RotateInboxPassword(ctx context.Context, id string) (Inbox, error) {
 	password := newSMTPPassword()
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.exec(`UPDATE inboxes SET smtp_password = ? WHERE id = ?`, password, id)
+		res, err := t.exec(`UPDATE inboxes SET smtp_password = ?, smtp_password_hash = ? WHERE id = ?`,
+			password, hashKey(password), id)
 		if err != nil {
 			return err
 		}

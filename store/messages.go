@@ -12,10 +12,48 @@ import (
 // InsertMessage stores a message in its inbox and returns its id once the
 // transaction holding it has committed.
 func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error) {
+	ids, err := s.InsertMessages(ctx, []*NewMessage{m})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// InsertMessages stores messages in one transaction, all or none, and
+// returns their ids in order once it has committed. A request that sends
+// several messages at once (a provider API's batch) is answered once, so
+// it must never be half stored.
+func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string, error) {
+	ids := make([]string, len(ms))
+	inserts := make([]func(*wtx) error, len(ms))
+	for i, m := range ms {
+		var err error
+		if ids[i], inserts[i], err = messageInsert(m); err != nil {
+			return nil, err
+		}
+	}
+	err := s.write(ctx, func(t *wtx) error {
+		for _, insert := range inserts {
+			if err := insert(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// messageInsert prepares what can be prepared outside the write
+// transaction and returns the message's id with the statement work to run
+// inside it.
+func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	id := NewID("msg_")
 	headers, err := json.Marshal(headerPairs(m.Headers))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	warnings := m.Warnings
 	if warnings == nil {
@@ -47,14 +85,14 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 
 	rcpts, err := json.Marshal(recipientsOf(m))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	links, err := json.Marshal(linksOf(m.Links))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 
-	err = s.write(ctx, func(t *wtx) error {
+	return id, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
 			subject, date, message_id, size, attachment_count, snippet, headers, text_body, html_body, warnings,
 			search_from, search_to, search_subject, recipients, links, raw)
@@ -83,11 +121,7 @@ func (s *Store) InsertMessage(ctx context.Context, m *NewMessage) (string, error
 		t.countCapture("inboxes", "message_count", m.InboxID)
 		t.wakeAfterCommit(m.InboxID)
 		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return id, nil
+	}, nil
 }
 
 // storedRecipients is the JSON of messages.recipients.

@@ -37,8 +37,8 @@ func Open(t testing.TB, plan string) (*store.Store, store.Bootstrap) {
 	return st, boot
 }
 
-// Config is a server configuration with the HTTP and capture listeners and
-// one STARTTLS listener on free loopback ports, a certificate from a fresh
+// Config is a server configuration with the HTTP, capture and email API
+// listeners and one STARTTLS listener on free loopback ports, a certificate from a fresh
 // local CA, a short shutdown and no logs.
 func Config(t testing.TB) server.Config {
 	t.Helper()
@@ -50,6 +50,7 @@ func Config(t testing.TB) server.Config {
 		HTTPAddr:          "127.0.0.1:0",
 		CaptureAddr:       "127.0.0.1:0",
 		SMTPStartTLSAddrs: []string{"127.0.0.1:0"},
+		EmailAPIAddr:      "127.0.0.1:0",
 		SMTPHost:          "localhost",
 		TLSConfig:         certs.ServerConfig(res.Certificate),
 		ShutdownTimeout:   2 * time.Second,

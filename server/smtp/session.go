@@ -16,6 +16,7 @@ import (
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
 
+	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
 )
@@ -217,7 +218,7 @@ func (s *session) Data(r io.Reader) error {
 		return errDataIncomplete
 	}
 
-	m := newMessage(s.inbox, from, to, raw, mailparse.Parse(raw))
+	m := ingest.NewMessage(s.inbox, from, to, raw, mailparse.Parse(raw))
 	// The store takes the context into account only while the message
 	// waits for a place in its queue; once queued, the outcome of the
 	// commit is always reported, so no stored message is ever answered
@@ -280,61 +281,6 @@ func (s *session) Reset() {
 func (s *session) Logout() error {
 	s.srv.endTx(s.conn)
 	return nil
-}
-
-// newMessage maps a parsed message to what the store keeps.
-func newMessage(inbox, from string, to []string, raw []byte, p *mailparse.Message) *store.NewMessage {
-	m := &store.NewMessage{
-		InboxID:      inbox,
-		ReceivedAt:   time.Now(),
-		EnvelopeFrom: from,
-		EnvelopeTo:   to,
-		To:           addresses(p.To),
-		Cc:           addresses(p.Cc),
-		ReplyTo:      addresses(p.ReplyTo),
-		Subject:      p.Subject,
-		Date:         p.Date,
-		MessageID:    p.MessageID,
-		Text:         p.Text,
-		HTML:         p.HTML,
-		Snippet:      p.Snippet,
-		Warnings:     p.Warnings,
-		Raw:          raw,
-	}
-	if p.From != nil {
-		m.From = &store.Address{Name: p.From.Name, Address: p.From.Address}
-	}
-	if len(p.Headers) > 0 {
-		m.Headers = make([]store.Header, len(p.Headers))
-		for i, h := range p.Headers {
-			m.Headers[i] = store.Header{Name: h.Name, Values: h.Values}
-		}
-	}
-	if len(p.Links) > 0 {
-		m.Links = make([]store.Link, len(p.Links))
-		for i, l := range p.Links {
-			m.Links[i] = store.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
-		}
-	}
-	if len(p.Attachments) > 0 {
-		m.Attachments = make([]store.NewAttachment, len(p.Attachments))
-		for i, a := range p.Attachments {
-			m.Attachments[i] = store.NewAttachment{Filename: a.Filename, ContentType: a.ContentType,
-				ContentID: a.ContentID, Inline: a.Inline, Data: a.Data}
-		}
-	}
-	return m
-}
-
-func addresses(as []mailparse.Address) []store.Address {
-	if len(as) == 0 {
-		return nil
-	}
-	out := make([]store.Address, len(as))
-	for i, a := range as {
-		out[i] = store.Address{Name: a.Name, Address: a.Address}
-	}
-	return out
 }
 
 // saslReplies turns a SASL mechanism's own errors (a response it cannot

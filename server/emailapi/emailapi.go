@@ -1,0 +1,314 @@
+// Package emailapi is the --email-api listener: it answers the send routes
+// of the email providers' HTTP APIs (SendGrid, Postmark, Mailgun, Amazon
+// SES v2, Resend) at their own paths, so an application whose provider SDK
+// is pointed at capture sends into an inbox with no other change (SPEC
+// §17).
+//
+// Each request is authenticated by the inbox's SMTP password (SES: a
+// Signature V4 made with it), checked as the provider checks it, and turned
+// into the MIME message the provider would have sent. That message is then
+// parsed and stored exactly like an SMTP capture, and the provider's own
+// success answer is sent only once it is committed. Refusals use each
+// provider's own statuses and error bodies, so SDKs report them as they
+// would report the provider's.
+package emailapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/net/netutil"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/capturedev/capture/server/ingest"
+	"github.com/capturedev/capture/server/mailparse"
+	"github.com/capturedev/capture/store"
+)
+
+// Store is what the email APIs need from the database.
+type Store interface {
+	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
+	InboxBySMTPPassword(ctx context.Context, password string) (store.Inbox, error)
+	Project(ctx context.Context, idOrName string) (store.Project, error)
+	InsertMessages(ctx context.Context, ms []*store.NewMessage) ([]string, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+type Config struct {
+	// Logger receives failures and, at debug level, a line per capture.
+	// Default: discard.
+	Logger *slog.Logger
+	// InFlightBytes bounds the request bodies being decoded at once, so
+	// that concurrent large sends queue instead of exhausting memory. A
+	// body larger than this is decoded alone. Default 32 MiB.
+	InFlightBytes int64
+}
+
+const (
+	defaultInFlightBytes = 32 << 20
+	// bodyOverhead is what a request may carry beside the message itself:
+	// JSON syntax, field names, the other messages of a small batch.
+	bodyOverhead = 1 << 20
+	// MaxConnections caps the listener's open connections.
+	MaxConnections = 512
+)
+
+// Handler serves the providers' routes.
+type Handler struct {
+	store    Store
+	log      *slog.Logger
+	mux      *http.ServeMux
+	admit    *semaphore.Weighted
+	admitCap int64
+}
+
+// New returns the email API handler over st.
+func New(st Store, cfg Config) *Handler {
+	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), admitCap: cfg.InFlightBytes}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.admitCap <= 0 {
+		h.admitCap = defaultInFlightBytes
+	}
+	h.admit = semaphore.NewWeighted(h.admitCap)
+	for _, p := range []*provider{sendgrid, postmarkEmail, postmarkBatch, mailgun, ses, resend} {
+		h.mux.HandleFunc(p.route, h.handle(p))
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		post := r.Clone(r.Context())
+		post.Method = http.MethodPost
+		if _, pattern := h.mux.Handler(post); pattern != "/" {
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " " + r.URL.Path + ": only POST sends"})
+			return
+		}
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "capture's email API has no route " + r.Method + " " + r.URL.Path +
+			"; it serves POST /v3/mail/send (SendGrid), POST /email and /email/batch (Postmark), " +
+			"POST /v3/{domain}/messages (Mailgun), POST /v2/email/outbound-emails (Amazon SES v2) and POST /emails (Resend)"})
+	})
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// NewServer returns the server the handler runs in. Headers must arrive
+// within 10 s and a whole request within 2 min (a large attachment over a
+// slow link), and connections idle for a minute are closed.
+func NewServer(h *Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2*time.Minute + 10*time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// Listener caps l at MaxConnections open connections.
+func Listener(l net.Listener) net.Listener { return netutil.LimitListener(l, MaxConnections) }
+
+// provider is one provider's send route: how it carries its credential,
+// how its body becomes messages, and how it answers.
+type provider struct {
+	name  string
+	route string // a ServeMux pattern
+	// credential reads the credential from the request's headers.
+	credential func(r *http.Request) (credential, *apiError)
+	// decode turns the body into messages, within the budget.
+	decode func(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError)
+	// reply sends the success answer once the messages are stored.
+	reply func(w http.ResponseWriter, out []*outgoing)
+	// fail sends a refusal in the provider's own shape.
+	fail func(w http.ResponseWriter, e *apiError)
+	// batch routes answer for each message: one message's refusal is part
+	// of the reply and the others are still stored.
+	batch bool
+}
+
+// credential is either an SMTP password, which names the inbox, or (for a
+// signed request) an inbox id whose password verify checks the signature
+// with, once the body is read.
+type credential struct {
+	password string
+	inboxID  string
+	verify   func(secret string, body []byte) *apiError
+}
+
+// outgoing is one message of a request, ready to store.
+type outgoing struct {
+	raw  []byte
+	from string   // envelope sender
+	to   []string // envelope recipients, Bcc included
+	// echo is how the reply names the recipients (Postmark's To).
+	echo string
+	// err refuses this message alone (an item of a batch).
+	err *apiError
+	// dryRun messages are checked but not stored (SendGrid's sandbox mode).
+	dryRun bool
+	id     string // set once stored
+}
+
+func (h *Handler) handle(p *provider) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		cred, apiErr := p.credential(r)
+		if apiErr != nil {
+			p.fail(w, apiErr)
+			return
+		}
+		in, plan, apiErr := h.inbox(ctx, cred)
+		if apiErr != nil {
+			p.fail(w, apiErr)
+			return
+		}
+		body, release, apiErr := h.readBody(w, r, plan)
+		if apiErr != nil {
+			p.fail(w, apiErr)
+			return
+		}
+		defer release()
+		if cred.verify != nil {
+			if apiErr := cred.verify(in.SMTPPassword, body); apiErr != nil {
+				p.fail(w, apiErr)
+				return
+			}
+		}
+		out, apiErr := p.decode(r, body, newBudget(plan))
+		if apiErr != nil {
+			p.fail(w, apiErr)
+			return
+		}
+
+		var msgs []*store.NewMessage
+		var stored []*outgoing
+		for _, o := range out {
+			if o.err == nil && int64(len(o.raw)) > plan.MessageBytes {
+				o.err = errTooLarge(plan.MessageBytes, plan.Name)
+			}
+			if o.err != nil && !p.batch {
+				p.fail(w, o.err)
+				return
+			}
+			if o.err != nil || o.dryRun {
+				continue
+			}
+			msgs = append(msgs, ingest.NewMessage(in.ID, o.from, o.to, o.raw, mailparse.Parse(o.raw)))
+			stored = append(stored, o)
+		}
+		if ctx.Err() != nil {
+			// Shutting down (or the client left): nothing new is stored.
+			p.fail(w, errUnavailable)
+			return
+		}
+		if len(msgs) > 0 {
+			// Answered only once committed; the store honours ctx only
+			// while the messages wait for the writer, so a commit is never
+			// reported as a failure.
+			ids, err := h.store.InsertMessages(ctx, msgs)
+			if err != nil {
+				if ctx.Err() == nil {
+					h.log.Error("email api: store messages", "provider", p.name, "inbox", in.ID, "err", err)
+				}
+				p.fail(w, errUnavailable)
+				return
+			}
+			for i, id := range ids {
+				stored[i].id = id
+			}
+			h.log.Debug("email api: captured", "provider", p.name, "inbox", in.ID, "messages", len(ids), "first", ids[0])
+		}
+		p.reply(w, out)
+	}
+}
+
+// budget bounds what one request may expand to: a SendGrid or Mailgun
+// batch writes its bodies and attachments once for every recipient, so a
+// small request could otherwise fill memory. Its messages may total twice
+// the plan's message size.
+type budget struct {
+	left int64
+	plan store.Plan
+}
+
+func newBudget(plan store.Plan) *budget { return &budget{left: 2 * plan.MessageBytes, plan: plan} }
+
+// spend counts a written message against the budget.
+func (b *budget) spend(o *outgoing) *apiError {
+	if b.left -= int64(len(o.raw)); b.left < 0 {
+		return &apiError{kind: tooLarge, msg: fmt.Sprintf("the messages of this request total more than %d bytes, "+
+			"twice the message limit of the %s plan; send fewer recipients per request", 2*b.plan.MessageBytes, b.plan.Name)}
+	}
+	return nil
+}
+
+// inbox finds the inbox a credential names and its plan. Lookups read the
+// database every time, so a rotated password takes effect at once.
+func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.Plan, *apiError) {
+	var in store.Inbox
+	var err error
+	if c.inboxID != "" {
+		in, err = h.store.Inbox(ctx, "", c.inboxID)
+	} else {
+		in, err = h.store.InboxBySMTPPassword(ctx, c.password)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return in, store.Plan{}, &apiError{kind: badCredential, msg: "the credential names no inbox"}
+	}
+	if err == nil {
+		var p store.Project
+		if p, err = h.store.Project(ctx, in.ProjectID); err == nil {
+			return in, p.Plan, nil
+		}
+	}
+	if ctx.Err() == nil {
+		h.log.Error("email api: read inbox", "err", err)
+	}
+	return in, store.Plan{}, errUnavailable
+}
+
+// readBody reads the whole body, refusing one over what a message of the
+// plan can take once base64 and JSON have grown it. It first waits for its
+// share of InFlightBytes; release gives that back.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan) ([]byte, func(), *apiError) {
+	limit := plan.MessageBytes/3*4 + bodyOverhead
+	if r.ContentLength > limit {
+		return nil, nil, errTooLarge(plan.MessageBytes, plan.Name)
+	}
+	want := r.ContentLength
+	if want < 0 {
+		want = limit
+	}
+	weight := min(want, h.admitCap)
+	if err := h.admit.Acquire(r.Context(), weight); err != nil {
+		return nil, nil, errUnavailable
+	}
+	release := func() { h.admit.Release(weight) }
+	var body []byte
+	var err error
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength >= 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
+	if err != nil {
+		release()
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, nil, errTooLarge(plan.MessageBytes, plan.Name)
+		}
+		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
+	}
+	return body, release, nil
+}

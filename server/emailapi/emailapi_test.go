@@ -1,0 +1,388 @@
+package emailapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/server/emailapi"
+	"github.com/capturedev/capture/server/servertest"
+	"github.com/capturedev/capture/store"
+)
+
+// env is the email API listener on a free loopback port over a real store
+// in a temporary directory, with the bootstrapped inbox to send into.
+type env struct {
+	t    *testing.T
+	st   *store.Store
+	boot store.Bootstrap
+	base string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, boot := servertest.Open(t, "free")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := emailapi.NewServer(emailapi.New(st, emailapi.Config{}))
+	go srv.Serve(emailapi.Listener(l))
+	t.Cleanup(func() { srv.Close() })
+	return &env{t: t, st: st, boot: boot, base: "http://" + l.Addr().String()}
+}
+
+func (e *env) password() string { return e.boot.Inbox.SMTPPassword }
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body; a body that is not JSON fails the test.
+func (r response) json(t *testing.T) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("%d response is not JSON: %v\n%s", r.status, err, r.body)
+	}
+	return v
+}
+
+func (e *env) post(path string, header map[string]string, body []byte) response {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.base+path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return do(e.t, req)
+}
+
+func do(t *testing.T, req *http.Request) response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// messages returns every message of the inbox, oldest first.
+func (e *env) messages() []store.Message {
+	e.t.Helper()
+	list, err := e.st.Messages(e.t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]store.Message, len(list.Items))
+	for i, s := range list.Items {
+		m, err := e.st.Message(e.t.Context(), e.boot.Project.ID, s.ID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out[len(out)-1-i] = m
+	}
+	return out
+}
+
+func (e *env) only() store.Message {
+	e.t.Helper()
+	ms := e.messages()
+	if len(ms) != 1 {
+		e.t.Fatalf("inbox holds %d messages, want 1", len(ms))
+	}
+	return ms[0]
+}
+
+func (e *env) attachment(m store.Message, i int) []byte {
+	e.t.Helper()
+	_, data, err := e.st.AttachmentData(e.t.Context(), e.boot.Project.ID, m.ID, m.Attachments[i].ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return data
+}
+
+func header(m store.Message, name string) []string {
+	for _, h := range m.Headers {
+		if strings.EqualFold(h.Name, name) {
+			return h.Values
+		}
+	}
+	return nil
+}
+
+func addresses(as []store.Address) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Address
+	}
+	return out
+}
+
+// wantJSON compares a response to a status and a JSON body exactly.
+func wantJSON(t *testing.T, r response, status int, body string) {
+	t.Helper()
+	var want any
+	if err := json.Unmarshal([]byte(body), &want); err != nil {
+		t.Fatalf("bad expectation %s: %v", body, err)
+	}
+	if r.status != status || !reflect.DeepEqual(r.json(t), want) {
+		t.Errorf("got %d %s\nwant %d %s", r.status, r.body, status, body)
+	}
+}
+
+// wantField checks that a refusal names the field at fault.
+func wantField(t *testing.T, r response, status int, field string) {
+	t.Helper()
+	if r.status != status || !bytes.Contains(r.body, []byte(field)) {
+		t.Errorf("got %d %s, want %d naming %q", r.status, r.body, status, field)
+	}
+}
+
+func TestUnknownRoute(t *testing.T) {
+	e := newEnv(t)
+	r := e.post("/v3/templates", nil, []byte(`{}`))
+	if r.status != 404 || !strings.Contains(string(r.body), "/v3/mail/send") {
+		t.Errorf("unknown route: %d %s", r.status, r.body)
+	}
+	for _, path := range []string{"/emails", "/v3/mg.example.com/messages"} {
+		req, _ := http.NewRequest("GET", e.base+path, nil)
+		if r := do(t, req); r.status != 405 || r.header.Get("Allow") != "POST" {
+			t.Errorf("GET %s: %d %v %s", path, r.status, r.header, r.body)
+		}
+	}
+}
+
+// TestRotationTakesEffectAtOnce rotates the inbox's password: the old one
+// is refused by the very next request, the new one accepted.
+func TestRotationTakesEffectAtOnce(t *testing.T) {
+	e := newEnv(t)
+	old := e.password()
+	body := []byte(`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`)
+	if r := e.post("/emails", map[string]string{"Authorization": "Bearer " + old}, body); r.status != 200 {
+		t.Fatalf("before rotation: %d %s", r.status, r.body)
+	}
+	rotated, err := e.st.RotateInboxPassword(t.Context(), e.boot.Inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.post("/emails", map[string]string{"Authorization": "Bearer " + old}, body); r.status != 403 {
+		t.Errorf("old password after rotation: %d %s", r.status, r.body)
+	}
+	if r := e.post("/emails", map[string]string{"Authorization": "Bearer " + rotated.SMTPPassword}, body); r.status != 200 {
+		t.Errorf("new password after rotation: %d %s", r.status, r.body)
+	}
+}
+
+// TestAnotherInbox sends with a second inbox's password: the message lands
+// there, not in the first.
+func TestAnotherInbox(t *testing.T) {
+	e := newEnv(t)
+	other, err := e.st.CreateInbox(t.Context(), e.boot.Project.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.post("/emails", map[string]string{"Authorization": "Bearer " + other.SMTPPassword},
+		[]byte(`{"from":"a@example.com","to":"b@example.com","subject":"to other","text":"t"}`))
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("first inbox got %d messages", n)
+	}
+	list, _ := e.st.Messages(t.Context(), other.ID, store.MessageFilter{}, store.Page{})
+	if len(list.Items) != 1 || list.Items[0].Subject != "to other" {
+		t.Errorf("other inbox: %+v", list.Items)
+	}
+}
+
+// TestUnavailable closes the store under the listener: every provider
+// answers 503 in its own shape with Retry-After, never a success.
+func TestUnavailable(t *testing.T) {
+	e := newEnv(t)
+	reqs := sampleRequests(e)
+	e.st.Close()
+	for _, req := range reqs {
+		t.Run(req.name, func(t *testing.T) {
+			r := do(t, req.build())
+			if r.status != 503 || r.header.Get("Retry-After") == "" {
+				t.Errorf("got %d (Retry-After %q) %s", r.status, r.header.Get("Retry-After"), r.body)
+			}
+			if !bytes.Contains(r.body, []byte(req.errorKey)) {
+				t.Errorf("503 body %s is not in the provider's shape (no %q)", r.body, req.errorKey)
+			}
+		})
+	}
+}
+
+// TestOversizeBody declares a body longer than any message of the plan
+// can need: each provider refuses it in its own shape before reading it.
+func TestOversizeBody(t *testing.T) {
+	e := newEnv(t)
+	for _, req := range sampleRequests(e) {
+		t.Run(req.name, func(t *testing.T) {
+			hr := req.build()
+			size := int64(16 << 20) // over 10 MiB × 4/3 + 1 MiB
+			hr.Body = io.NopCloser(io.LimitReader(zeros{}, size))
+			hr.ContentLength = size
+			r := do(t, hr)
+			if r.status != req.tooLargeStatus || !bytes.Contains(r.body, []byte("10485760-byte limit of the free plan")) {
+				t.Errorf("got %d %s", r.status, r.body)
+			}
+		})
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored", n)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestOversizeMessage sends a body the listener reads whose message is
+// over the plan's limit once composed.
+func TestOversizeMessage(t *testing.T) {
+	e := newEnv(t)
+	big := strings.Repeat("A", 10<<20)
+	r := e.post("/v3/mail/send", map[string]string{"Authorization": "Bearer " + e.password()},
+		[]byte(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",`+
+			`"content":[{"type":"text/plain","value":"x"}],"attachments":[{"content":"`+big+`","filename":"big.bin"}]}`))
+	wantJSON(t, r, 413, `{"errors":[{"message":"message exceeds the 10485760-byte limit of the free plan","field":null,"help":null}]}`)
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored", n)
+	}
+}
+
+// sample is one valid request per provider route.
+type sample struct {
+	name           string
+	build          func() *http.Request
+	errorKey       string // a key every error body of the provider has
+	tooLargeStatus int
+}
+
+func sampleRequests(e *env) []sample {
+	pw := e.password()
+	req := func(path string, header map[string]string, body string) func() *http.Request {
+		return func() *http.Request {
+			r, _ := http.NewRequest("POST", e.base+path, strings.NewReader(body))
+			for k, v := range header {
+				r.Header.Set(k, v)
+			}
+			return r
+		}
+	}
+	return []sample{
+		{"sendgrid", req("/v3/mail/send", map[string]string{"Authorization": "Bearer " + pw},
+			`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]}`),
+			`"errors"`, 413},
+		{"postmark", req("/email", map[string]string{"X-Postmark-Server-Token": pw},
+			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413},
+		{"postmark batch", req("/email/batch", map[string]string{"X-Postmark-Server-Token": pw},
+			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413},
+		{"mailgun", func() *http.Request {
+			r := req("/v3/mg.example.com/messages", map[string]string{"Content-Type": "application/x-www-form-urlencoded"},
+				"from=a%40example.com&to=b%40example.com&subject=s&text=t")()
+			r.SetBasicAuth("api", pw)
+			return r
+		}, `"message"`, 413},
+		{"ses", func() *http.Request {
+			return signedSES(e, pw, `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},`+
+				`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, time.Now())
+		}, `"message"`, 400},
+		{"resend", req("/emails", map[string]string{"Authorization": "Bearer " + pw},
+			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413},
+	}
+}
+
+func TestSampleRequestsSucceed(t *testing.T) {
+	e := newEnv(t)
+	for _, req := range sampleRequests(e) {
+		if r := do(t, req.build()); r.status/100 != 2 {
+			t.Errorf("%s: %d %s", req.name, r.status, r.body)
+		}
+	}
+	ms := e.messages()
+	var providers []string
+	for _, m := range ms {
+		providers = append(providers, header(m, "X-Capture-Provider")...)
+		if m.Subject != "s" || m.Text == nil || *m.Text != "t" || !slices.Equal(m.EnvelopeTo, []string{"b@example.com"}) {
+			t.Errorf("%v: subject %q text %v envelope %v", header(m, "X-Capture-Provider"), m.Subject, m.Text, m.EnvelopeTo)
+		}
+	}
+	want := []string{"sendgrid", "postmark", "postmark", "mailgun", "ses", "resend"}
+	if !slices.Equal(providers, want) {
+		t.Errorf("providers %v, want %v", providers, want)
+	}
+}
+
+// TestShuttingDown serves requests whose context has ended, as during
+// serve's shutdown: they are refused with 503 and nothing is stored.
+func TestShuttingDown(t *testing.T) {
+	st, boot := servertest.Open(t, "free")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	srv := emailapi.NewServer(emailapi.New(st, emailapi.Config{}))
+	srv.BaseContext = func(net.Listener) context.Context { return ended }
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	e := &env{t: t, st: st, boot: boot, base: "http://" + l.Addr().String()}
+	for _, req := range sampleRequests(e) {
+		r := do(t, req.build())
+		if r.status != 503 || r.header.Get("Retry-After") == "" || !bytes.Contains(r.body, []byte(req.errorKey)) {
+			t.Errorf("%s: got %d %s", req.name, r.status, r.body)
+		}
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored while shutting down", n)
+	}
+}
+
+// TestBatchExpansionIsBounded sends one attachment to many
+// personalizations: written once per recipient, the messages would total
+// far more than the request, and the request is refused whole.
+func TestBatchExpansionIsBounded(t *testing.T) {
+	e := newEnv(t)
+	var ps []string
+	for i := range 30 {
+		ps = append(ps, fmt.Sprintf(`{"to":[{"email":"r%d@example.com"}]}`, i))
+	}
+	attachment := base64.StdEncoding.EncodeToString(make([]byte, 1<<20))
+	r := e.post("/v3/mail/send", map[string]string{"Authorization": "Bearer " + e.password()},
+		[]byte(`{"personalizations":[`+strings.Join(ps, ",")+`],"from":{"email":"a@example.com"},"subject":"s",`+
+			`"content":[{"type":"text/plain","value":"x"}],"attachments":[{"content":"`+attachment+`","filename":"a.bin"}]}`))
+	if r.status != 413 || !strings.Contains(string(r.body), "twice the message limit of the free plan") {
+		t.Errorf("got %d %s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("%d messages stored", n)
+	}
+}

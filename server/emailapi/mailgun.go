@@ -1,0 +1,300 @@
+package emailapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/mail"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Mailgun: POST /v3/{domain}/messages, a multipart or urlencoded form,
+// Basic credential api:<key>. Fields are from/to/cc/bcc/subject/text/html,
+// files in attachment and inline, and prefixed options: h: headers, v:
+// variables, o: delivery options, t: template options.
+var mailgun = &provider{
+	name:  "mailgun",
+	route: "POST /v3/{domain}/messages",
+	credential: func(r *http.Request) (credential, *apiError) {
+		user, password, ok := r.BasicAuth()
+		if !ok || password == "" {
+			return credential{}, &apiError{kind: noCredential}
+		}
+		if user != "api" {
+			return credential{}, &apiError{kind: badCredential}
+		}
+		return credential{password: password}, nil
+	},
+	decode: decodeMailgun,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		// One id for the request, as Mailgun gives for a batch send.
+		writeJSON(w, http.StatusOK, map[string]string{"id": "<" + out[0].id + "@" + out[0].echo + ">", "message": "Queued. Thank you."})
+	},
+	fail: func(w http.ResponseWriter, e *apiError) {
+		status := http.StatusBadRequest
+		switch e.kind {
+		case noCredential, badCredential:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("WWW-Authenticate", `Basic realm="MG API"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "Forbidden")
+			return
+		case tooLarge:
+			status = http.StatusRequestEntityTooLarge
+		case unavailable:
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, map[string]string{"message": e.msg})
+	},
+}
+
+// mgForm is a decoded form: fields in order, and the files.
+type mgForm struct {
+	fields []mgField
+	files  []mgFile
+}
+
+type mgField struct{ name, value string }
+
+type mgFile struct {
+	field, filename, contentType string
+	data                         []byte
+}
+
+func (f *mgForm) all(name string) []string {
+	var out []string
+	for _, v := range f.fields {
+		if v.name == name {
+			out = append(out, v.value)
+		}
+	}
+	return out
+}
+
+func (f *mgForm) get(name string) string {
+	if vs := f.all(name); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// maxFormParts bounds the parts of a multipart form, whatever their size.
+const maxFormParts = 10_000
+
+func readMailgunForm(r *http.Request, body []byte) (*mgForm, *apiError) {
+	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	form := &mgForm{}
+	switch {
+	case err == nil && mediaType == "multipart/form-data":
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		for n := 0; ; n++ {
+			if n == maxFormParts {
+				return nil, &apiError{kind: malformed, msg: fmt.Sprintf("the form has more than %d parts", maxFormParts)}
+			}
+			p, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, &apiError{kind: malformed, msg: "the multipart/form-data body cannot be read: " + err.Error()}
+			}
+			data, err := io.ReadAll(p)
+			if err != nil {
+				return nil, &apiError{kind: malformed, msg: "the multipart/form-data body cannot be read: " + err.Error()}
+			}
+			name := p.FormName()
+			if p.FileName() != "" {
+				form.files = append(form.files, mgFile{field: name, filename: p.FileName(),
+					contentType: p.Header.Get("Content-Type"), data: data})
+			} else if name != "" {
+				form.fields = append(form.fields, mgField{name, string(data)})
+			}
+		}
+	case err == nil && mediaType == "application/x-www-form-urlencoded":
+		values, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, &apiError{kind: malformed, msg: "the form body cannot be read: " + err.Error()}
+		}
+		for _, name := range sortedKeys(values) {
+			for _, v := range values[name] {
+				form.fields = append(form.fields, mgField{name, v})
+			}
+		}
+	default:
+		return nil, &apiError{kind: malformed,
+			msg: "send the message as multipart/form-data or application/x-www-form-urlencoded"}
+	}
+	return form, nil
+}
+
+func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
+	form, apiErr := readMailgunForm(r, body)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	domain := r.PathValue("domain")
+	e := &email{}
+	from := form.get("from")
+	if strings.TrimSpace(from) == "" {
+		return nil, errMissing("from", "'from' parameter is missing")
+	}
+	if e.From, apiErr = parseAddress("from", from); apiErr != nil {
+		return nil, errInvalid("from", "'from' parameter is not a valid address. please check documentation")
+	}
+	if len(form.all("to")) == 0 {
+		return nil, errMissing("to", "'to' parameter is missing")
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]mail.Address
+	}{{"to", &e.To}, {"cc", &e.Cc}, {"bcc", &e.Bcc}} {
+		if *f.dst, apiErr = parseAddresses(f.name, form.all(f.name)); apiErr != nil {
+			return nil, errInvalid(f.name, "'%s' parameter is not a valid address. please check documentation", f.name)
+		}
+	}
+	if len(e.To) == 0 {
+		return nil, errMissing("to", "'to' parameter is missing")
+	}
+	template := form.get("template")
+	e.Subject = form.get("subject")
+	if e.Subject == "" && template == "" {
+		return nil, errMissing("subject", "'subject' parameter is missing")
+	}
+	for _, b := range []struct{ field, contentType string }{
+		{"text", "text/plain"}, {"amp-html", "text/x-amp-html"}, {"html", "text/html"},
+	} {
+		if v := form.get(b.field); v != "" {
+			e.Bodies = append(e.Bodies, alternative{b.contentType, v})
+		}
+	}
+	if len(e.Bodies) == 0 && template == "" {
+		return nil, errMissing("text", "Need at least one of 'text', 'html' or 'template' parameters specified")
+	}
+	for _, f := range form.fields {
+		if f.name == "attachment" || f.name == "inline" {
+			return nil, errInvalid(f.name, "'%s' parameter must be a file: send the form as multipart/form-data", f.name)
+		}
+	}
+	for _, f := range form.files {
+		if f.field != "attachment" && f.field != "inline" {
+			continue
+		}
+		ct := f.contentType
+		if ct == "" || ct == "application/octet-stream" {
+			ct = contentTypeFor("", f.filename)
+		}
+		if apiErr := checkContentType(f.field, ct); apiErr != nil {
+			return nil, apiErr
+		}
+		// Mailgun names an inline part by its file name: cid:logo.png.
+		a := attachment{Filename: f.filename, ContentType: ct, Data: f.data}
+		if f.field == "inline" {
+			a.Inline, a.ContentID = true, f.filename
+		}
+		e.Attachments = append(e.Attachments, a)
+	}
+
+	variables := map[string]string{}
+	tracking := map[string]string{}
+	for _, f := range form.fields {
+		name, value := f.name, f.value
+		switch {
+		case strings.EqualFold(name, "h:Reply-To"):
+			rt, apiErr := parseAddressList(name, value)
+			if apiErr != nil {
+				return nil, errInvalid(name, "'h:Reply-To' parameter is not a valid address. please check documentation")
+			}
+			e.ReplyTo = append(e.ReplyTo, rt...)
+		case strings.HasPrefix(name, "h:"):
+			if apiErr := checkHeader(name, name[2:]); apiErr != nil {
+				return nil, apiErr
+			}
+			e.Headers = append(e.Headers, header{name[2:], value})
+		case strings.HasPrefix(name, "v:"):
+			variables[name[2:]] = value
+		case name == "o:tag":
+			e.capture("Tag", value)
+		case name == "o:deliverytime":
+			at, err := mail.ParseDate(value)
+			if err != nil {
+				return nil, errInvalid(name, "'o:deliverytime' parameter is not a valid RFC 2822 date: %q", value)
+			}
+			e.capture("Send-At", at.UTC().Format(time.RFC3339))
+		case strings.HasPrefix(name, "o:tracking"):
+			tracking[name] = value
+		case name == "t:variables":
+			if json.Valid([]byte(value)) {
+				e.captureJSON("Template-Data", json.RawMessage(value))
+			} else {
+				return nil, errInvalid(name, "'t:variables' parameter is not valid JSON")
+			}
+		case name == "t:version":
+			e.capture("Template-Version", value)
+		case strings.HasPrefix(name, "o:"), strings.HasPrefix(name, "t:"):
+			e.capture("Option", name+"="+value)
+		}
+	}
+	e.capture("Template", template)
+	if len(variables) > 0 {
+		e.captureValue("Metadata", variables)
+	}
+	if len(tracking) > 0 {
+		e.captureValue("Tracking", tracking)
+	}
+	e.capture("Domain", domain)
+
+	rv := form.get("recipient-variables")
+	if rv == "" {
+		o := e.outgoing("mailgun")
+		o.echo = domain
+		return []*outgoing{o}, nil
+	}
+	return mailgunBatch(e, rv, domain, b)
+}
+
+// mailgunBatch is Mailgun's batch sending: with recipient-variables, each
+// To recipient gets a message of its own, its %recipient.name% tags
+// replaced by its variables.
+func mailgunBatch(e *email, recipientVariables, domain string, b *budget) ([]*outgoing, *apiError) {
+	var vars map[string]map[string]any
+	if err := json.Unmarshal([]byte(recipientVariables), &vars); err != nil {
+		return nil, errInvalid("recipient-variables", "'recipient-variables' parameter is not a valid JSON object of objects")
+	}
+	lower := map[string]map[string]any{}
+	for addr, v := range vars {
+		lower[strings.ToLower(addr)] = v
+	}
+	out := make([]*outgoing, 0, len(e.To))
+	for _, to := range e.To {
+		one := *e
+		one.To = []mail.Address{to}
+		pairs := map[string]string{}
+		for k, v := range lower[strings.ToLower(to.Address)] {
+			s, ok := v.(string)
+			if !ok {
+				b, _ := json.Marshal(v)
+				s = string(b)
+			}
+			pairs["%recipient."+k+"%"] = s
+		}
+		rep := replacer{tags(pairs)}
+		one.Subject = rep.Replace(e.Subject)
+		one.Bodies = make([]alternative, len(e.Bodies))
+		for i, b := range e.Bodies {
+			one.Bodies[i] = alternative{b.ContentType, rep.Replace(b.Content)}
+		}
+		o := one.outgoing("mailgun")
+		if apiErr := b.spend(o); apiErr != nil {
+			return nil, apiErr
+		}
+		o.echo = domain
+		out = append(out, o)
+	}
+	return out, nil
+}

@@ -1,0 +1,253 @@
+package emailapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Postmark: POST /email and POST /email/batch, JSON with PascalCase
+// fields, X-Postmark-Server-Token credential. Refusals are 422 with a
+// Postmark error code; a batch answers 200 with one result per message.
+
+// Postmark's API error codes.
+const (
+	pmBadToken     = 10
+	pmMaintenance  = 100
+	pmInvalidEmail = 300
+	pmInvalidJSON  = 402
+	pmWrongJSON    = 403
+	pmTooManyBatch = 410
+)
+
+const (
+	pmMaxBatch      = 500
+	pmMaxRecipients = 50
+)
+
+var postmarkEmail = &provider{
+	name:       "postmark",
+	route:      "POST /email",
+	credential: postmarkCredential,
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+		var m pmMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, jsonError(err)
+		}
+		o, apiErr := m.outgoing()
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		return []*outgoing{o}, nil
+	},
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		writeJSON(w, http.StatusOK, pmResult(out[0]))
+	},
+	fail: postmarkFail,
+}
+
+var postmarkBatch = &provider{
+	name:       "postmark",
+	route:      "POST /email/batch",
+	credential: postmarkCredential,
+	batch:      true,
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+		var ms []pmMessage
+		if err := json.Unmarshal(body, &ms); err != nil {
+			return nil, jsonError(err)
+		}
+		if len(ms) > pmMaxBatch {
+			return nil, &apiError{kind: tooMany, code: fmt.Sprint(pmTooManyBatch),
+				msg: fmt.Sprintf("Too many batch messages: %d; a batch may hold at most %d.", len(ms), pmMaxBatch)}
+		}
+		out := make([]*outgoing, len(ms))
+		for i, m := range ms {
+			o, apiErr := m.outgoing()
+			if apiErr != nil {
+				o = &outgoing{err: apiErr, echo: m.To}
+			}
+			out[i] = o
+		}
+		return out, nil
+	},
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		results := make([]any, len(out))
+		for i, o := range out {
+			if o.err != nil {
+				code, _ := pmStatus(o.err)
+				results[i] = map[string]any{"ErrorCode": code, "Message": o.err.msg}
+				continue
+			}
+			results[i] = pmResult(o)
+		}
+		writeJSON(w, http.StatusOK, results)
+	},
+	fail: postmarkFail,
+}
+
+func postmarkCredential(r *http.Request) (credential, *apiError) {
+	token := strings.TrimSpace(r.Header.Get("X-Postmark-Server-Token"))
+	if token == "" {
+		return credential{}, &apiError{kind: noCredential}
+	}
+	return credential{password: token}, nil
+}
+
+func pmResult(o *outgoing) map[string]any {
+	return map[string]any{"To": o.echo, "SubmittedAt": time.Now().Format(time.RFC3339Nano),
+		"MessageID": o.id, "ErrorCode": 0, "Message": "OK"}
+}
+
+// pmStatus maps a refusal to Postmark's error code and HTTP status.
+func pmStatus(e *apiError) (int, int) {
+	switch e.kind {
+	case noCredential, badCredential:
+		return pmBadToken, http.StatusUnauthorized
+	case malformed:
+		return pmInvalidJSON, http.StatusUnprocessableEntity
+	case mistyped:
+		return pmWrongJSON, http.StatusUnprocessableEntity
+	case tooMany:
+		return pmTooManyBatch, http.StatusUnprocessableEntity
+	case tooLarge:
+		return pmInvalidEmail, http.StatusRequestEntityTooLarge
+	case unavailable:
+		return pmMaintenance, http.StatusServiceUnavailable
+	}
+	return pmInvalidEmail, http.StatusUnprocessableEntity
+}
+
+func postmarkFail(w http.ResponseWriter, e *apiError) {
+	code, status := pmStatus(e)
+	msg := e.msg
+	switch e.kind {
+	case noCredential:
+		msg = "No Account or Server API tokens were supplied in the HTTP headers. " +
+			"Please add a header for either X-Postmark-Server-Token or X-Postmark-Account-Token."
+	case badCredential:
+		msg = "The Server Token you provided in the X-Postmark-Server-Token request header was invalid. " +
+			"Please verify that you are using a valid token."
+	}
+	writeJSON(w, status, map[string]any{"ErrorCode": code, "Message": msg})
+}
+
+type pmMessage struct {
+	From        string
+	To          string
+	Cc          string
+	Bcc         string
+	Subject     string
+	Tag         string
+	HtmlBody    *string
+	TextBody    *string
+	ReplyTo     string
+	Headers     []struct{ Name, Value string }
+	TrackOpens  *bool
+	TrackLinks  string
+	Attachments []struct {
+		Name        string
+		Content     string
+		ContentType string
+		ContentID   string
+	}
+	Metadata      map[string]string
+	MessageStream string
+}
+
+func (m *pmMessage) outgoing() (*outgoing, *apiError) {
+	e := &email{}
+	var apiErr *apiError
+	if strings.TrimSpace(m.From) == "" {
+		return nil, errMissing("From", "Invalid 'From' address: a From address is required.")
+	}
+	if e.From, apiErr = parseAddress("From", m.From); apiErr != nil {
+		return nil, pmInvalidAddress("From", m.From)
+	}
+	if e.To, apiErr = parseAddressList("To", m.To); apiErr != nil {
+		return nil, pmInvalidAddress("To", m.To)
+	}
+	if e.Cc, apiErr = parseAddressList("Cc", m.Cc); apiErr != nil {
+		return nil, pmInvalidAddress("Cc", m.Cc)
+	}
+	if e.Bcc, apiErr = parseAddressList("Bcc", m.Bcc); apiErr != nil {
+		return nil, pmInvalidAddress("Bcc", m.Bcc)
+	}
+	if e.ReplyTo, apiErr = parseAddressList("ReplyTo", m.ReplyTo); apiErr != nil {
+		return nil, pmInvalidAddress("ReplyTo", m.ReplyTo)
+	}
+	switch n := len(e.To) + len(e.Cc) + len(e.Bcc); {
+	case n == 0:
+		return nil, errMissing("To", "Zero recipients specified")
+	case n > pmMaxRecipients:
+		return nil, errInvalid("To", "You may send to at most %d recipients (To, Cc and Bcc together); this message has %d.", pmMaxRecipients, n)
+	}
+	if strings.TrimSpace(m.Subject) == "" {
+		return nil, errMissing("Subject", "A Subject is required.")
+	}
+	e.Subject = m.Subject
+	if (m.TextBody == nil || *m.TextBody == "") && (m.HtmlBody == nil || *m.HtmlBody == "") {
+		return nil, errMissing("TextBody", "Provide either email TextBody or HtmlBody or both.")
+	}
+	e.addBody("text/plain", nonEmpty(m.TextBody))
+	e.addBody("text/html", nonEmpty(m.HtmlBody))
+
+	for i, h := range m.Headers {
+		if apiErr := checkHeader(fmt.Sprintf("Headers[%d].Name", i), h.Name); apiErr != nil {
+			return nil, apiErr
+		}
+		e.Headers = append(e.Headers, header{h.Name, h.Value})
+	}
+	for i, a := range m.Attachments {
+		field := fmt.Sprintf("Attachments[%d]", i)
+		if a.Name == "" {
+			return nil, errMissing(field+".Name", field+": an attachment needs a Name.")
+		}
+		if a.ContentType == "" {
+			return nil, errMissing(field+".ContentType", field+": an attachment needs a ContentType.")
+		}
+		cid := strings.TrimPrefix(strings.Trim(a.ContentID, "<>"), "cid:")
+		att, apiErr := decodeAttachment(attachment{Filename: a.Name, ContentType: a.ContentType, ContentID: cid, Inline: cid != ""},
+			a.Content, field+".Content", field+".ContentType")
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.Attachments = append(e.Attachments, att)
+	}
+
+	switch m.TrackLinks {
+	case "", "None", "HtmlAndText", "HtmlOnly", "TextOnly":
+	default:
+		return nil, errInvalid("TrackLinks", "TrackLinks must be None, HtmlAndText, HtmlOnly or TextOnly, not %q.", m.TrackLinks)
+	}
+	e.capture("Tag", m.Tag)
+	if len(m.Metadata) > 0 {
+		e.captureValue("Metadata", m.Metadata)
+	}
+	if m.TrackOpens != nil || m.TrackLinks != "" {
+		tracking := map[string]any{}
+		if m.TrackOpens != nil {
+			tracking["TrackOpens"] = *m.TrackOpens
+		}
+		if m.TrackLinks != "" {
+			tracking["TrackLinks"] = m.TrackLinks
+		}
+		e.captureValue("Tracking", tracking)
+	}
+	e.capture("Message-Stream", m.MessageStream)
+	o := e.outgoing("postmark")
+	o.echo = m.To
+	return o, nil
+}
+
+func pmInvalidAddress(field, value string) *apiError {
+	return errInvalid(field, "Invalid '%s' address: '%s'.", field, value)
+}
+
+func nonEmpty(s *string) *string {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return s
+}

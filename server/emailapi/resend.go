@@ -1,0 +1,206 @@
+package emailapi
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"reflect"
+	"strings"
+)
+
+// Resend: POST /emails, JSON with snake_case fields, Bearer credential,
+// 200 {"id"}. Refusals are {"statusCode", "name", "message"}.
+var resend = &provider{
+	name:  "resend",
+	route: "POST /emails",
+	credential: func(r *http.Request) (credential, *apiError) {
+		token, ok := bearer(r)
+		if !ok {
+			return credential{}, &apiError{kind: noCredential}
+		}
+		return credential{password: token}, nil
+	},
+	decode: decodeResend,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		writeJSON(w, http.StatusOK, map[string]string{"id": out[0].id})
+	},
+	fail: func(w http.ResponseWriter, e *apiError) {
+		status, name, msg := http.StatusUnprocessableEntity, "validation_error", e.msg
+		switch e.kind {
+		case noCredential:
+			status, name, msg = http.StatusUnauthorized, "missing_api_key", "Missing API key in the authorization header"
+		case badCredential:
+			status, name, msg = http.StatusForbidden, "invalid_api_key", "API key is invalid"
+		case missing:
+			name = "missing_required_field"
+		case malformed:
+			status = http.StatusBadRequest
+		case tooLarge:
+			status = http.StatusRequestEntityTooLarge
+		case unavailable:
+			status, name = http.StatusServiceUnavailable, "application_error"
+		}
+		if e.code != "" {
+			name = e.code
+		}
+		writeJSON(w, status, map[string]any{"statusCode": status, "name": name, "message": msg})
+	},
+}
+
+const resendMaxRecipients = 50
+
+// stringOrList is a field that takes an address or a list of them.
+type stringOrList []string
+
+func (s *stringOrList) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		if one != "" {
+			*s = []string{one}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		// encoding/json fills in which field this was.
+		return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[[]string]()}
+	}
+	*s = list
+	return nil
+}
+
+type resendRequest struct {
+	From        string            `json:"from"`
+	To          stringOrList      `json:"to"`
+	Subject     string            `json:"subject"`
+	Cc          stringOrList      `json:"cc"`
+	Bcc         stringOrList      `json:"bcc"`
+	ReplyTo     stringOrList      `json:"reply_to"`
+	HTML        *string           `json:"html"`
+	Text        *string           `json:"text"`
+	Headers     map[string]string `json:"headers"`
+	Attachments []struct {
+		Content     *string `json:"content"`
+		Filename    string  `json:"filename"`
+		Path        string  `json:"path"`
+		ContentType string  `json:"content_type"`
+		ContentID   string  `json:"content_id"`
+	} `json:"attachments"`
+	Tags []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"tags"`
+	ScheduledAt string `json:"scheduled_at"`
+	Template    *struct {
+		ID        string          `json:"id"`
+		Variables json.RawMessage `json:"variables"`
+	} `json:"template"`
+	TopicID string `json:"topic_id"`
+}
+
+func decodeResend(r *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+	var req resendRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, jsonError(err)
+	}
+	e := &email{}
+	var apiErr *apiError
+	if strings.TrimSpace(req.From) == "" {
+		return nil, errMissing("from", "Missing `from` field.")
+	}
+	if e.From, apiErr = parseAddress("from", req.From); apiErr != nil {
+		return nil, resendInvalidAddress("from")
+	}
+	if len(req.To) == 0 {
+		return nil, errMissing("to", "Missing `to` field.")
+	}
+	for _, f := range []struct {
+		name string
+		list []string
+		dst  *[]mail.Address
+	}{{"to", req.To, &e.To}, {"cc", req.Cc, &e.Cc}, {"bcc", req.Bcc, &e.Bcc}, {"reply_to", req.ReplyTo, &e.ReplyTo}} {
+		for _, s := range f.list {
+			a, apiErr := parseAddress(f.name, s)
+			if apiErr != nil {
+				return nil, resendInvalidAddress(f.name)
+			}
+			*f.dst = append(*f.dst, a)
+		}
+	}
+	if len(e.To) > resendMaxRecipients {
+		return nil, errInvalid("to", "Too many recipients in `to`: at most %d.", resendMaxRecipients)
+	}
+	if req.Subject == "" && req.Template == nil {
+		return nil, errMissing("subject", "Missing `subject` field.")
+	}
+	e.Subject = req.Subject
+	e.addBody("text/plain", nonEmpty(req.Text))
+	e.addBody("text/html", nonEmpty(req.HTML))
+	if len(e.Bodies) == 0 && req.Template == nil {
+		return nil, errMissing("html", "Missing `html` or `text` field.")
+	}
+	for _, name := range sortedKeys(req.Headers) {
+		if apiErr := checkHeader("headers", name); apiErr != nil {
+			return nil, apiErr
+		}
+		e.Headers = append(e.Headers, header{name, req.Headers[name]})
+	}
+	for i, a := range req.Attachments {
+		field := fmt.Sprintf("attachments[%d]", i)
+		if a.Path != "" {
+			// Resend downloads the file; capture fetches nothing from the
+			// network on a sender's behalf.
+			return nil, &apiError{kind: invalid, code: "invalid_attachment", field: field + ".path",
+				msg: "capture does not download attachments by `path`; send the file's `content` instead."}
+		}
+		if a.Content == nil {
+			return nil, &apiError{kind: invalid, code: "invalid_attachment", field: field,
+				msg: "Attachment must have either a `content` or `path`."}
+		}
+		cid := strings.Trim(a.ContentID, "<>")
+		att, apiErr := decodeAttachment(attachment{Filename: cmp.Or(a.Filename, "attachment"), ContentType: a.ContentType,
+			ContentID: cid, Inline: cid != ""}, *a.Content, field+".content", field+".content_type")
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.Attachments = append(e.Attachments, att)
+	}
+	for i, t := range req.Tags {
+		for _, s := range []string{t.Name, t.Value} {
+			if !resendTagText(s) {
+				return nil, errInvalid(fmt.Sprintf("tags[%d]", i),
+					"Tags should only contain ASCII letters, numbers, underscores, or dashes, up to 256 characters: %q.", s)
+			}
+		}
+		e.capture("Tag", t.Name+"="+t.Value)
+	}
+	// Resend takes natural language here ("in 1 hour") as well as ISO 8601,
+	// so the value is kept as given.
+	e.capture("Send-At", req.ScheduledAt)
+	if req.Template != nil {
+		e.capture("Template", req.Template.ID)
+		e.captureJSON("Template-Data", req.Template.Variables)
+	}
+	e.capture("Topic", req.TopicID)
+	e.capture("Idempotency-Key", r.Header.Get("Idempotency-Key"))
+	return []*outgoing{e.outgoing("resend")}, nil
+}
+
+func resendInvalidAddress(field string) *apiError {
+	return errInvalid(field, "Invalid `%s` field. The email address needs to follow the `email@example.com` or `Name <email@example.com>` format.", field)
+}
+
+func resendTagText(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,310 @@
+package emailapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sdkPackages are the providers' official SDKs the scripts in testdata/sdk
+// send with, pinned by its package-lock.json.
+var sdkPackages = []string{"@sendgrid/mail", "postmark", "mailgun.js", "form-data", "@aws-sdk/client-sesv2", "resend"}
+
+// TestProviderSDKs sends a message through each provider's official SDK,
+// configured only by its documented base URL or endpoint option, to the
+// real capture binary, and reads it back through the read API: subject,
+// sender, recipients, envelope (Bcc included), bodies and attachment bytes
+// must be exactly what the application sent. Each SDK must also report a
+// wrong key as it reports the provider's own refusal.
+func TestProviderSDKs(t *testing.T) {
+	sdkDir, err := filepath.Abs(filepath.Join("testdata", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := needNode(t, sdkDir)
+	for _, pkg := range sdkPackages {
+		t.Logf("%s %s", pkg, sdkVersion(t, sdkDir, pkg))
+	}
+	srv := startCapture(t)
+
+	attachment := make([]byte, 3000)
+	for i := range attachment {
+		attachment[i] = byte(i * 7)
+	}
+	want := sdkMessage{
+		FromName: "Ünïcode App", From: "app@example.com",
+		To: []string{"alice@example.com", "bob@example.com"}, Cc: []string{"carol@example.com"}, Bcc: []string{"dave@example.com"},
+		Subject: "Your code is 834 221 ✓",
+		Text:    "Hi Alice,\nyour code is 834221.\n",
+		HTML:    `<p>Hi Alice,</p><p>your code is <b>834221</b>. <a href="https://app.example/verify?t=abc">Verify</a></p>`,
+	}
+	want.Attachment.Filename, want.Attachment.ContentType = "report ü.bin", "application/octet-stream"
+	want.Attachment.Base64 = base64.StdEncoding.EncodeToString(attachment)
+	want.BaseURL, want.Host = srv.emailAPI, strings.TrimPrefix(srv.emailAPI, "http://")
+	want.Inbox, want.Password = srv.inbox, srv.password
+
+	for _, c := range []struct {
+		provider string
+		wrongKey map[string]any
+	}{
+		{"sendgrid", map[string]any{"status": 401.0, "message": "The provided authorization grant is invalid, expired, or revoked"}},
+		{"postmark", map[string]any{"class": "InvalidAPIKeyError", "status": 401.0, "code": 10.0}},
+		{"mailgun", map[string]any{"status": 401.0, "details": "Forbidden"}},
+		{"ses", map[string]any{"name": "InvalidSignatureException", "status": 403.0}},
+		{"resend", map[string]any{"name": "invalid_api_key", "status": 403.0}},
+	} {
+		t.Run(c.provider, func(t *testing.T) {
+			result := runScript(t, node, sdkDir, c.provider, want)
+			id := strings.TrimPrefix(strings.TrimSuffix(result["id"].(string), "@mg.example.com>"), "<")
+			m := srv.message(t, id)
+			checkSDKMessage(t, srv, m, want, attachment)
+			if h := m.Headers["X-Capture-Provider"]; !slices.Equal(h, []string{c.provider}) {
+				t.Errorf("X-Capture-Provider %q", h)
+			}
+			wrong, _ := result["wrong_key"].(map[string]any)
+			for k, v := range c.wrongKey {
+				if wrong[k] != v {
+					t.Errorf("wrong key reported as %v, want %s = %v", result["wrong_key"], k, v)
+				}
+			}
+			if c.provider == "ses" {
+				raw := srv.message(t, result["raw_id"].(string))
+				if raw.Subject != want.Subject+" (raw)" || raw.Body.Text == nil || *raw.Body.Text != want.Text ||
+					!slices.Equal(raw.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) {
+					t.Errorf("raw message: subject %q text %v envelope %v", raw.Subject, raw.Body.Text, raw.Envelope.To)
+				}
+			}
+		})
+	}
+}
+
+// sdkMessage is what the scripts send, as common.mjs reads it.
+type sdkMessage struct {
+	BaseURL    string   `json:"base_url"`
+	Host       string   `json:"host"`
+	Inbox      string   `json:"inbox"`
+	Password   string   `json:"password"`
+	FromName   string   `json:"from_name"`
+	From       string   `json:"from"`
+	To         []string `json:"to"`
+	Cc         []string `json:"cc"`
+	Bcc        []string `json:"bcc"`
+	Subject    string   `json:"subject"`
+	Text       string   `json:"text"`
+	HTML       string   `json:"html"`
+	Attachment struct {
+		Filename    string `json:"filename"`
+		ContentType string `json:"content_type"`
+		Base64      string `json:"base64"`
+	} `json:"attachment"`
+}
+
+// readMessage is a message as the read API returns it.
+type readMessage struct {
+	ID       string `json:"id"`
+	Subject  string `json:"subject"`
+	From     struct{ Name, Address string }
+	To, Cc   []struct{ Name, Address string }
+	Envelope struct {
+		From string
+		To   []string
+	}
+	Headers map[string][]string
+	Body    struct {
+		Text *string
+		HTML *string `json:"html"`
+	}
+	Attachments []struct {
+		ID          string
+		Filename    string
+		ContentType string `json:"content_type"`
+		Size        int
+		Inline      bool
+	}
+}
+
+func checkSDKMessage(t *testing.T, srv *captureProcess, m readMessage, want sdkMessage, attachment []byte) {
+	t.Helper()
+	names := func(as []struct{ Name, Address string }) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.Address)
+		}
+		return out
+	}
+	if m.Subject != want.Subject {
+		t.Errorf("subject %q", m.Subject)
+	}
+	if m.From.Name != want.FromName || m.From.Address != want.From {
+		t.Errorf("from %+v", m.From)
+	}
+	if !slices.Equal(names(m.To), want.To) || !slices.Equal(names(m.Cc), want.Cc) {
+		t.Errorf("to %v cc %v", m.To, m.Cc)
+	}
+	if m.Envelope.From != want.From || !slices.Equal(m.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) {
+		t.Errorf("envelope %+v", m.Envelope)
+	}
+	if _, ok := m.Headers["Bcc"]; ok {
+		t.Error("Bcc in the headers")
+	}
+	if m.Body.Text == nil || *m.Body.Text != want.Text || m.Body.HTML == nil || *m.Body.HTML != want.HTML {
+		t.Errorf("text %v html %v", m.Body.Text, m.Body.HTML)
+	}
+	if len(m.Attachments) != 1 {
+		t.Fatalf("attachments %+v", m.Attachments)
+	}
+	a := m.Attachments[0]
+	if a.Filename != want.Attachment.Filename || a.ContentType != want.Attachment.ContentType || a.Size != len(attachment) || a.Inline {
+		t.Errorf("attachment %+v", a)
+	}
+	if got := srv.get(t, "/messages/"+m.ID+"/attachments/"+a.ID); !bytes.Equal(got, attachment) {
+		t.Errorf("attachment bytes differ: got %d bytes", len(got))
+	}
+}
+
+// needNode finds node and the installed SDKs. Without them the test skips,
+// saying why, except in CI, where they must be there.
+func needNode(t *testing.T, sdkDir string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(sdkDir, "node_modules"))
+	}
+	if err != nil {
+		msg := "provider SDK tests need node and the SDKs (`npm ci` in server/emailapi/testdata/sdk): " + err.Error()
+		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
+
+func sdkVersion(t *testing.T, sdkDir, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sdkDir, "node_modules", pkg, "package.json"))
+	if err != nil {
+		t.Fatalf("%s is not installed (`npm ci` in %s): %v", pkg, sdkDir, err)
+	}
+	var p struct{ Version string }
+	json.Unmarshal(b, &p)
+	return p.Version
+}
+
+func runScript(t *testing.T, node, sdkDir, provider string, send sdkMessage) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	spec, _ := json.Marshal(send)
+	cmd := exec.CommandContext(ctx, node, provider+".mjs")
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(), "CAPTURE_SEND="+string(spec), "AWS_EC2_METADATA_DISABLED=true", "NODE_NO_WARNINGS=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s.mjs: %v\n%s%s", provider, err, stdout.String(), stderr.String())
+	}
+	var result map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil {
+		t.Fatalf("node %s.mjs printed %q: %v\n%s", provider, stdout.String(), err, stderr.String())
+	}
+	if _, ok := result["id"].(string); !ok {
+		t.Fatalf("node %s.mjs gave no id: %v", provider, result)
+	}
+	return result
+}
+
+// captureProcess is `capture serve` running from a freshly built binary
+// in a temporary data dir, every listener on a free loopback port.
+type captureProcess struct {
+	api, key, inbox, password, emailAPI string
+}
+
+var bannerRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|Email API|CA certificate)\s+(\S+)`)
+
+func startCapture(t *testing.T) *captureProcess {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "capture")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/capturedev/capture")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(t.TempDir(), "data"), "--http", "127.0.0.1:0",
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	banner := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := bannerRow.FindStringSubmatch(sc.Text()); m != nil {
+			banner[m[1]] = m[2]
+		}
+		if _, ok := banner["CA certificate"]; ok {
+			break
+		}
+	}
+	go func() {
+		io.Copy(io.Discard, stdout)
+		cmd.Wait()
+		close(exited)
+	}()
+	p := &captureProcess{api: banner["Read API"], key: banner["API key"], inbox: banner["Inbox"],
+		password: banner["SMTP password"], emailAPI: banner["Email API"]}
+	if p.api == "" || p.key == "" || p.password == "" || !strings.HasPrefix(p.emailAPI, "http://127.0.0.1:") {
+		t.Fatalf("serve's banner: %v\n%s", banner, stderr.String())
+	}
+	return p
+}
+
+func (p *captureProcess) get(t *testing.T, path string) []byte {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", p.api+path, nil)
+	req.Header.Set("Authorization", "Bearer "+p.key)
+	r := do(t, req)
+	if r.status != 200 {
+		t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+	}
+	return r.body
+}
+
+func (p *captureProcess) message(t *testing.T, id string) readMessage {
+	t.Helper()
+	var m readMessage
+	if err := json.Unmarshal(p.get(t, "/messages/"+id), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != id {
+		t.Fatalf("asked for %s, got %s", id, m.ID)
+	}
+	return m
+}

@@ -1,0 +1,197 @@
+package emailapi_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (e *env) sendgrid(body string) response {
+	e.t.Helper()
+	return e.post("/v3/mail/send", map[string]string{"Authorization": "Bearer " + e.password(), "Content-Type": "application/json"}, []byte(body))
+}
+
+func TestSendGridMessage(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{
+		"personalizations": [{
+			"to": [{"email": "alice@example.com", "name": "Alice"}, {"email": "bob@example.com"}],
+			"cc": [{"email": "carol@example.com"}],
+			"bcc": [{"email": "dave@example.com"}],
+			"headers": {"X-Trace": "personal"},
+			"dynamic_template_data": {"name": "Alice"},
+			"custom_args": {"user": "42"}
+		}],
+		"from": {"email": "app@example.com", "name": "Äpp"},
+		"reply_to": {"email": "help@example.com", "name": "Help"},
+		"subject": "Welcome",
+		"content": [{"type": "text/plain", "value": "Hi\nthere"}, {"type": "text/html", "value": "<p>Hi <img src=\"cid:logo\"></p>"}],
+		"attachments": [
+			{"content": "AAEC/w==", "filename": "data.bin", "type": "application/octet-stream"},
+			{"content": "iVBORw0KGgo=", "filename": "logo.png", "type": "image/png", "disposition": "inline", "content_id": "logo"}
+		],
+		"headers": {"X-Trace": "global", "X-Other": "kept"},
+		"categories": ["signup", "welcome"],
+		"template_id": "d-123",
+		"custom_args": {"campaign": "c1"},
+		"batch_id": "b1",
+		"tracking_settings": {"click_tracking": {"enable": true}}
+	}`)
+	if r.status != 202 || len(r.body) != 0 || !strings.HasPrefix(r.header.Get("X-Message-Id"), "msg_") {
+		t.Fatalf("got %d %q %v", r.status, r.body, r.header)
+	}
+	m := e.only()
+	if m.ID != r.header.Get("X-Message-Id") {
+		t.Errorf("X-Message-Id %s names another message than %s", r.header.Get("X-Message-Id"), m.ID)
+	}
+	if m.From == nil || m.From.Name != "Äpp" || m.From.Address != "app@example.com" || m.Subject != "Welcome" {
+		t.Errorf("from %+v subject %q", m.From, m.Subject)
+	}
+	if !slices.Equal(addresses(m.To), []string{"alice@example.com", "bob@example.com"}) || m.To[0].Name != "Alice" ||
+		!slices.Equal(addresses(m.Cc), []string{"carol@example.com"}) ||
+		!slices.Equal(addresses(m.ReplyTo), []string{"help@example.com"}) {
+		t.Errorf("to %v cc %v reply-to %v", m.To, m.Cc, m.ReplyTo)
+	}
+	if m.EnvelopeFrom != "app@example.com" ||
+		!slices.Equal(m.EnvelopeTo, []string{"alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"}) {
+		t.Errorf("envelope %s %v", m.EnvelopeFrom, m.EnvelopeTo)
+	}
+	if header(m, "Bcc") != nil {
+		t.Error("Bcc is in the headers")
+	}
+	if m.Text == nil || *m.Text != "Hi\nthere" || m.HTML == nil || *m.HTML != `<p>Hi <img src="cid:logo"></p>` {
+		t.Errorf("text %v html %v", m.Text, m.HTML)
+	}
+	if len(m.Attachments) != 2 {
+		t.Fatalf("attachments %+v", m.Attachments)
+	}
+	if a := m.Attachments[0]; a.Filename != "logo.png" || a.ContentType != "image/png" || a.ContentID != "logo" || !a.Inline {
+		t.Errorf("inline image %+v", a)
+	}
+	if a := m.Attachments[1]; a.Filename != "data.bin" || a.ContentType != "application/octet-stream" || a.Inline {
+		t.Errorf("attachment %+v", a)
+	}
+	if got := e.attachment(m, 1); string(got) != "\x00\x01\x02\xff" {
+		t.Errorf("attachment bytes %x", got)
+	}
+	for name, want := range map[string][]string{
+		"X-Trace":                 {"personal"},
+		"X-Other":                 {"kept"},
+		"X-Capture-Provider":      {"sendgrid"},
+		"X-Capture-Tag":           {"signup", "welcome"},
+		"X-Capture-Template":      {"d-123"},
+		"X-Capture-Template-Data": {`{"name":"Alice"}`},
+		"X-Capture-Metadata":      {`{"campaign":"c1","user":"42"}`},
+		"X-Capture-Batch-Id":      {"b1"},
+		"X-Capture-Tracking":      {`{"click_tracking":{"enable":true}}`},
+	} {
+		if got := header(m, name); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestSendGridPersonalizations: one message per personalization, each
+// with its own recipients, subject and substitutions.
+func TestSendGridPersonalizations(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{
+		"personalizations": [
+			{"to": [{"email": "a@example.com"}], "substitutions": {"-name-": "Ann", "-name-x": "longer wins"}},
+			{"to": [{"email": "b@example.com"}], "subject": "Own subject for -name-", "substitutions": {"-name-": "Ben"}, "send_at": ` +
+		fmt.Sprint(time.Now().Add(time.Hour).Unix()) + `}
+		],
+		"from": {"email": "app@example.com"},
+		"subject": "Hello -name-",
+		"content": [{"type": "text/plain", "value": "Dear -name-, -name-x. %footer%"}],
+		"sections": {"%footer%": "Bye"}
+	}`)
+	if r.status != 202 || len(r.header.Values("X-Message-Id")) != 2 {
+		t.Fatalf("got %d %v", r.status, r.header)
+	}
+	ms := e.messages()
+	if len(ms) != 2 {
+		t.Fatalf("%d messages", len(ms))
+	}
+	want := []struct{ to, subject, text string }{
+		{"a@example.com", "Hello Ann", "Dear Ann, longer wins. Bye"},
+		// Only this personalization's tags are replaced: "-name-x" is not
+		// one of them, so its "-name-" part is.
+		{"b@example.com", "Own subject for Ben", "Dear Ben, Benx. Bye"},
+	}
+	for i, w := range want {
+		m := ms[i]
+		if !slices.Equal(m.EnvelopeTo, []string{w.to}) || m.Subject != w.subject || *m.Text != w.text {
+			t.Errorf("message %d: to %v subject %q text %q", i, m.EnvelopeTo, m.Subject, *m.Text)
+		}
+	}
+	if h := header(ms[1], "X-Capture-Send-At"); len(h) != 1 || !strings.HasSuffix(h[0], "Z") {
+		t.Errorf("send_at recorded as %q", h)
+	}
+}
+
+func TestSendGridSandboxStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain","value":"t"}],"mail_settings":{"sandbox_mode":{"enable":true}}}`)
+	if r.status != 200 || len(e.messages()) != 0 {
+		t.Errorf("sandbox: %d, %d messages", r.status, len(e.messages()))
+	}
+}
+
+func TestSendGridRefusals(t *testing.T) {
+	e := newEnv(t)
+	// valid is a valid request with personalizations p, the other fields
+	// overridden by patch (a later JSON key wins).
+	withPersonalizations := func(p, patch string) string {
+		return `{"personalizations":` + p + `,"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]` + patch + "}"
+	}
+	valid := func(patch string) string { return withPersonalizations(`[{"to":[{"email":"b@example.com"}]}]`, patch) }
+	t.Run("no credential", func(t *testing.T) {
+		r := e.post("/v3/mail/send", nil, []byte(valid("")))
+		wantJSON(t, r, 401, `{"errors":[{"message":"authorization required","field":null,"help":null}]}`)
+	})
+	t.Run("wrong credential", func(t *testing.T) {
+		r := e.post("/v3/mail/send", map[string]string{"Authorization": "Bearer " + e.password() + "x"}, []byte(valid("")))
+		wantJSON(t, r, 401, `{"errors":[{"message":"The provided authorization grant is invalid, expired, or revoked","field":null,"help":null}]}`)
+	})
+	for _, c := range []struct{ name, body, field string }{
+		{"not JSON", `{"personalizations":`, ""},
+		{"wrong type", `{"personalizations":{"to":1}}`, "personalizations"},
+		{"no personalizations", `{"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]}`, "personalizations"},
+		{"no to", withPersonalizations(`[{"cc":[{"email":"c@example.com"}]}]`, ""), "personalizations.0.to"},
+		{"bad to", withPersonalizations(`[{"to":[{"email":"nobody"}]}]`, ""), "personalizations.0.to.0.email"},
+		{"no from", `{"personalizations":[{"to":[{"email":"b@example.com"}]}],"subject":"s","content":[{"type":"text/plain","value":"t"}]}`, "from.email"},
+		{"no subject", valid(`,"subject":""`), "subject"},
+		{"no content", valid(`,"content":[]`), "content"},
+		{"empty content", valid(`,"content":[{"type":"text/plain","value":""}]`), "content.0.value"},
+		{"html before text", valid(`,"content":[{"type":"text/html","value":"h"},{"type":"text/plain","value":"t"}]`), "content.1.type"},
+		{"bad base64", valid(`,"attachments":[{"content":"***","filename":"f"}]`), "attachments.0.content"},
+		{"inline without id", valid(`,"attachments":[{"content":"AA==","filename":"f","disposition":"inline"}]`), "attachments.0.content_id"},
+		{"reserved header", valid(`,"headers":{"Subject":"x"}`), "headers"},
+		{"duplicate recipient", withPersonalizations(`[{"to":[{"email":"b@example.com"}],"bcc":[{"email":"B@example.com"}]}]`, ""), "personalizations.0"},
+		{"too far ahead", valid(`,"send_at":` + fmt.Sprint(time.Now().Add(100*time.Hour).Unix())), "send_at"},
+		{"both reply-tos", valid(`,"reply_to":{"email":"r@example.com"},"reply_to_list":[{"email":"s@example.com"}]`), "reply_to_list"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.sendgrid(c.body)
+			v, _ := r.json(t).(map[string]any)
+			errs, _ := v["errors"].([]any)
+			if r.status != 400 || len(errs) != 1 {
+				t.Fatalf("got %d %s", r.status, r.body)
+			}
+			entry := errs[0].(map[string]any)
+			if c.field == "" && entry["field"] != nil || c.field != "" && entry["field"] != c.field {
+				t.Errorf("field %v, want %q: %s", entry["field"], c.field, r.body)
+			}
+			if entry["message"] == "" {
+				t.Errorf("no message: %s", r.body)
+			}
+		})
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("refused requests stored %d messages", n)
+	}
+}

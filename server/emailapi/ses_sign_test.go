@@ -1,0 +1,36 @@
+package emailapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// signedSES is a SendEmail request signed as an AWS SDK signs it, with the
+// inbox id as access key id and secret as the secret access key.
+func signedSES(e *env, secret, body string, at time.Time) *http.Request {
+	e.t.Helper()
+	return signedSESAs(e, e.boot.Inbox.ID, secret, body, at)
+}
+
+func signedSESAs(e *env, accessKey, secret, body string, at time.Time) *http.Request {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.base+"/v2/email/outbound-emails", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	sum := sha256.Sum256([]byte(body))
+	err = v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secret},
+		req, hex.EncodeToString(sum[:]), "ses", "us-east-1", at)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return req
+}

@@ -1,0 +1,176 @@
+package emailapi_test
+
+import (
+	"encoding/base64"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (e *env) ses(body string) response {
+	e.t.Helper()
+	return do(e.t, signedSES(e, e.password(), body, time.Now()))
+}
+
+func TestSESSimple(t *testing.T) {
+	e := newEnv(t)
+	r := e.ses(`{
+		"FromEmailAddress": "\"Äpp\" <app@example.com>",
+		"Destination": {"ToAddresses": ["alice@example.com"], "CcAddresses": ["carol@example.com"], "BccAddresses": ["dave@example.com"]},
+		"ReplyToAddresses": ["help@example.com"],
+		"Content": {"Simple": {
+			"Subject": {"Data": "Sign in", "Charset": "UTF-8"},
+			"Body": {"Text": {"Data": "Code: 481 516"}, "Html": {"Data": "<p>Code: <b>481516</b></p>"}},
+			"Headers": [{"Name": "X-Flow", "Value": "login"}],
+			"Attachments": [{"FileName": "a.bin", "RawContent": "AP8=", "ContentType": "application/octet-stream", "ContentDescription": "bytes"},
+				{"FileName": "logo.png", "RawContent": "iVBO", "ContentDisposition": "INLINE", "ContentId": "logo"}]
+		}},
+		"EmailTags": [{"Name": "flow", "Value": "login"}],
+		"ConfigurationSetName": "transactional"
+	}`)
+	m := e.only()
+	wantJSON(t, r, 200, `{"MessageId":"`+m.ID+`"}`)
+	if r.header.Get("X-Amzn-Requestid") == "" {
+		t.Error("no request id")
+	}
+	if m.Subject != "Sign in" || m.From.Name != "Äpp" || !slices.Equal(addresses(m.To), []string{"alice@example.com"}) ||
+		!slices.Equal(addresses(m.Cc), []string{"carol@example.com"}) || !slices.Equal(addresses(m.ReplyTo), []string{"help@example.com"}) ||
+		!slices.Equal(m.EnvelopeTo, []string{"alice@example.com", "carol@example.com", "dave@example.com"}) {
+		t.Errorf("message %+v envelope %v", m.MessageSummary, m.EnvelopeTo)
+	}
+	if *m.Text != "Code: 481 516" || *m.HTML != "<p>Code: <b>481516</b></p>" {
+		t.Errorf("bodies %q %q", *m.Text, *m.HTML)
+	}
+	if len(m.Attachments) != 2 || m.Attachments[0].ContentID != "logo" || m.Attachments[0].ContentType != "image/png" ||
+		string(e.attachment(m, 1)) != "\x00\xff" {
+		t.Errorf("attachments %+v", m.Attachments)
+	}
+	for name, want := range map[string][]string{
+		"X-Flow":                      {"login"},
+		"X-Capture-Tag":               {"flow=login"},
+		"X-Capture-Configuration-Set": {"transactional"},
+	} {
+		if got := header(m, name); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestSESRaw stores a Raw message as sent, behind capture's own field;
+// Destination, when given, is the envelope.
+func TestSESRaw(t *testing.T) {
+	e := newEnv(t)
+	raw := "From: App <app@example.com>\r\nTo: a@example.com\r\nBcc: hidden@example.com\r\nSubject: Raw one\r\n\r\nbody text\r\n"
+	r := e.ses(`{"Content": {"Raw": {"Data": "` + base64.StdEncoding.EncodeToString([]byte(raw)) + `"}}, "EmailTags": [{"Name":"k","Value":"v"}]}`)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	m := e.only()
+	if m.Subject != "Raw one" || m.EnvelopeFrom != "app@example.com" || !slices.Equal(m.EnvelopeTo, []string{"a@example.com", "hidden@example.com"}) ||
+		*m.Text != "body text\n" {
+		t.Errorf("message %+v envelope %v text %q", m.MessageSummary, m.EnvelopeTo, *m.Text)
+	}
+	stored, err := e.st.MessageRaw(t.Context(), e.boot.Project.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "X-Capture-Provider: ses\r\nX-Capture-Tag: k=v\r\n" + raw; string(stored) != want {
+		t.Errorf("raw stored as\n%q\nwant\n%q", stored, want)
+	}
+
+	e.ses(`{"Destination": {"ToAddresses": ["other@example.com"]}, "Content": {"Raw": {"Data": "` +
+		base64.StdEncoding.EncodeToString([]byte(raw)) + `"}}}`)
+	if ms := e.messages(); len(ms) != 2 || !slices.Equal(ms[1].EnvelopeTo, []string{"other@example.com"}) {
+		t.Errorf("Destination did not make the envelope: %v", ms[len(ms)-1].EnvelopeTo)
+	}
+}
+
+func TestSESTemplateIsRecorded(t *testing.T) {
+	e := newEnv(t)
+	r := e.ses(`{"FromEmailAddress": "app@example.com", "Destination": {"ToAddresses": ["a@example.com"]},
+		"Content": {"Template": {"TemplateName": "welcome", "TemplateData": "{\"name\": \"A\"}"}}}`)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	m := e.only()
+	if !slices.Equal(header(m, "X-Capture-Template"), []string{"welcome"}) ||
+		!slices.Equal(header(m, "X-Capture-Template-Data"), []string{`{"name":"A"}`}) {
+		t.Errorf("headers %v", m.Headers)
+	}
+}
+
+func TestSESRefusals(t *testing.T) {
+	e := newEnv(t)
+	valid := `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},` +
+		`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`
+	wantAWS := func(t *testing.T, r response, status int, errorType, message string) {
+		t.Helper()
+		v, _ := r.json(t).(map[string]any)
+		if r.status != status || r.header.Get("X-Amzn-Errortype") != errorType || len(v) != 1 ||
+			!strings.Contains(v["message"].(string), message) {
+			t.Errorf("got %d %s %s, want %d %s %q", r.status, r.header.Get("X-Amzn-Errortype"), r.body, status, errorType, message)
+		}
+	}
+	t.Run("unsigned", func(t *testing.T) {
+		r := e.post("/v2/email/outbound-emails", nil, []byte(valid))
+		wantAWS(t, r, 403, "MissingAuthenticationTokenException", "Missing Authentication Token")
+	})
+	t.Run("wrong secret", func(t *testing.T) {
+		r := do(t, signedSES(e, "wrong", valid, time.Now()))
+		wantAWS(t, r, 403, "InvalidSignatureException", "does not match")
+	})
+	t.Run("unknown access key", func(t *testing.T) {
+		r := do(t, signedSESAs(e, "inb_nope", e.password(), valid, time.Now()))
+		wantAWS(t, r, 403, "UnrecognizedClientException", "The security token included in the request is invalid.")
+	})
+	t.Run("old signature", func(t *testing.T) {
+		r := do(t, signedSES(e, e.password(), valid, time.Now().Add(-20*time.Minute)))
+		wantAWS(t, r, 403, "InvalidSignatureException", "15 minutes")
+	})
+	t.Run("body changed after signing", func(t *testing.T) {
+		req := signedSES(e, e.password(), valid, time.Now())
+		changed := strings.Replace(valid, "b@example.com", "x@example.com", 1)
+		req.Body = nopCloser{strings.NewReader(changed)}
+		r := do(t, req)
+		wantAWS(t, r, 403, "InvalidSignatureException", "does not match")
+	})
+	t.Run("signed for another service", func(t *testing.T) {
+		req := signedSES(e, e.password(), valid, time.Now())
+		req.Header.Set("Authorization", strings.Replace(req.Header.Get("Authorization"), "/ses/", "/s3/", 1))
+		r := do(t, req)
+		wantAWS(t, r, 403, "InvalidSignatureException", "'ses'")
+	})
+	t.Run("malformed authorization", func(t *testing.T) {
+		req := signedSES(e, e.password(), valid, time.Now())
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
+		r := do(t, req)
+		wantAWS(t, r, 403, "IncompleteSignatureException", "SignedHeaders")
+	})
+	for _, c := range []struct{ name, body, message string }{
+		{"not JSON", `{"Content":`, "not valid JSON"},
+		{"no content", `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]}}`, "Content is required"},
+		{"two contents", `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},` +
+			`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}},"Raw":{"Data":"AA=="}}}`, "exactly one"},
+		{"no from", `{"Destination":{"ToAddresses":["b@example.com"]},"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, "FromEmailAddress"},
+		{"no destination", `{"FromEmailAddress":"a@example.com","Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, "Destination"},
+		{"bad to", strings.Replace(valid, "b@example.com", "b@", 1), "Destination.ToAddresses"},
+		{"no body", `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},"Content":{"Simple":{"Subject":{"Data":"s"}}}}`, "Content.Simple.Body"},
+		{"bad raw", `{"Content":{"Raw":{"Data":"not base64!"}}}`, "Content.Raw.Data"},
+		{"raw without recipients", `{"Content":{"Raw":{"Data":"` + base64.StdEncoding.EncodeToString([]byte("From: a@example.com\r\n\r\nx")) + `"}}}`, "recipient"},
+		{"attachment without name", `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},` +
+			`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}},"Attachments":[{"RawContent":"AA=="}]}}}`, "Content.Attachments[0].FileName"},
+		{"wrong type", `{"FromEmailAddress":["a@example.com"]}`, "FromEmailAddress"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wantAWS(t, e.ses(c.body), 400, "BadRequestException", c.message)
+		})
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("refused requests stored %d messages", n)
+	}
+}
+
+type nopCloser struct{ *strings.Reader }
+
+func (nopCloser) Close() error { return nil }

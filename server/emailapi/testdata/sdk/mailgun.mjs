@@ -1,0 +1,39 @@
+// Sends through mailgun.js (with form-data), pointed at capture by the
+// client's url option; the key goes in as the password of user "api".
+import FormData from 'form-data';
+import Mailgun from 'mailgun.js';
+import { send, attachmentBytes, fromHeader, report, fail } from './common.mjs';
+
+const mailgun = new Mailgun(FormData);
+const domain = 'mg.example.com';
+const message = {
+  from: fromHeader,
+  to: send.to,
+  cc: send.cc,
+  bcc: send.bcc,
+  subject: send.subject,
+  text: send.text,
+  html: send.html,
+  attachment: [{
+    filename: send.attachment.filename,
+    data: attachmentBytes,
+    contentType: send.attachment.content_type,
+  }],
+};
+
+try {
+  const mg = mailgun.client({ username: 'api', key: send.password, url: send.base_url });
+  const sent = await mg.messages.create(domain, message);
+  const result = { status: sent.status, message: sent.message, id: sent.id };
+
+  try {
+    const wrong = mailgun.client({ username: 'api', key: 'not-the-password', url: send.base_url });
+    await wrong.messages.create(domain, message);
+    result.wrong_key = 'accepted';
+  } catch (err) {
+    result.wrong_key = { status: err.status, details: err.details };
+  }
+  report(result);
+} catch (err) {
+  fail(err);
+}

@@ -1,0 +1,31 @@
+// Sends through resend, pointed at capture by the client's baseUrl option
+// (the RESEND_BASE_URL environment variable works too).
+import { Resend } from 'resend';
+import { send, attachmentBytes, fromHeader, report, fail } from './common.mjs';
+
+const message = {
+  from: fromHeader,
+  to: send.to,
+  cc: send.cc,
+  bcc: send.bcc,
+  subject: send.subject,
+  text: send.text,
+  html: send.html,
+  attachments: [{
+    filename: send.attachment.filename,
+    content: attachmentBytes,
+    contentType: send.attachment.content_type,
+  }],
+};
+
+try {
+  const { data, error } = await new Resend(send.password, { baseUrl: send.base_url }).emails.send(message);
+  if (error) throw new Error(JSON.stringify(error));
+  const result = { id: data.id };
+
+  const wrong = await new Resend('not-the-password', { baseUrl: send.base_url }).emails.send(message);
+  result.wrong_key = wrong.error ? { name: wrong.error.name, status: wrong.error.statusCode } : 'accepted';
+  report(result);
+} catch (err) {
+  fail(err);
+}

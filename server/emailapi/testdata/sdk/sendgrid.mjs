@@ -1,0 +1,42 @@
+// Sends through @sendgrid/mail. Its base URL is a default request option of
+// its client; setApiKey resets it, so it is set after.
+import sgMail from '@sendgrid/mail';
+import { send, attachmentBytes, report, fail } from './common.mjs';
+
+function client(key) {
+  sgMail.setApiKey(key);
+  sgMail.client.setDefaultRequest('baseUrl', send.base_url);
+}
+
+const message = {
+  from: { email: send.from, name: send.from_name },
+  to: send.to,
+  cc: send.cc,
+  bcc: send.bcc,
+  subject: send.subject,
+  text: send.text,
+  html: send.html,
+  attachments: [{
+    content: attachmentBytes.toString('base64'),
+    filename: send.attachment.filename,
+    type: send.attachment.content_type,
+    disposition: 'attachment',
+  }],
+};
+
+try {
+  client(send.password);
+  const [response] = await sgMail.send(message);
+  const result = { status: response.statusCode, id: response.headers['x-message-id'] };
+
+  client('not-the-password');
+  try {
+    await sgMail.send(message);
+    result.wrong_key = 'accepted';
+  } catch (err) {
+    result.wrong_key = { status: err.code, message: err.response.body.errors[0].message };
+  }
+  report(result);
+} catch (err) {
+  fail(err);
+}
