@@ -301,8 +301,13 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 		body = b
 	}
 	b, _, err := c.do(ctx, method, path, q, body, extra)
-	if err != nil || out == nil || len(b) == 0 {
+	if err != nil || out == nil {
 		return err
+	}
+	if len(b) == 0 {
+		// Every answer with a body to decode has one; only a server going
+		// away mid-answer sends nothing.
+		return &UnreachableError{URL: c.base, Err: errors.New("the API sent an empty answer")}
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
