@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -16,75 +15,32 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capturedev/capture/cmd/bench"
 )
 
-// served is a `capture serve` process of the real binary, with what its
-// banner told.
+// served is a `capture serve` process of the real binary, on free
+// loopback ports in a throwaway data dir, as `capture bench` runs one.
 type served struct {
-	dataDir, api, key, inbox, smtpPassword, smtpAddr, caFile, captureURL, endpoint string
+	*bench.Target
+	api, key, inbox string
 }
 
-var servedRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|SMTP|Capture URL|CA certificate)\s+(.*)$`)
-
-// serveBinary runs the binary's serve on free loopback ports in a new data
-// dir until the test ends.
 func serveBinary(t *testing.T) *served {
 	t.Helper()
-	s := &served{dataDir: t.TempDir()}
-	cmd := exec.Command(binary, "serve", "--data-dir", s.dataDir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--log-level", "error")
-	stdout, err := cmd.StdoutPipe()
+	target, err := bench.Start(t.Context(), binary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("serve: %v\n%s", err, stderr.String())
+		if err := target.Stop(); err != nil {
+			t.Errorf("serve: %v", err)
 		}
 	})
-	sc := bufio.NewScanner(stdout)
-	for s.caFile == "" && sc.Scan() {
-		m := servedRow.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		first := strings.Fields(m[2])[0]
-		switch m[1] {
-		case "Read API":
-			s.api = first
-		case "API key":
-			s.key = first
-		case "Inbox":
-			s.inbox = first
-		case "SMTP password":
-			s.smtpPassword = first
-		case "SMTP":
-			if p := regexp.MustCompile(`STARTTLS: (\d+)`).FindStringSubmatch(m[2]); p != nil {
-				s.smtpAddr = "127.0.0.1:" + p[1]
-			}
-		case "Capture URL":
-			s.captureURL = first
-			s.endpoint = first[strings.LastIndex(first, "/")+1:]
-		case "CA certificate":
-			s.caFile = first
-		}
-	}
-	go io.Copy(io.Discard, stdout)
-	if s.key == "" || s.smtpAddr == "" || s.endpoint == "" {
-		t.Fatalf("banner lacks what the tests need: %+v\nstderr: %s", s, stderr.String())
-	}
-	return s
+	return &served{Target: target, api: target.API, key: target.Key, inbox: target.InboxID}
 }
 
 // mail sends one message over STARTTLS, trusting the server's local CA,
@@ -97,13 +53,13 @@ func (s *served) mail(t *testing.T, to, subject, body string) {
 }
 
 func (s *served) send(to, subject, body string) error {
-	pem, err := os.ReadFile(s.caFile)
+	pem, err := os.ReadFile(s.CAFile)
 	if err != nil {
 		return err
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
-	c, err := smtp.Dial(s.smtpAddr)
+	c, err := smtp.Dial(s.StartTLSAddr)
 	if err != nil {
 		return err
 	}
@@ -111,7 +67,7 @@ func (s *served) send(to, subject, body string) error {
 	if err := c.StartTLS(&tls.Config{RootCAs: roots, ServerName: "localhost"}); err != nil {
 		return err
 	}
-	if err := c.Auth(smtp.PlainAuth("", s.inbox, s.smtpPassword, "127.0.0.1")); err != nil {
+	if err := c.Auth(smtp.PlainAuth("", s.inbox, s.SMTPPassword, "127.0.0.1")); err != nil {
 		return err
 	}
 	if err := c.Mail("app@example.com"); err != nil {
@@ -138,7 +94,7 @@ func (s *served) send(to, subject, body string) error {
 // hook posts a webhook to the endpoint and returns its id.
 func (s *served) hook(t *testing.T, method, target string, body []byte) string {
 	t.Helper()
-	req, _ := http.NewRequest(method, s.captureURL+target, bytes.NewReader(body))
+	req, _ := http.NewRequest(method, s.CaptureURL+target, bytes.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package wait
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/internal/capturetest"
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/store"
 )
 
 // The parts SPEC §15 and §16 add (codes, link kinds, q) go over the wire as
@@ -106,5 +109,57 @@ func TestFormatDuration(t *testing.T) {
 		if got := formatDuration(d); got != want {
 			t.Errorf("formatDuration(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// --inbox and --endpoint take an id or a name, and default to the
+// project's only one, else the one named default.
+func TestSourceDefaults(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	ctx := t.Context()
+	p, err := srv.Store.CreateProject(ctx, "other", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signup, err := srv.Store.CreateInbox(ctx, p.ID, "signup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := srv.Store.CreateKey(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := apiclient.New(srv.APIBase, key, nil)
+	sent, err := srv.Store.InsertMessage(ctx, &store.NewMessage{InboxID: signup.ID, ReceivedAt: time.Now(), Subject: "hi", Raw: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(source string) (string, error) {
+		var out bytes.Buffer
+		err := Run(ctx, Config{Client: c, Kind: Email, Source: source, Since: time.Now().Add(-time.Minute),
+			Timeout: 5 * time.Second, Stdout: &out})
+		return out.String(), err
+	}
+	for _, source := range []string{"", "signup", signup.ID} {
+		if out, err := run(source); err != nil || out != sent+"\n" {
+			t.Errorf("source %q: %q, %v; want the message of the only inbox", source, out, err)
+		}
+	}
+	if _, err := srv.Store.CreateInbox(ctx, p.ID, "billing"); err != nil {
+		t.Fatal(err)
+	}
+	var we *Error
+	if _, err := run(""); !errors.As(err, &we) || we.Code != ExitUsage || !strings.Contains(err.Error(), "pass --inbox") ||
+		!strings.Contains(err.Error(), "signup") {
+		t.Errorf("two inboxes, none named default: %v", err)
+	}
+	if out, err := run("signup"); err != nil || out != sent+"\n" {
+		t.Errorf("by name among two: %q, %v", out, err)
+	}
+	// The bootstrap project's inbox is named default.
+	if err := Run(ctx, Config{Client: srv.Client(), Kind: Request, Timeout: time.Second, Stdout: io.Discard}); !errors.As(err, &we) ||
+		we.Code != ExitTimedOut || !strings.Contains(err.Error(), "no request within 1s") {
+		t.Errorf("default endpoint: %v", err)
 	}
 }
