@@ -330,11 +330,7 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 	case "subject":
 		return line(c.Stdout, m.Subject)
 	case "json":
-		raw, err := call(ctx, &c.finder, func(ctx context.Context) (json.RawMessage, error) { return c.Client.MessageJSON(ctx, m.ID) })
-		if err != nil {
-			return c.partFailed(err, m.ID)
-		}
-		return printJSON(c.Stdout, raw)
+		return c.printWhole(ctx, m.ID, c.Client.MessageJSON)
 	case "link":
 		links, err := call(ctx, &c.finder, func(ctx context.Context) ([]contract.Link, error) {
 			return c.Client.MessageLinks(ctx, m.ID, apiclient.LinkQuery{Match: c.Match, Kind: c.LinkKind})
@@ -384,11 +380,7 @@ func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) er
 	case "path":
 		return line(c.Stdout, r.Path)
 	case "json":
-		raw, err := call(ctx, &c.finder, func(ctx context.Context) (json.RawMessage, error) { return c.Client.RequestJSON(ctx, r.ID) })
-		if err != nil {
-			return c.partFailed(err, r.ID)
-		}
-		return printJSON(c.Stdout, raw)
+		return c.printWhole(ctx, r.ID, c.Client.RequestJSON)
 	}
 	full, err := call(ctx, &c.finder, func(ctx context.Context) (contract.Request, error) { return c.Client.Request(ctx, r.ID) })
 	if err != nil {
@@ -400,6 +392,21 @@ func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) er
 	}
 	// The body byte for byte, so that `> file` keeps a binary one whole.
 	_, err = c.Stdout.Write(body)
+	return err
+}
+
+// printWhole prints a capture as the API wrote it, every field kept.
+func (c *Config) printWhole(ctx context.Context, id string, fetch func(context.Context, string) (json.RawMessage, error)) error {
+	raw, err := call(ctx, &c.finder, func(ctx context.Context) (json.RawMessage, error) { return fetch(ctx, id) })
+	if err != nil {
+		return c.partFailed(err, id)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return &Error{Code: ExitUsage, Err: fmt.Errorf("the API's answer is not JSON: %w", err)}
+	}
+	buf.WriteByte('\n')
+	_, err = c.Stdout.Write(buf.Bytes())
 	return err
 }
 
@@ -423,15 +430,5 @@ func text(w io.Writer, s string) error {
 		s += "\n"
 	}
 	_, err := io.WriteString(w, s)
-	return err
-}
-
-func printJSON(w io.Writer, raw json.RawMessage) error {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return &Error{Code: ExitUsage, Err: fmt.Errorf("the API's answer is not JSON: %w", err)}
-	}
-	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
 	return err
 }
