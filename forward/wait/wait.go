@@ -165,8 +165,6 @@ func Run(ctx context.Context, c Config) error {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
-	ctx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
-	defer cancel()
 	c.finder.Client = c.Client
 	if c.Kind == Email {
 		return c.email(ctx)
@@ -174,29 +172,41 @@ func Run(ctx context.Context, c Config) error {
 	return c.request(ctx)
 }
 
+// partTimeout bounds reading the part of a capture found: a capture that
+// arrived in the last moment of the wait is still printed.
+const partTimeout = 10 * time.Second
+
 func (c *Config) email(ctx context.Context) error {
-	inbox, err := resolve(ctx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
+	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	defer cancel()
+	inbox, err := resolve(waitCtx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
 	if err != nil {
 		return err
 	}
-	m, err := c.finder.NextMessage(ctx, inbox.ID, apiclient.MessageQuery{
+	m, err := c.finder.NextMessage(waitCtx, inbox.ID, apiclient.MessageQuery{
 		To: c.To, From: c.From, Subject: c.Subject, Q: c.Q, Since: c.Since})
 	if err != nil {
-		return c.waitFailed(ctx, err, "email", c.emailFilters(inbox.Name))
+		return c.waitFailed(waitCtx, err, "email", c.emailFilters(inbox.Name))
 	}
-	return c.printEmail(ctx, m)
+	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	defer cancel()
+	return c.printEmail(partCtx, m)
 }
 
 func (c *Config) request(ctx context.Context) error {
-	ep, err := resolve(ctx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	defer cancel()
+	ep, err := resolve(waitCtx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
 	if err != nil {
 		return err
 	}
-	r, err := c.finder.NextRequest(ctx, ep.ID, apiclient.RequestQuery{Method: c.Method, Path: c.Path, Q: c.Q, Since: c.Since})
+	r, err := c.finder.NextRequest(waitCtx, ep.ID, apiclient.RequestQuery{Method: c.Method, Path: c.Path, Q: c.Q, Since: c.Since})
 	if err != nil {
-		return c.waitFailed(ctx, err, "request", c.requestFilters(ep.Name))
+		return c.waitFailed(waitCtx, err, "request", c.requestFilters(ep.Name))
 	}
-	return c.printRequest(ctx, r)
+	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	defer cancel()
+	return c.printRequest(partCtx, r)
 }
 
 // resolve finds the inbox or endpoint Source names, by id or name, or the
@@ -245,7 +255,7 @@ func (c *Config) apiFailed(err error, doing string) error {
 	var ae *contract.Error
 	switch {
 	case errors.Is(err, ErrTimedOut):
-		return fail(ExitTimedOut, "no answer from the API at %s within %s", c.Client.BaseURL(), formatDuration(c.Timeout))
+		return fail(ExitTimedOut, "%s: the API at %s did not answer in time", doing, c.Client.BaseURL())
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return fail(ExitUsage, "%v (is `capture serve` running? --api sets the URL)", err)
 	case contract.IsCode(err, contract.CodeUnauthorized):
