@@ -16,7 +16,7 @@ import (
 func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure a real capture server: SMTP ingest, webhook ingest, wait and list latency",
+		Short: "Measure a real capture server: SMTP ingest, webhook ingest, wait, list and forwarding latency",
 		Long: `bench starts its own 'capture serve' in a throwaway data dir on free loopback
 ports, drives it, prints what it measured and the server's peak memory, and
 stops it. Every capture counted was acknowledged only after its commit.`,
@@ -112,7 +112,36 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	list.Flags().Int("n", 5000, "list calls")
 	list.Flags().Int("captures", 1000, "captures stored before listing")
 
-	c.AddCommand(smtp, webhook, wait, list)
+	forward := &cobra.Command{
+		Use: "forward", Short: "Forwarding latency: capture acknowledged → delivered to a local handler", Args: cobra.NoArgs,
+		Example: "  capture bench forward --client both --n 100",
+		RunE: func(c *cobra.Command, _ []string) error {
+			n, _ := c.Flags().GetInt("n")
+			client, _ := c.Flags().GetString("client")
+			clients := []string{client}
+			if client == "both" {
+				clients = []string{bench.ClientGo, bench.ClientPython}
+			}
+			if n < 1 || (client != bench.ClientGo && client != bench.ClientPython && client != "both") {
+				return usagef("want --n ≥ 1 and --client go, python or both")
+			}
+			return withTarget(c, func(t *bench.Target) error {
+				for _, client := range clients {
+					l, err := t.ForwardLatency(c.Context(), client, n)
+					fprintf(c.OutOrStdout(), "forward (%s client, default interval, %d captures): capture → handler p50 %s p99 %s max %s\n",
+						client, l.N, l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond))
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	forward.Flags().Int("n", 100, "captures to forward")
+	forward.Flags().String("client", "both", "go (capture forward), python (capture-forward.py) or both")
+
+	c.AddCommand(smtp, webhook, wait, list, forward)
 	return c
 }
 

@@ -19,7 +19,9 @@ query appended to --to, the same headers (minus hop-by-hop ones, Host set to the
 target) and the same body bytes. It never listens on a port or opens a tunnel.
 
 Only requests captured after the start are delivered; --replay-last N also
-delivers the N newest existing ones first. Each result is printed and recorded
+delivers the N newest existing ones first. Each pull is a long-poll that the API
+holds until a request is captured, so delivery starts within milliseconds of
+the capture, while an idle client calls once per --interval. Each result is printed and recorded
 in the request's delivery history. A failed delivery is not retried.
 
 The API key comes from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json
@@ -40,7 +42,7 @@ Warnings go to stderr.`,
 	f.String("endpoint", "", "webhook endpoint id (whe_…) to forward (required)")
 	f.String("to", "", "base URL of the local handler; the captured path is appended (required; no scheme means http://)")
 	apiFlag(c)
-	f.Int("interval", int(forward.DefaultInterval/time.Second), "seconds between pulls, 1 to 60")
+	f.Int("interval", int(forward.DefaultInterval/time.Second), "seconds between pulls while idle, 1 to 60 (each pull waits up to that long, 30 at most, for a new request)")
 	f.Int("replay-last", 0, "also deliver the N newest existing requests first, oldest first")
 	f.String("output", forward.OutputText, "output format: text or json (NDJSON)")
 	return c

@@ -96,6 +96,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 		newEndpointCmd(),
 		newCACmd(),
 		newForwardCmd(),
+		newWaitCmd(),
 		newTUICmd(),
 		newMCPCmd(),
 		newBenchCmd(),

@@ -36,6 +36,8 @@ if sys.version_info < (3, 10):
 DEFAULT_API = "http://127.0.0.1:7780/api/v1"
 DEFAULT_INTERVAL = 2
 MAX_LIMIT = 100
+# The longest the API holds a list call open (wait=).
+MAX_WAIT = 30
 DELIVERY_TIMEOUT = 30.0
 CALL_TIMEOUT = 30.0
 RECORD_TIMEOUT = 10.0
@@ -56,7 +58,8 @@ HOP_BY_HOP = {
 DESCRIPTION = """\
 Deliver webhook requests captured by capture to a local handler.
 
-Each request captured after the start is sent once, oldest first: same method,
+Each request captured after the start is sent once, oldest first, as soon as it
+is captured (every pull is a long-poll that the API holds): same method,
 the captured path and query appended to --to, the same headers (minus hop-by-hop
 ones; Host set to the target) and the same body bytes. Results are printed and
 recorded in the request's delivery history. No retries, no listening port, no
@@ -102,6 +105,10 @@ class APIError(Exception):
         self.message = message
         self.fields = fields or {}
         self.retry_after = retry_after
+
+
+class NoWaitSlot(Exception):
+    """A held list call found all of the project's wait slots taken."""
 
 
 class Unreachable(Exception):
@@ -247,8 +254,11 @@ class API:
         try:
             with self.opener.open(req, timeout=timeout) as resp:
                 raw = resp.read()
-                if resp.status == 204 or not raw:
+                if resp.status == 204:
                     return None
+                if not raw:
+                    # Only a server going away mid-answer sends nothing.
+                    raise Unreachable(self.base, "the API sent an empty answer")
                 try:
                     return json.loads(raw)
                 except ValueError:
@@ -281,7 +291,10 @@ class API:
             query["before"] = page["next"]
 
     def requests(self, endpoint_id, **query):
-        return self.call("GET", "/endpoints/" + urllib.parse.quote(endpoint_id, safe="") + "/requests", query)
+        # A held call may take its wait on top of the usual answer time.
+        timeout = CALL_TIMEOUT + int(query.get("wait") or 0)
+        return self.call("GET", "/endpoints/" + urllib.parse.quote(endpoint_id, safe="") + "/requests", query,
+                         timeout=timeout)
 
     def request(self, request_id):
         return self.call("GET", "/requests/" + urllib.parse.quote(request_id, safe=""))
@@ -475,6 +488,8 @@ class Forwarder:
         self.api_down = False
         self.last_problem = ""
         self.rate_limited = False
+        # Set while the project has no wait slot free for a pull.
+        self.no_wait_slot = False
         self.stats = {"deliveries": 0, "ok": 0, "non_2xx": 0, "errors": 0}
         self.started = time.monotonic()
 
@@ -488,6 +503,8 @@ class Forwarder:
                 self.rate_limited = False
                 return v
             except APIError as e:
+                if e.code == "too_many_waits" and kwargs.get("wait"):
+                    raise NoWaitSlot() from None
                 if e.status not in COME_BACK_LATER:
                     self.rate_limited = False
                     raise
@@ -558,15 +575,20 @@ class Forwarder:
             self.seen_until = t
 
     def loop(self):
+        """Pulls until stopped. Each pull is a long-poll: the API holds it until
+        a request is captured, which is then delivered at once, or until the
+        interval has passed, so an idle client calls once per interval."""
         while True:
-            time.sleep(self.interval)
+            began = time.monotonic()
+            delivered = 0
+            failed = True
             try:
-                self.pull()
+                delivered = self.pull()
+                failed = False
             except Unreachable as e:
                 if not self.api_down:
                     self.api_down = True
                     self.out.warn(f"{e}; retrying every {self.interval}s")
-                continue
             except APIError as e:
                 if e.code == "unauthorized":
                     raise RuntimeError(f"the API refused the key (revoked?): {e}")
@@ -575,37 +597,80 @@ class Forwarder:
                 if str(e) != self.last_problem:
                     self.last_problem = str(e)
                     self.out.warn(f"pull failed: {e}; retrying every {self.interval}s")
-                continue
-            if self.api_down or self.last_problem:
-                where = f"after {self.last}" if self.last else "from the start"
-                self.out.info(f"API answers again; resuming {where}")
-            self.api_down = False
-            self.last_problem = ""
+            if not failed:
+                if self.api_down or self.last_problem:
+                    where = f"after {self.last}" if self.last else "from the start"
+                    self.out.info(f"API answers again; resuming {where}")
+                self.api_down = False
+                self.last_problem = ""
+            # After deliveries, look again at once. After an empty pull, keep
+            # to one call per interval, whether the API held it or could not
+            # (no wait slot free); after an error, wait the interval.
+            if failed:
+                time.sleep(self.interval)
+            elif not delivered:
+                pause = began + self.interval - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+
+    def hold(self):
+        return min(self.interval, MAX_WAIT)
 
     def pull(self):
+        """Delivers everything captured after the cursor, oldest first; returns
+        how many. Its first call holds until a request is captured or the
+        interval passes."""
         if not self.last:
-            return self.pull_fresh("")
+            return self.pull_fresh("", self.hold())
+        delivered = 0
+        hold = self.hold()
         while True:
             after = self.last
             try:
-                page = self.call(self.api.requests, self.endpoint, after=after, limit=MAX_LIMIT)
+                page = self.list(after=after, limit=MAX_LIMIT, wait=hold)
             except APIError as e:
                 if e.code == "invalid_cursor":
-                    return self.pull_fresh(after)
+                    return delivered + self.pull_fresh(after, 0)
                 raise
             for r in reversed(page["items"]):
                 self.deliver(r)
+                delivered += 1
             if not page.get("next") or not page["items"]:
-                return
+                return delivered
+            hold = 0  # more are known to be there: no holding for them
 
-    def pull_fresh(self, gone):
-        """Lists without a cursor: the newest capture becomes the cursor, and
-        captures received after everything seen so far are delivered."""
+    def list(self, **query):
+        """Lists the endpoint's requests. A held call takes one of the
+        project's few wait slots; when all are taken (too_many_waits), it
+        lists without holding, and the loop keeps to one call per interval
+        until a slot frees."""
+        if query.get("wait"):
+            try:
+                page = self.call(self.api.requests, self.endpoint, **query)
+            except NoWaitSlot:
+                if not self.no_wait_slot:
+                    self.no_wait_slot = True
+                    self.out.info("all of the project's wait slots are taken (too_many_waits); "
+                                  f"pulling every {self.interval}s until one frees")
+                query["wait"] = 0
+            else:
+                if self.no_wait_slot:
+                    self.no_wait_slot = False
+                    self.out.info("a wait slot is free again; requests are delivered as they are captured")
+                return page
+        return self.call(self.api.requests, self.endpoint, **query)
+
+    def pull_fresh(self, gone, hold):
+        """Lists without a cursor: while the endpoint is empty (holding up to
+        hold for its first capture), or when the cursor named by gone no
+        longer exists. The newest capture becomes the cursor, and captures
+        received after everything seen so far are delivered."""
         fresh = []
         newest_id = ""
-        query = {"limit": MAX_LIMIT}
+        query = {"limit": MAX_LIMIT, "wait": hold}
         while True:
-            page = self.call(self.api.requests, self.endpoint, **query)
+            page = self.list(**query)
+            query["wait"] = 0
             if not newest_id and page["items"]:
                 newest_id = page["items"][0]["id"]
             older = False
@@ -624,6 +689,7 @@ class Forwarder:
             self.deliver(r)
         if newest_id:
             self.last = newest_id
+        return len(fresh)
 
     def deliver(self, summary):
         try:
@@ -723,7 +789,8 @@ def parser():
     p.add_argument("--api", default="", metavar="URL",
                    help=f"read API base URL (default from credentials.json, else {DEFAULT_API})")
     p.add_argument("--interval", type=interval_arg, default=DEFAULT_INTERVAL, metavar="SECONDS",
-                   help="seconds between pulls, 1 to 60 (default 2)")
+                   help="seconds between pulls while idle, 1 to 60 (default 2); each pull waits up to that "
+                        "long (30 at most) for a new request, which is delivered at once")
     p.add_argument("--replay-last", type=replay_arg, default=0, metavar="N",
                    help="also deliver the N newest existing requests first, oldest first")
     p.add_argument("--output", choices=("text", "json"), default="text",

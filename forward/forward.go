@@ -198,7 +198,9 @@ type forwarder struct {
 	lastProblem string
 	// waiting is set while the API asks to come back later.
 	waiting bool
-	stats   stats
+	// noWaitSlot is set while the project has no wait slot free for a pull.
+	noWaitSlot bool
+	stats      stats
 }
 
 func (f *forwarder) start(ctx context.Context) error {
@@ -286,19 +288,15 @@ func (f *forwarder) see(r contract.RequestSummary) {
 	}
 }
 
-// loop pulls every interval until ctx ends. Problems with the API are shown
-// once, when they begin, and forwarding resumes from the cursor when they
-// end.
+// loop pulls until ctx ends. Each pull is a long-poll: the API holds it
+// until a request is captured, which is then delivered at once, or until
+// the interval has passed; an idle client so calls once per interval.
+// Problems with the API are shown once, when they begin, and forwarding
+// resumes from the cursor when they end.
 func (f *forwarder) loop(ctx context.Context) error {
-	t := time.NewTimer(f.cfg.Interval)
-	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		err := f.pull(ctx)
+		began := time.Now()
+		delivered, err := f.pull(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -326,53 +324,115 @@ func (f *forwarder) loop(ctx context.Context) error {
 				f.out.warn("pull failed: %v; retrying every %s", err, f.cfg.Interval)
 			}
 		}
-		t.Reset(f.cfg.Interval)
+		// After deliveries, look again at once: more may be waiting. After
+		// an empty pull, keep to one call per interval, whether the API
+		// held it (up to 30 s of a longer interval) or could not (no wait
+		// slot free); after an error, wait the interval before retrying.
+		pause := time.Duration(0)
+		switch {
+		case err != nil:
+			pause = f.cfg.Interval
+		case delivered == 0:
+			pause = time.Until(began.Add(f.cfg.Interval))
+		}
+		if pause > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
 	}
 }
 
+// hold is how long each pull asks the API to hold: the interval, within
+// the API's limit.
+func (f *forwarder) hold() time.Duration { return min(f.cfg.Interval, contract.MaxWait) }
+
 // pull delivers everything captured after the cursor, oldest first,
-// following next until caught up.
-func (f *forwarder) pull(ctx context.Context) error {
+// following next until caught up, and returns how many it delivered. Its
+// first call holds until a request is captured or the interval passes.
+func (f *forwarder) pull(ctx context.Context) (int, error) {
 	if f.last == "" {
-		return f.pullFresh(ctx, "")
+		return f.pullFresh(ctx, "", f.hold())
 	}
+	delivered, hold := 0, f.hold()
 	for {
 		after := f.last
-		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
-			return f.api.Requests(ctx, f.cfg.Endpoint, apiclient.RequestQuery{After: after, Limit: contract.MaxLimit})
-		})
+		l, err := f.list(ctx, apiclient.RequestQuery{After: after, Limit: contract.MaxLimit, Wait: hold})
 		if contract.IsCode(err, contract.CodeInvalidCursor) {
-			return f.pullFresh(ctx, after)
+			n, err := f.pullFresh(ctx, after, 0)
+			return delivered + n, err
 		}
 		if err != nil {
-			return err
+			return delivered, err
 		}
 		for i := len(l.Items) - 1; i >= 0; i-- {
 			if err := f.deliver(ctx, l.Items[i]); err != nil {
-				return err
+				return delivered, err
 			}
+			delivered++
 		}
 		if l.Next == "" || len(l.Items) == 0 {
-			return nil
+			return delivered, nil
 		}
+		// More are known to be there: no holding for them.
+		hold = 0
 	}
 }
 
-// pullFresh lists without a cursor: at the start when the endpoint was
-// empty, or when the cursor named by gone no longer exists. The newest
-// capture becomes the cursor; captures received after everything seen so
-// far are delivered, so nothing is delivered twice.
-func (f *forwarder) pullFresh(ctx context.Context, gone string) error {
+// errNoWaitSlot stands for a too_many_waits answer, which the client does
+// not wait out as other 429s: it lists without holding instead.
+var errNoWaitSlot = errors.New("no wait slot")
+
+// list lists the endpoint's requests. A call that asks to hold takes one
+// of the project's few wait slots; when all are taken (by other clients,
+// viewers, tests), it lists without holding, and the loop's pause keeps
+// it to one call per interval until a slot frees.
+func (f *forwarder) list(ctx context.Context, q apiclient.RequestQuery) (contract.List[contract.RequestSummary], error) {
+	if q.Wait > 0 {
+		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
+			l, err := f.api.Requests(ctx, f.cfg.Endpoint, q)
+			if contract.IsCode(err, contract.CodeTooManyWaits) {
+				return l, errNoWaitSlot
+			}
+			return l, err
+		})
+		if !errors.Is(err, errNoWaitSlot) {
+			if err == nil && f.noWaitSlot {
+				f.noWaitSlot = false
+				f.out.info("a wait slot is free again; requests are delivered as they are captured")
+			}
+			return l, err
+		}
+		if !f.noWaitSlot {
+			f.noWaitSlot = true
+			f.out.info("all of the project's wait slots are taken (too_many_waits); pulling every %s until one frees", f.cfg.Interval)
+		}
+		q.Wait = 0
+	}
+	return callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
+		return f.api.Requests(ctx, f.cfg.Endpoint, q)
+	})
+}
+
+// pullFresh lists without a cursor: while the endpoint is empty (holding
+// up to hold for its first capture), or when the cursor named by gone no
+// longer exists. The newest capture becomes the cursor; captures received
+// after everything seen so far are delivered, so nothing is delivered
+// twice.
+func (f *forwarder) pullFresh(ctx context.Context, gone string, hold time.Duration) (int, error) {
 	var fresh []contract.RequestSummary
 	newestID := ""
-	q := apiclient.RequestQuery{Limit: contract.MaxLimit}
+	q := apiclient.RequestQuery{Limit: contract.MaxLimit, Wait: hold}
 	for {
-		l, err := callAPI(ctx, f, func() (contract.List[contract.RequestSummary], error) {
-			return f.api.Requests(ctx, f.cfg.Endpoint, q)
-		})
+		l, err := f.list(ctx, q)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		q.Wait = 0
 		if newestID == "" && len(l.Items) > 0 {
 			newestID = l.Items[0].ID
 		}
@@ -398,13 +458,13 @@ func (f *forwarder) pullFresh(ctx context.Context, gone string) error {
 	}
 	for i := len(fresh) - 1; i >= 0; i-- {
 		if err := f.deliver(ctx, fresh[i]); err != nil {
-			return err
+			return len(fresh) - 1 - i, err
 		}
 	}
 	if newestID != "" {
 		f.last = newestID
 	}
-	return nil
+	return len(fresh), nil
 }
 
 // deliver fetches one capture, sends it to the handler once, reports the

@@ -253,15 +253,21 @@ func (s *Server) Run(ctx context.Context) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 
+	ops := newOps(s.store, s.log)
 	apiHandler := api.New(s.store, api.Config{
 		SMTPHost:      cfg.SMTPHost,
 		StartTLSPorts: ports(s.StartTLSAddrs()),
 		TLSPorts:      ports(s.TLSAddrs()),
 		CaptureBase:   s.CaptureBase(),
 		Logger:        s.log,
+		Refused:       ops.metrics.Refused,
 	})
+	ops.metrics.CollectWaits(apiHandler.WaitsByProject)
+	s.store.SetObserver(ops.metrics)
+	defer s.store.SetObserver(nil)
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", apiHandler)
+	ops.register(mux)
 	if cfg.MCP != nil {
 		mux.Handle("/mcp", cfg.MCP(s.APIBase()))
 	}
@@ -307,16 +313,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveHTTP(httpSrv, s.httpLn) })
-	g.Go(func() error { return serveHTTP(captureSrv, s.captureLn) })
+	count := ops.metrics.Listener
+	g.Go(func() error { return serveHTTP(httpSrv, count("http", s.httpLn)) })
+	g.Go(func() error { return serveHTTP(captureSrv, count("capture", s.captureLn)) })
 	if emailSrv != nil {
-		g.Go(func() error { return serveHTTP(emailSrv, emailapi.Listener(s.emailLn)) })
+		g.Go(func() error { return serveHTTP(emailSrv, emailapi.Listener(count("email_api", s.emailLn))) })
 	}
 	for _, l := range s.startTLSLns {
-		g.Go(func() error { return smtpSrv.Serve(l, false) })
+		g.Go(func() error { return smtpSrv.Serve(count("smtp_starttls", l), false) })
 	}
 	for _, l := range s.tlsLns {
-		g.Go(func() error { return smtpSrv.Serve(l, true) })
+		g.Go(func() error { return smtpSrv.Serve(count("smtp_tls", l), true) })
 	}
 	g.Go(func() error {
 		s.prune(gctx)

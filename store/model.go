@@ -165,6 +165,18 @@ type RequestSummary struct {
 	Size        int64
 	ReceivedAt  time.Time
 	RemoteAddr  string
+	// LastDelivery is the newest delivery of the request; nil when it was
+	// never replayed or forwarded.
+	LastDelivery *DeliverySummary
+}
+
+// DeliverySummary is what a list shows of a delivery: enough to tell
+// whether the request reached its target.
+type DeliverySummary struct {
+	Kind           string
+	Status         string
+	ResponseStatus *int
+	CreatedAt      time.Time
 }
 
 type Request struct {

@@ -43,27 +43,52 @@ type requestRow struct {
 	args       []any
 }
 
+// requestSummaryCols are a request's list columns, its newest delivery's
+// included (joined with lastDeliveryJoin).
 const requestSummaryCols = `requests.endpoint_id, requests.method, requests.path, requests.query,
-	requests.content_type, requests.size, requests.received_at, requests.remote_addr`
+	requests.content_type, requests.size, requests.received_at, requests.remote_addr,
+	ld.kind, ld.status, ld.response_status, ld.created_at`
+
+// lastDeliveryJoin finds each listed request's newest delivery through the
+// deliveries_request index: one index probe and one row per request shown,
+// whatever the number of requests stored, and no column to keep in step on
+// every delivery.
+const lastDeliveryJoin = `LEFT JOIN deliveries ld ON ld.seq =
+	(SELECT max(d.seq) FROM deliveries d WHERE d.request_seq = requests.seq)`
 
 func scanRequestSummary(r interface{ Scan(...any) error }, base *row, extra ...any) (RequestSummary, error) {
 	var q RequestSummary
 	var ct sql.NullString
 	var received int64
+	var ldKind, ldStatus sql.NullString
+	var ldResponse, ldCreated sql.NullInt64
 	dest := append([]any{&base.seq, &base.id, &q.EndpointID, &q.Method, &q.Path, &q.Query, &ct, &q.Size,
-		&received, &q.RemoteAddr}, extra...)
+		&received, &q.RemoteAddr, &ldKind, &ldStatus, &ldResponse, &ldCreated}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return RequestSummary{}, err
 	}
 	q.ID = base.id
 	q.ContentType = strPtr(ct)
 	q.ReceivedAt = fromMS(received)
+	if ldKind.Valid {
+		q.LastDelivery = &DeliverySummary{Kind: ldKind.String, Status: ldStatus.String,
+			ResponseStatus: intPtr(ldResponse), CreatedAt: fromMS(ldCreated.Int64)}
+	}
 	return q, nil
+}
+
+func intPtr(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
 }
 
 // Requests pages through an endpoint's captured requests, newest first.
 func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter, p Page) (List[RequestSummary], error) {
-	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols}
+	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols,
+		joins: lastDeliveryJoin}
 	if f.Method != "" {
 		k.where = append(k.where, "requests.method = ? COLLATE NOCASE")
 		k.whereArgs = append(k.whereArgs, f.Method)
@@ -90,7 +115,7 @@ func (s *Store) Request(ctx context.Context, projectID, id string) (Request, err
 	var body []byte
 	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
 		requests.headers, requests.body FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
-		WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
+		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
 	}
@@ -126,10 +151,7 @@ func (s *Store) deliveries(ctx context.Context, requestSeq int64) ([]Delivery, e
 		if err := rows.Scan(&d.ID, &d.Kind, &d.TargetURL, &d.Status, &status, &errText, &d.DurationMS, &created); err != nil {
 			return nil, err
 		}
-		if status.Valid {
-			v := int(status.Int64)
-			d.ResponseStatus = &v
-		}
+		d.ResponseStatus = intPtr(status)
 		d.Error = strPtr(errText)
 		d.CreatedAt = fromMS(created)
 		out = append(out, d)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -39,6 +40,7 @@ type Store struct {
 	rdb       *sql.DB
 	notify    *notifier
 
+	observer   atomic.Pointer[observer]
 	ops        chan *writeOp
 	quit       chan struct{}
 	writerDone chan struct{}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,4 +103,43 @@ func BenchmarkInsertMessage(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
+// BenchmarkListRequestsLastDelivery lists the newest page of an endpoint
+// holding a million requests, a tenth of them delivered, each item with its
+// newest delivery: the join costs one index probe per listed request, so
+// the page costs what it costs on an empty endpoint.
+func BenchmarkListRequestsLastDelivery(b *testing.B) {
+	s, endpointID := benchStore(b)
+	const requests, deliveredEvery = 1_000_000, 10
+	err := s.write(b.Context(), func(t *wtx) error {
+		rows := make([][]any, 0, maxRowsPerInsert)
+		for i := range requests {
+			rows = append(rows, []any{NewID("req_"), endpointID, ms(time.Now()), "POST", "/hook", "",
+				"application/json", 2, "127.0.0.1:1", "[]", []byte("{}")})
+			if len(rows) == maxRowsPerInsert || i == requests-1 {
+				if err := t.insertRows("requests", requestColumns, rows); err != nil {
+					return err
+				}
+				rows = rows[:0]
+			}
+		}
+		_, err := t.exec(`INSERT INTO deliveries (id, request_seq, kind, target_url, status, response_status, duration_ms, created_at)
+			SELECT 'dlv_' || seq, seq, 'forward', 'http://localhost:3000/hook', 'delivered', 200, 1, received_at
+			FROM requests WHERE seq % ? = 0`, deliveredEvery)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, limit := range []int{20, MaxLimit} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			for b.Loop() {
+				l, err := s.Requests(b.Context(), endpointID, RequestFilter{}, Page{Limit: limit})
+				if err != nil || len(l.Items) != limit || l.Items[0].LastDelivery == nil && l.Items[9].LastDelivery == nil {
+					b.Fatalf("Requests = %d items, %v", len(l.Items), err)
+				}
+			}
+		})
+	}
 }

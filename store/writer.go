@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // maxBatch bounds one group commit so a burst cannot hold the write lock
@@ -21,6 +22,11 @@ type writeOp struct {
 	done    chan error
 	// wake lists the collections whose waiters the commit must wake.
 	wake []string
+	// queued is when the operation was handed to the writer; capture and
+	// collection name the capture it stored (request does for its own).
+	queued     time.Time
+	capture    CaptureKind
+	collection string
 }
 
 type writer struct {
@@ -37,6 +43,9 @@ type wtx struct {
 	// bumps collects counter increments that the batch applies once per
 	// collection instead of once per capture.
 	bumps map[bump]int64
+	// capture and collection name the capture the operation counted.
+	capture    CaptureKind
+	collection string
 }
 
 type bump struct{ table, column, id string }
@@ -104,7 +113,10 @@ func (t *wtx) insertRows(table, columns string, rows [][]any) error {
 
 // countCapture adds one to a collection's capture counter before the
 // batch commits.
-func (t *wtx) countCapture(table, column, id string) { t.bumps[bump{table, column, id}]++ }
+func (t *wtx) countCapture(table, column, id string) {
+	t.bumps[bump{table, column, id}]++
+	t.capture, t.collection = captureKindOf(table), id
+}
 
 // wakeAfterCommit marks a collection whose waiters the commit wakes.
 func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, collectionID) }
@@ -119,6 +131,7 @@ func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 }
 
 func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
+	op.queued = time.Now()
 	select {
 	case s.ops <- op:
 	case <-ctx.Done():
@@ -208,6 +221,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 			wake = append(wake, op.wake...)
 			op.done <- nil
 		}
+		s.observeCommit(batch)
 		s.notify.notify(wake)
 		return
 	}
@@ -246,6 +260,7 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 			return err
 		}
 		op.wake = t.wake
+		op.capture, op.collection = t.capture, t.collection
 	}
 	if err := t.insertRows("requests", requestColumns, rows); err != nil {
 		return err

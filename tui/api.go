@@ -27,7 +27,7 @@ const (
 	opOlder
 	opPoll
 	opDetail
-	opStatus
+	opDeliveries
 )
 
 type meMsg struct {
@@ -70,9 +70,12 @@ type rawMsg struct {
 	err error
 }
 
-type statusMsg struct {
-	last map[string]*contract.Delivery
-	err  error
+// deliveriesMsg answers a fresh read of an endpoint's newest page, for the
+// last delivery of each request shown.
+type deliveriesMsg struct {
+	gen   int
+	items []capture
+	err   error
 }
 
 type replayMsg struct {
@@ -118,11 +121,9 @@ const (
 	// followDelay is how long the list cursor must rest on a capture
 	// before the side-by-side detail fetches it.
 	followDelay = 120 * time.Millisecond
-	// refreshEvery re-reads the sources' counts, which no wait covers.
+	// refreshEvery re-reads what no wait covers: the sources' counts, and
+	// the deliveries of requests already shown.
 	refreshEvery = 5 * time.Second
-	// statusMaxBody skips fetching huge requests only to learn their last
-	// delivery; opening one still shows it.
-	statusMaxBody = 256 << 10
 )
 
 func loadMe(ctx context.Context, c *apiclient.Client) tea.Cmd {
@@ -219,24 +220,13 @@ func loadRaw(ctx context.Context, c *apiclient.Client, id string) tea.Cmd {
 	}
 }
 
-// loadStatuses learns the last delivery of each request, one call at a
-// time: the list shows it and no list route carries it.
-func loadStatuses(ctx context.Context, c *apiclient.Client, ids []string) tea.Cmd {
+// loadDeliveries reads the newest page of an endpoint again: its items
+// carry each request's last delivery, which a forwarding client records a
+// moment after the capture. One call, however many requests are shown.
+func loadDeliveries(ctx context.Context, c *apiclient.Client, gen int, q listQuery) tea.Cmd {
 	return func() tea.Msg {
-		out := statusMsg{last: map[string]*contract.Delivery{}}
-		for _, id := range ids {
-			r, err := c.Request(ctx, id)
-			if contract.IsCode(err, contract.CodeNotFound) {
-				out.last[id] = nil // deleted meanwhile: nothing to show
-				continue
-			}
-			if err != nil {
-				out.err = err
-				return out
-			}
-			out.last[id] = lastDelivery(r.Deliveries)
-		}
-		return out
+		items, _, err := q.run(ctx, c)
+		return deliveriesMsg{gen: gen, items: items, err: err}
 	}
 }
 
@@ -270,8 +260,8 @@ func deleteCapture(ctx context.Context, c *apiclient.Client, id string, k source
 	}
 }
 
-func tick() tea.Cmd {
-	return tea.Tick(refreshEvery, func(time.Time) tea.Msg { return tickMsg{} })
+func tick(every time.Duration) tea.Cmd {
+	return tea.Tick(every, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
 // describe turns an API error into a short line for the status bar.

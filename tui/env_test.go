@@ -193,10 +193,13 @@ type tui struct {
 	m  *Model
 }
 
-func (e *env) run(cfg Config) *tui {
+func (e *env) run(cfg Config, tune ...func(*Model)) *tui {
 	e.t.Helper()
 	m := NewModel(e.t.Context(), cfg)
 	m.retryBase, m.retryMax = 100*time.Millisecond, 500*time.Millisecond
+	for _, f := range tune {
+		f(m)
+	}
 	tm := teatest.NewTestModel(e.t, harness{m}, teatest.WithInitialTermSize(80, 24))
 	u := &tui{t: e.t, tm: tm, m: m}
 	e.t.Cleanup(func() {

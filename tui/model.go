@@ -142,11 +142,10 @@ type Model struct {
 	pollSeq     int
 	pollGen     int // list generation the poll in flight is for
 
-	detail      detail
-	showHeaders bool
-	last        map[string]*contract.Delivery // last delivery by request id; nil value: none
-	statusBusy  bool
-	replays     map[string]contract.Replay
+	detail         detail
+	showHeaders    bool
+	deliveriesBusy bool
+	replays        map[string]contract.Replay
 
 	mode        mode
 	input       textinput.Model
@@ -164,6 +163,8 @@ type Model struct {
 	retryIn  map[op]time.Duration
 
 	retryBase, retryMax time.Duration
+	// refreshEvery, when set, replaces the package's refresh interval.
+	refreshEvery time.Duration
 }
 
 // NewModel returns the viewer for cfg. Its API calls end when ctx does or
@@ -201,7 +202,6 @@ func NewModel(ctx context.Context, cfg Config) *Model {
 		srcIdx:    -1,
 		focus:     paneList,
 		filters:   map[string]string{},
-		last:      map[string]*contract.Delivery{},
 		replays:   map[string]contract.Replay{},
 		input:     in,
 		errs:      map[op]error{},
@@ -220,7 +220,7 @@ func (m *Model) stop() { m.cancel() }
 
 // Init loads the project and the sources, and starts the refresh clock.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(loadMe(m.ctx, m.client), loadSources(m.ctx, m.client), tick())
+	return tea.Batch(loadMe(m.ctx, m.client), loadSources(m.ctx, m.client), tick(m.refreshInterval()))
 }
 
 // Update handles one message.
@@ -263,19 +263,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.refreshDetail()
 		return m, nil
-	case statusMsg:
-		m.statusBusy = false
-		for id, d := range msg.last {
-			m.last[id] = d
-		}
-		if msg.err != nil {
-			m.record(opStatus, msg.err, 0)
-			return m, nil
-		}
-		m.succeed(opStatus)
-		// Captures listed meanwhile (another endpoint, an older page)
-		// may still lack theirs.
-		return m, m.fetchStatuses(false)
+	case deliveriesMsg:
+		return m, m.applyDeliveries(msg)
 	case replayMsg:
 		return m, m.applyReplay(msg)
 	case deleteMsg:
@@ -416,10 +405,17 @@ func (m *Model) retry(r retryMsg) tea.Cmd {
 	return nil
 }
 
+func (m *Model) refreshInterval() time.Duration {
+	if m.refreshEvery > 0 {
+		return m.refreshEvery
+	}
+	return refreshEvery
+}
+
 // refresh runs every few seconds: counts of every source, which no wait
-// covers, and the delivery status of recent requests.
+// covers, and the last delivery of the requests shown.
 func (m *Model) refresh() tea.Cmd {
-	cmds := []tea.Cmd{tick(), loadSources(m.ctx, m.client), m.fetchStatuses(true)}
+	cmds := []tea.Cmd{tick(m.refreshInterval()), loadSources(m.ctx, m.client), m.refreshDeliveries()}
 	if !m.haveMe {
 		cmds = append(cmds, loadMe(m.ctx, m.client))
 	}
@@ -539,7 +535,7 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 			}
 		}
 		m.list.older = msg.next
-		return m.fetchStatuses(false)
+		return nil
 	}
 	if msg.err != nil {
 		return m.fail(opList, msg.gen, msg.err)
@@ -547,7 +543,7 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 	m.succeed(opList)
 	m.list.items, m.list.older, m.list.loaded = msg.items, msg.next, true
 	m.list.cursor, m.list.offset = 0, 0
-	return tea.Batch(m.startPoll(), m.fetchStatuses(false), m.follow())
+	return tea.Batch(m.startPoll(), m.follow())
 }
 
 func (m *Model) ids() map[string]bool {
@@ -611,7 +607,7 @@ func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
 	if wasEmpty && len(m.list.items) > 0 {
 		m.list.older = msg.next // an uncursored poll returns the newest page
 	}
-	return tea.Batch(m.startPoll(), m.fetchStatuses(false), m.follow())
+	return tea.Batch(m.startPoll(), m.follow())
 }
 
 // merge puts newly arrived captures on top, marked fresh. A cursor resting
@@ -644,33 +640,54 @@ func (m *Model) merge(items []capture) {
 	}
 }
 
-// fetchStatuses learns the last delivery of requests in the list that lack
-// one; recent ones again on each refresh, as a forwarding client records its
-// deliveries a moment after the capture.
-func (m *Model) fetchStatuses(recent bool) tea.Cmd {
+// refreshDeliveries reads the selected endpoint's newest page again for
+// the last delivery of each request, which a forwarding client records a
+// moment after the capture.
+func (m *Model) refreshDeliveries() tea.Cmd {
 	src := m.current()
-	if src == nil || src.kind != kindEndpoint || m.statusBusy || !m.list.loaded {
+	if src == nil || src.kind != kindEndpoint || m.deliveriesBusy || !m.list.loaded {
 		return nil
 	}
-	var ids []string
-	horizon := time.Now().Add(-10 * time.Minute)
+	m.deliveriesBusy = true
+	return loadDeliveries(m.ctx, m.client, m.list.gen, m.query())
+}
+
+func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
+	m.deliveriesBusy = false
+	if errors.Is(msg.err, context.Canceled) && m.ctx.Err() != nil {
+		return nil
+	}
+	if msg.err != nil {
+		m.record(opDeliveries, msg.err, m.refreshInterval())
+		return nil
+	}
+	m.succeed(opDeliveries)
+	if msg.gen != m.list.gen {
+		return nil
+	}
+	for _, c := range msg.items {
+		if c.req != nil {
+			m.setLastDelivery(c.req.ID, c.req.LastDelivery)
+		}
+	}
+	return nil
+}
+
+// setLastDelivery shows d as the last delivery of the request listed as id.
+func (m *Model) setLastDelivery(id string, d *contract.DeliverySummary) {
 	for _, c := range m.list.items {
-		if c.req == nil || c.req.Size > statusMaxBody {
-			continue
-		}
-		d, known := m.last[c.req.ID]
-		if !known || (recent && d == nil && c.req.ReceivedAt.After(horizon)) {
-			ids = append(ids, c.req.ID)
-		}
-		if len(ids) == pageSize {
-			break
+		if c.req != nil && c.req.ID == id {
+			c.req.LastDelivery = d
+			return
 		}
 	}
-	if len(ids) == 0 {
+}
+
+func summarizeDelivery(d *contract.Delivery) *contract.DeliverySummary {
+	if d == nil {
 		return nil
 	}
-	m.statusBusy = true
-	return loadStatuses(m.ctx, m.client, ids)
+	return &contract.DeliverySummary{Kind: d.Kind, Status: d.Status, ResponseStatus: d.ResponseStatus, CreatedAt: d.CreatedAt}
 }
 
 // loadOlder fetches the page before the oldest capture shown.
@@ -756,7 +773,7 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	m.detail.err = nil
 	m.detail.msg, m.detail.req = msg.msg, msg.req
 	if msg.req != nil {
-		m.last[msg.req.ID] = lastDelivery(msg.req.Deliveries)
+		m.setLastDelivery(msg.req.ID, summarizeDelivery(lastDelivery(msg.req.Deliveries)))
 	}
 	m.refreshDetail()
 	if p := m.pendingPick; p != modeNormal {
@@ -781,7 +798,7 @@ func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 	}
 	r := msg.replay
 	m.replays[msg.id] = r
-	m.last[msg.id] = &r.Delivery
+	m.setLastDelivery(msg.id, summarizeDelivery(&r.Delivery))
 	m.setNotice("replay "+replaySummary(r), r.Status != contract.StatusDelivered)
 	if m.detail.id == msg.id && m.detail.req != nil {
 		m.detail.req.Deliveries = append(m.detail.req.Deliveries, r.Delivery)

@@ -299,7 +299,7 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 	avail := inner - 2 - len(clock) - 1
 	var cells []cell
 	if c.req != nil {
-		status, stStyle := m.deliveryCell(c.req.ID)
+		status, stStyle := m.deliveryCell(c.req.LastDelivery)
 		cells = []cell{
 			{fit(c.req.Method, 7), m.st.method},
 			{fit(status, 3), stStyle},
@@ -363,12 +363,9 @@ type cell struct {
 }
 
 // deliveryCell is the list's status column: the last delivery's response
-// status, "err" for one that got none, "—" for none yet, "·" unknown.
-func (m *Model) deliveryCell(id string) (string, lipgloss.Style) {
-	d, known := m.last[id]
+// status, "err" for one that got none, "—" for none yet.
+func (m *Model) deliveryCell(d *contract.DeliverySummary) (string, lipgloss.Style) {
 	switch {
-	case !known:
-		return "·", m.st.dim
 	case d == nil:
 		return "—", m.st.dim
 	case d.ResponseStatus == nil:

@@ -106,6 +106,8 @@ func All[T any](ctx context.Context, list func(context.Context, Page) (contract.
 // are left out.
 type MessageQuery struct {
 	To, From, Subject string
+	// Q is a full-text search (SPEC §16): words ANDed, "quoted phrases".
+	Q string
 	// Since keeps captures received strictly after it.
 	Since time.Time
 	// Wait holds an empty answer open until a match arrives, up to 30 s;
@@ -121,6 +123,7 @@ func (c *Client) Messages(ctx context.Context, inboxID string, q MessageQuery) (
 	setNonEmpty(v, "to", q.To)
 	setNonEmpty(v, "from", q.From)
 	setNonEmpty(v, "subject", q.Subject)
+	setNonEmpty(v, "q", q.Q)
 	setTime(v, q.Since)
 	setWait(v, q.Wait)
 	var out contract.List[contract.MessageSummary]
@@ -135,11 +138,28 @@ func (c *Client) Message(ctx context.Context, id string) (contract.Message, erro
 	return out, err
 }
 
-// MessageLinks lists the links of a message whose URL contains match
-// ("" for all).
-func (c *Client) MessageLinks(ctx context.Context, id, match string) ([]contract.Link, error) {
+// MessageJSON fetches one message as the API wrote it, every field kept,
+// for a caller that passes it on whole.
+func (c *Client) MessageJSON(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := c.getJSON(ctx, "/messages/"+url.PathEscape(id), nil, &out, 0)
+	return out, err
+}
+
+// LinkQuery filters GET /messages/{id}/links; zero fields are left out.
+type LinkQuery struct {
+	// Match keeps links whose URL contains it, case-insensitively.
+	Match string
+	// Kind keeps links of one kind (contract.LinkVerify, …).
+	Kind string
+}
+
+// MessageLinks lists the links of a message that q keeps, in document
+// order.
+func (c *Client) MessageLinks(ctx context.Context, id string, q LinkQuery) ([]contract.Link, error) {
 	v := url.Values{}
-	setNonEmpty(v, "match", match)
+	setNonEmpty(v, "match", q.Match)
+	setNonEmpty(v, "kind", q.Kind)
 	var out contract.List[contract.Link]
 	err := c.getJSON(ctx, "/messages/"+url.PathEscape(id)+"/links", v, &out, 0)
 	return out.Items, err
@@ -171,7 +191,10 @@ func (c *Client) DeleteMessage(ctx context.Context, id string) error {
 type RequestQuery struct {
 	Method string
 	// Path keeps requests whose captured path starts with it.
-	Path          string
+	Path string
+	// Q is a full-text search (SPEC §16) over path, query, header values
+	// and UTF-8 body.
+	Q             string
 	Since         time.Time
 	Wait          time.Duration
 	Before, After string
@@ -183,6 +206,7 @@ func (c *Client) Requests(ctx context.Context, endpointID string, q RequestQuery
 	v := Page{Before: q.Before, After: q.After, Limit: q.Limit}.values()
 	setNonEmpty(v, "method", q.Method)
 	setNonEmpty(v, "path", q.Path)
+	setNonEmpty(v, "q", q.Q)
 	setTime(v, q.Since)
 	setWait(v, q.Wait)
 	var out contract.List[contract.RequestSummary]
@@ -193,6 +217,14 @@ func (c *Client) Requests(ctx context.Context, endpointID string, q RequestQuery
 // Request fetches one captured request with its body and deliveries.
 func (c *Client) Request(ctx context.Context, id string) (contract.Request, error) {
 	var out contract.Request
+	err := c.getJSON(ctx, "/requests/"+url.PathEscape(id), nil, &out, 0)
+	return out, err
+}
+
+// RequestJSON fetches one captured request as the API wrote it, every
+// field kept.
+func (c *Client) RequestJSON(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
 	err := c.getJSON(ctx, "/requests/"+url.PathEscape(id), nil, &out, 0)
 	return out, err
 }
@@ -269,8 +301,13 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 		body = b
 	}
 	b, _, err := c.do(ctx, method, path, q, body, extra)
-	if err != nil || out == nil || len(b) == 0 {
+	if err != nil || out == nil {
 		return err
+	}
+	if len(b) == 0 {
+		// Every answer with a body to decode has one; only a server going
+		// away mid-answer sends nothing.
+		return &UnreachableError{URL: c.base, Err: errors.New("the API sent an empty answer")}
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)

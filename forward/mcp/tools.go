@@ -327,7 +327,7 @@ func (t tools) getMessage(ctx context.Context, in getMessageIn) (messageOut, err
 }
 
 func (t tools) getMessageLinks(ctx context.Context, in getMessageLinksIn) (linksOut, error) {
-	links, err := t.c.MessageLinks(ctx, in.MessageID, in.Match)
+	links, err := t.c.MessageLinks(ctx, in.MessageID, apiclient.LinkQuery{Match: in.Match})
 	if err != nil {
 		return linksOut{}, err
 	}

@@ -59,6 +59,8 @@ type Config struct {
 	Logger      *slog.Logger
 	// ReplayClient sends replays; nil means a client with the 10 s timeout.
 	ReplayClient *http.Client
+	// Refused, if set, hears the code of every error answer.
+	Refused func(code string)
 }
 
 // API is the read API handler.
@@ -94,10 +96,10 @@ func New(st Store, cfg Config) *API {
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no such route"})
+		a.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no such route"})
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		contract.WriteError(w, contract.Errorf(contract.CodeMethodNotAllowed, "method %s is not allowed here", req.Method))
+		a.writeError(w, contract.Errorf(contract.CodeMethodNotAllowed, "method %s is not allowed here", req.Method))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
@@ -209,6 +211,17 @@ func (a *API) acquireWait(project store.Project) bool {
 	}
 	a.waits[project.ID]++
 	return true
+}
+
+// WaitsByProject returns the waits in progress by project id.
+func (a *API) WaitsByProject() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.waits))
+	for project, n := range a.waits {
+		out[project] = n
+	}
+	return out
 }
 
 func (a *API) releaseWait(projectID string) {

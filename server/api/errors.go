@@ -33,6 +33,14 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errInternal
 	}
+	a.writeError(w, e)
+}
+
+// writeError answers with e, counted by its code.
+func (a *API) writeError(w http.ResponseWriter, e *contract.Error) {
+	if a.cfg.Refused != nil {
+		a.cfg.Refused(e.Code)
+	}
 	contract.WriteError(w, e)
 }
 

@@ -122,8 +122,13 @@ func renderMessage(m store.Message) contract.Message {
 }
 
 func renderRequestSummary(r store.RequestSummary) contract.RequestSummary {
-	return contract.RequestSummary{ID: r.ID, EndpointID: r.EndpointID, Method: r.Method, Path: r.Path, Query: r.Query,
+	out := contract.RequestSummary{ID: r.ID, EndpointID: r.EndpointID, Method: r.Method, Path: r.Path, Query: r.Query,
 		ContentType: r.ContentType, Size: r.Size, ReceivedAt: wireTime(r.ReceivedAt), RemoteAddr: r.RemoteAddr}
+	if d := r.LastDelivery; d != nil {
+		out.LastDelivery = &contract.DeliverySummary{Kind: d.Kind, Status: d.Status, ResponseStatus: d.ResponseStatus,
+			CreatedAt: wireTime(d.CreatedAt)}
+	}
+	return out
 }
 
 func renderRequest(r store.Request) contract.Request {

@@ -265,6 +265,18 @@ type Message struct {
 	Links       []Link       `json:"links"`
 	Attachments []Attachment `json:"attachments"`
 	Warnings    []string     `json:"warnings"`
+
+	// Codes are the verification codes found at ingest, most likely first
+	// (SPEC §15). Left out of the answer by a server that does not find
+	// them, so that its answers stay what its schema says.
+	Codes []Code `json:"codes,omitempty"`
+}
+
+// Code is a one-time password or verification code a message presents,
+// without its separators, with up to 80 characters of the text around it.
+type Code struct {
+	Value   string `json:"value"`
+	Context string `json:"context"`
 }
 
 // Envelope is the SMTP envelope a message arrived with.
@@ -284,7 +296,23 @@ type Link struct {
 	URL    string  `json:"url"`
 	Text   *string `json:"text"`
 	Origin string  `json:"origin"`
+
+	// Kind is what the link is for (LinkVerify, …), judged from its URL
+	// and text at ingest; left out by a server that does not judge it.
+	Kind string `json:"kind,omitempty"`
 }
+
+// Link kinds (SPEC §15); every link is one of them.
+const (
+	LinkVerify      = "verify"
+	LinkReset       = "reset"
+	LinkLogin       = "login"
+	LinkUnsubscribe = "unsubscribe"
+	LinkOther       = "other"
+)
+
+// LinkKinds are the link kinds in the order SPEC §15 lists them.
+var LinkKinds = []string{LinkVerify, LinkReset, LinkLogin, LinkUnsubscribe, LinkOther}
 
 // Attachment describes one attachment or inline part of a message.
 type Attachment struct {
@@ -307,6 +335,19 @@ type RequestSummary struct {
 	Size        int64   `json:"size"`
 	ReceivedAt  Time    `json:"received_at"`
 	RemoteAddr  string  `json:"remote_addr"`
+
+	// LastDelivery is the newest replay or forward of the request; nil
+	// (null) when there was none.
+	LastDelivery *DeliverySummary `json:"last_delivery"`
+}
+
+// DeliverySummary is the part of a delivery a list item carries: enough to
+// show whether the request reached its target.
+type DeliverySummary struct {
+	Kind           string `json:"kind"`
+	Status         string `json:"status"`
+	ResponseStatus *int   `json:"response_status"`
+	CreatedAt      Time   `json:"created_at"`
 }
 
 // Target is the path with its query, as the sender appended it to the

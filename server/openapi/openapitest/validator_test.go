@@ -513,6 +513,14 @@ func TestCheckRejects(t *testing.T) {
 			header: jsonHeader, resp: mutate(t, "request.json", func(m map[string]any) {
 				obj(m, "deliveries")["duration_ms"] = 1.5
 			})}, "/deliveries/0/duration_ms"},
+		{exchange{name: "list item missing last_delivery", method: "GET", target: "/api/v1/endpoints/whe_A1/requests", status: 200,
+			header: jsonHeader, resp: mutate(t, "request_list.json", func(m map[string]any) {
+				delete(obj(m, "items"), "last_delivery")
+			})}, `"last_delivery" is missing`},
+		{exchange{name: "last_delivery of an unknown kind", method: "GET", target: "/api/v1/requests/req_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "request.json", func(m map[string]any) {
+				m["last_delivery"].(map[string]any)["kind"] = "pigeon"
+			})}, "/last_delivery"},
 		{exchange{name: "request headers as strings", method: "GET", target: "/api/v1/requests/req_A1", status: 200,
 			header: jsonHeader, resp: mutate(t, "request.json", func(m map[string]any) {
 				m["headers"] = map[string]any{"Content-Type": "application/json"}

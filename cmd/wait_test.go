@@ -1,0 +1,459 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/smtp"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/cmd/bench"
+)
+
+// served is a `capture serve` process of the real binary, on free
+// loopback ports in a throwaway data dir, as `capture bench` runs one.
+type served struct {
+	*bench.Target
+	api, key, inbox string
+}
+
+func serveBinary(t *testing.T) *served {
+	t.Helper()
+	target, err := bench.Start(t.Context(), binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := target.Stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &served{Target: target, api: target.API, key: target.Key, inbox: target.InboxID}
+}
+
+// mail sends one message over STARTTLS, trusting the server's local CA,
+// and returns once the server acknowledged it (after its commit).
+func (s *served) mail(t *testing.T, to, subject, body string) {
+	t.Helper()
+	if err := s.send(to, subject, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *served) send(to, subject, body string) error {
+	pem, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	c, err := smtp.Dial(s.StartTLSAddr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.StartTLS(&tls.Config{RootCAs: roots, ServerName: "localhost"}); err != nil {
+		return err
+	}
+	if err := c.Auth(smtp.PlainAuth("", s.inbox, s.SMTPPassword, "127.0.0.1")); err != nil {
+		return err
+	}
+	if err := c.Mail("app@example.com"); err != nil {
+		return err
+	}
+	if err := c.Rcpt(strings.Trim(to[strings.LastIndex(to, " ")+1:], "<>")); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	msg := "From: App <app@example.com>\r\nTo: " + to + "\r\nSubject: " + subject + "\r\n\r\n" +
+		strings.ReplaceAll(body, "\n", "\r\n")
+	if _, err := io.WriteString(w, msg); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+// hook posts a webhook to the endpoint and returns its id.
+func (s *served) hook(t *testing.T, method, target string, body []byte) string {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.CaptureURL+target, bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("capture answered %d, %v", resp.StatusCode, err)
+	}
+	return v.ID
+}
+
+// get calls the read API directly.
+func (s *served) get(t *testing.T, path string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.api+path, nil)
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// run is one `capture wait` as a script runs it: environment with the key,
+// stdout and stderr apart.
+type waitRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	code           int
+}
+
+func (s *served) start(t *testing.T, api string, args ...string) *waitRun {
+	t.Helper()
+	r := &waitRun{done: make(chan struct{})}
+	r.cmd = exec.Command(binary, append(append([]string{"wait"}, args...), "--api", api)...)
+	r.cmd.Env = append(cleanEnv(), "CAPTURE_API_KEY="+s.key, "CAPTURE_DATA_DIR="+t.TempDir())
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.cmd.Wait()
+		r.code = r.cmd.ProcessState.ExitCode()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+func (r *waitRun) wait(t *testing.T) *waitRun {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("capture wait still running after 60 s; stderr: %s", r.stderr.String())
+	}
+	return r
+}
+
+// waitNow runs `capture wait` to its end against the server.
+func (s *served) waitNow(t *testing.T, args ...string) *waitRun {
+	t.Helper()
+	return s.start(t, s.api, args...).wait(t)
+}
+
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CAPTURE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// holding is a proxy to the read API that says when a list call asking to
+// hold arrives: a `capture wait` started through it is then past its start
+// and waiting, so what is captured next is certainly new to it.
+type holding struct {
+	api   string
+	calls chan string
+}
+
+func (s *served) holdingProxy(t *testing.T) *holding {
+	u, _ := url.Parse(strings.TrimSuffix(s.api, "/api/v1"))
+	rp := httputil.NewSingleHostReverseProxy(u)
+	h := &holding{calls: make(chan string, 100)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if w := r.URL.Query().Get("wait"); w != "" && w != "0" {
+			h.calls <- r.URL.RawQuery
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	h.api = srv.URL + "/api/v1"
+	return h
+}
+
+func (h *holding) held(t *testing.T) string {
+	t.Helper()
+	select {
+	case q := <-h.calls:
+		return q
+	case <-time.After(30 * time.Second):
+		t.Fatal("capture wait never started a held poll")
+	}
+	return ""
+}
+
+func (r *waitRun) expect(t *testing.T, code int, stdout, stderrContains string) {
+	t.Helper()
+	if r.code != code || r.stdout.String() != stdout || !strings.Contains(r.stderr.String(), stderrContains) {
+		t.Errorf("capture %s\nexit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr containing %q",
+			strings.Join(r.cmd.Args[1:], " "), r.code, r.stdout.String(), r.stderr.String(), code, stdout, stderrContains)
+	}
+	if code == 0 && r.stderr.Len() > 0 {
+		t.Errorf("stderr on success: %q", r.stderr.String())
+	}
+}
+
+func TestWaitEmail(t *testing.T) {
+	s := serveBinary(t)
+	s.mail(t, "alice@example.com", "Old news", "From before the wait.")
+
+	// What was there before the start never counts.
+	s.waitNow(t, "email", "--to", "alice@example.com", "--timeout", "1s").
+		expect(t, 1, "", "no email to alice@example.com within 1s")
+
+	// The confirmation email arrives while the wait holds: its link is
+	// printed alone. The timeout is beyond one long-poll.
+	p := s.holdingProxy(t)
+	r := s.start(t, p.api, "email", "--to", "alice@example.com", "--print", "link", "--match", "/confirm", "--timeout", "90s")
+	if q := p.held(t); !strings.Contains(q, "wait=30") || !strings.Contains(q, "since=") {
+		t.Errorf("held poll %q: want wait=30 with since", q)
+	}
+	s.mail(t, "Alice <alice@example.com>", "Confirm your address",
+		"Welcome!\nhttps://app.test/home\nConfirm: https://app.test/confirm?t=abc123\n")
+	r.wait(t).expect(t, 0, "https://app.test/confirm?t=abc123\n", "")
+
+	// --since reaches back; of several matches the oldest is printed.
+	s.waitNow(t, "email", "--to", "alice@", "--since", "1m", "--print", "subject").expect(t, 0, "Old news\n", "")
+	s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "text").
+		expect(t, 0, "Welcome!\nhttps://app.test/home\nConfirm: https://app.test/confirm?t=abc123\n", "")
+
+	r = s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "json")
+	var m map[string]any
+	if err := json.Unmarshal(r.stdout.Bytes(), &m); err != nil || m["subject"] != "Confirm your address" || m["body"] == nil {
+		t.Errorf("--print json: %v, %s", err, r.stdout.String())
+	}
+	id, _ := m["id"].(string)
+	s.waitNow(t, "email", "--subject", "confirm", "--since", "1m").expect(t, 0, id+"\n", "")
+
+	// Arrived, but without the part: exit 3 and its id on stderr.
+	s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "link", "--match", "/reset").
+		expect(t, 3, "", id)
+	s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "html").expect(t, 3, "", id)
+
+	// Wrong usage and configuration: exit 2 and one line.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"email", "--print", "body"}, "--print"},
+		{[]string{"email", "--kind", "verify"}, "--print link"},
+		{[]string{"email", "--print", "link", "--kind", "confirm"}, "--kind"},
+		{[]string{"email", "--since", "yesterday"}, "--since"},
+		{[]string{"email", "--timeout", "0s"}, "--timeout"},
+		{[]string{"email", "--bogus"}, "bogus"},
+		{[]string{"request", "--to", "x"}, "unknown flag"},
+		{[]string{"email", "--inbox", "nope", "--timeout", "1s"}, `no inbox "nope"`},
+	} {
+		r := s.waitNow(t, tt.args...)
+		if r.code != 2 || r.stdout.Len() > 0 || !strings.Contains(r.stderr.String(), tt.want) {
+			t.Errorf("capture wait %v: exit %d, stdout %q, stderr %q; want 2 and %q", tt.args, r.code, r.stdout.String(), r.stderr.String(), tt.want)
+		}
+	}
+	if r := capture(t, "wait", "message"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "message"`) {
+		t.Errorf("wait message: %+v", r)
+	}
+	noKey := exec.Command(binary, "wait", "email", "--data-dir", t.TempDir())
+	noKey.Env = cleanEnv()
+	out, err := noKey.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "no API key") {
+		t.Errorf("no key: %v, %s", err, out)
+	}
+	s.start(t, "http://127.0.0.1:1/api/v1", "email", "--timeout", "5s").wait(t).expect(t, 2, "", "cannot reach the API")
+}
+
+func TestWaitRequest(t *testing.T) {
+	s := serveBinary(t)
+	s.hook(t, "POST", "/ci/1/hook", []byte("earlier run"))
+
+	p := s.holdingProxy(t)
+	r := s.start(t, p.api, "request", "--path", "/ci/2/", "--method", "put", "--print", "body", "--endpoint", "default")
+	p.held(t)
+	binaryBody := []byte{0xff, 0x00, 'a', '\n', 0xfe}
+	s.hook(t, "POST", "/ci/2/hook", []byte("wrong method"))
+	id := s.hook(t, "PUT", "/ci/2/hook?x=1", binaryBody)
+	r.wait(t)
+	if r.code != 0 || !bytes.Equal(r.stdout.Bytes(), binaryBody) {
+		t.Errorf("--print body: exit %d, stdout %q, stderr %q; want the body byte for byte", r.code, r.stdout.Bytes(), r.stderr.String())
+	}
+
+	s.waitNow(t, "request", "--method", "PUT", "--since", "1m").expect(t, 0, id+"\n", "")
+	s.waitNow(t, "request", "--method", "PUT", "--since", "1m", "--print", "path").expect(t, 0, "/ci/2/hook\n", "")
+	r = s.waitNow(t, "request", "--path", "/ci/2/", "--since", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "--print", "json")
+	var m map[string]any
+	if json.Unmarshal(r.stdout.Bytes(), &m) != nil || m["method"] != "POST" || m["body"] != "wrong method" {
+		t.Errorf("--print json: %s", r.stdout.String())
+	}
+	s.waitNow(t, "request", "--path", "/ci/3/", "--timeout", "1500ms").
+		expect(t, 1, "", "no request under /ci/3/ within 1.5s")
+	s.waitNow(t, "request", "--endpoint", "whe_nope", "--timeout", "1s").expect(t, 2, "", `no endpoint "whe_nope"`)
+	s.waitNow(t, "request", "--print", "subject").expect(t, 2, "", "--print")
+}
+
+// --print code, --kind and --q need the server to find codes, judge link
+// kinds and search (SPEC §15, §16). Each part skips, saying so, while the
+// server does not yet: it leaves codes out of a message, or refuses kind=
+// and q= as unknown parameters.
+func TestWaitCodesKindsSearch(t *testing.T) {
+	s := serveBinary(t)
+	s.mail(t, "bob@example.com", "Your sign-in code",
+		"Hi Bob,\n\nYour verification code is 482915. It expires in 10 minutes.\n\n"+
+			"Or verify your email address: https://app.test/verify?token=v1\n"+
+			"Unsubscribe: https://app.test/unsubscribe?u=1\n")
+	s.mail(t, "bob@example.com", "Your receipt", "Order #77812 total $42.00. Thanks, zebra-quartz customer.\n")
+	_, list := s.get(t, "/inboxes/"+s.inbox+"/messages?limit=2")
+	items, _ := list["items"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("messages: %v", list)
+	}
+	codeID := items[1].(map[string]any)["id"].(string)
+
+	t.Run("code", func(t *testing.T) {
+		if _, msg := s.get(t, "/messages/"+codeID); msg["codes"] == nil {
+			t.Skip("the server does not report codes on messages yet (SPEC §15): --print code is NOT tested")
+		}
+		s.waitNow(t, "email", "--subject", "sign-in", "--since", "1m", "--print", "code").expect(t, 0, "482915\n", "")
+		s.waitNow(t, "email", "--subject", "receipt", "--since", "1m", "--print", "code").expect(t, 3, "", "no verification code")
+	})
+	t.Run("kind", func(t *testing.T) {
+		if status, body := s.get(t, "/messages/"+codeID+"/links?kind=verify"); status == 400 && refuses(body, "kind") {
+			t.Skip("the server refuses kind= on the links route (SPEC §15): --kind is NOT tested")
+		}
+		s.waitNow(t, "email", "--subject", "sign-in", "--since", "1m", "--print", "link", "--kind", "verify").
+			expect(t, 0, "https://app.test/verify?token=v1\n", "")
+		s.waitNow(t, "email", "--subject", "sign-in", "--since", "1m", "--print", "link", "--kind", "unsubscribe").
+			expect(t, 0, "https://app.test/unsubscribe?u=1\n", "")
+		s.waitNow(t, "email", "--subject", "sign-in", "--since", "1m", "--print", "link", "--kind", "reset").
+			expect(t, 3, "", codeID)
+	})
+	t.Run("q", func(t *testing.T) {
+		if status, body := s.get(t, "/inboxes/"+s.inbox+"/messages?q=zebra"); status == 400 && refuses(body, "q") {
+			t.Skip("the server refuses q= on lists (SPEC §16): --q is NOT tested")
+		}
+		s.waitNow(t, "email", "--q", "quartz", "--since", "1m", "--print", "subject").expect(t, 0, "Your receipt\n", "")
+		s.waitNow(t, "email", "--q", "nowhere-to-be-found", "--since", "1m", "--timeout", "1s").
+			expect(t, 1, "", `matching "nowhere-to-be-found"`)
+		id := s.hook(t, "POST", "/search", []byte(`{"customer":"zebra-quartz"}`))
+		s.waitNow(t, "request", "--q", "quartz", "--since", "1m").expect(t, 0, id+"\n", "")
+	})
+}
+
+// refuses reports whether an error envelope names param as invalid.
+func refuses(body map[string]any, param string) bool {
+	e, _ := body["error"].(map[string]any)
+	fields, _ := e["fields"].(map[string]any)
+	_, named := fields[param]
+	return e["code"] == "invalid_parameter" && named
+}
+
+// The README's CI example, run by sh as it is written there: it signs up a
+// user with a stand-in application, which sends the confirmation email, and
+// follows the verify link that capture caught.
+func TestWaitREADMEExample(t *testing.T) {
+	for _, tool := range []string{"sh", "curl", "date"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: the README's CI example is NOT tested", tool)
+		}
+	}
+	script := readmeBlock(t, "In CI")
+	s := serveBinary(t)
+	confirmed := make(chan string, 1)
+	var app *httptest.Server
+	app = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/signup":
+			email := r.FormValue("email")
+			err := s.send(email, "Confirm your email address",
+				"Welcome!\nPlease verify your email address: "+app.URL+"/verify?token=t-"+email+"\n"+
+					"Unsubscribe: "+app.URL+"/unsubscribe\n")
+			if err != nil {
+				t.Errorf("send the confirmation: %v", err)
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			io.WriteString(w, "signed up\n")
+		case "/verify":
+			confirmed <- r.URL.Query().Get("token")
+			io.WriteString(w, "confirmed\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer app.Close()
+	s.mail(t, "probe@example.com", "probe", "https://app.test/verify?token=probe\n")
+	_, l := s.get(t, "/inboxes/"+s.inbox+"/messages?limit=1")
+	probe := l["items"].([]any)[0].(map[string]any)["id"].(string)
+	if status, body := s.get(t, "/messages/"+probe+"/links?kind=verify"); status == 400 && refuses(body, "kind") {
+		t.Skip("the server refuses kind= on the links route (SPEC §15): the README's CI example is NOT tested")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	dataDir := t.TempDir()
+	// The script names no --api: on a CI machine credentials.json or --api
+	// would; here the data dir's file names this serve.
+	os.WriteFile(filepath.Join(dataDir, "credentials.json"), []byte(`{"api":"`+s.api+`","key":"`+s.key+`"}`), 0o600)
+	cmd := exec.CommandContext(ctx, "sh", "-c", "set -eu\n"+script)
+	cmd.Env = append(cleanEnv(), "CAPTURE_DATA_DIR="+dataDir, "APP="+app.URL, "RUN_ID=42",
+		"PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"))
+	res, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(res), "confirmed") {
+		t.Fatalf("script: %v\n%s", err, res)
+	}
+	select {
+	case token := <-confirmed:
+		if token != "t-ci-42@example.com" {
+			t.Errorf("followed the link of %q", token)
+		}
+	default:
+		t.Error("the verify link was not followed")
+	}
+}
+
+// readmeBlock returns the first sh code block after the README heading.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### "+heading+"\n")
+	if !ok {
+		t.Fatalf("README has no %q heading", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatalf("README's %q section has no sh block", heading)
+	}
+	return block
+}

@@ -1,0 +1,201 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
+)
+
+// ErrTimedOut is returned by NextMessage and NextRequest when nothing
+// matched before the deadline.
+var ErrTimedOut = errors.New("timed out")
+
+// Finder waits for captures over the read API.
+type Finder struct {
+	Client *apiclient.Client
+	// PollWait bounds each long-poll; zero means the API's maximum, 30 s.
+	// Waits longer than that are chained.
+	PollWait time.Duration
+	// polled hears of every filtered list call that returned, with how
+	// long it was asked to hold and how many captures it found.
+	polled func(hold time.Duration, found int)
+	// retryBase is the first pause after the API did not answer.
+	retryBase time.Duration
+}
+
+// NextMessage returns the oldest message of the inbox that matches q's
+// filters and was received strictly after q.Since, waiting for one until
+// ctx ends; ErrTimedOut when its deadline passed first. q's paging fields
+// are ignored.
+func (f *Finder) NextMessage(ctx context.Context, inboxID string, q apiclient.MessageQuery) (contract.MessageSummary, error) {
+	return next(ctx, f, collection[contract.MessageSummary]{
+		newest: func(ctx context.Context) (string, error) {
+			l, err := f.Client.Messages(ctx, inboxID, apiclient.MessageQuery{Limit: 1})
+			return firstID(l, err, func(m contract.MessageSummary) string { return m.ID })
+		},
+		list: func(ctx context.Context, p apiclient.Page, hold time.Duration) (contract.List[contract.MessageSummary], error) {
+			return f.Client.Messages(ctx, inboxID, apiclient.MessageQuery{To: q.To, From: q.From, Subject: q.Subject, Q: q.Q,
+				Since: q.Since, Wait: hold, Before: p.Before, After: p.After, Limit: contract.MaxLimit})
+		},
+	})
+}
+
+// NextRequest is NextMessage for the requests of an endpoint.
+func (f *Finder) NextRequest(ctx context.Context, endpointID string, q apiclient.RequestQuery) (contract.RequestSummary, error) {
+	return next(ctx, f, collection[contract.RequestSummary]{
+		newest: func(ctx context.Context) (string, error) {
+			l, err := f.Client.Requests(ctx, endpointID, apiclient.RequestQuery{Limit: 1})
+			return firstID(l, err, func(r contract.RequestSummary) string { return r.ID })
+		},
+		list: func(ctx context.Context, p apiclient.Page, hold time.Duration) (contract.List[contract.RequestSummary], error) {
+			return f.Client.Requests(ctx, endpointID, apiclient.RequestQuery{Method: q.Method, Path: q.Path, Q: q.Q,
+				Since: q.Since, Wait: hold, Before: p.Before, After: p.After, Limit: contract.MaxLimit})
+		},
+	})
+}
+
+func firstID[T any](l contract.List[T], err error, id func(T) string) (string, error) {
+	if err != nil || len(l.Items) == 0 {
+		return "", err
+	}
+	return id(l.Items[0]), nil
+}
+
+// collection is one inbox or endpoint as next reads it: its newest
+// capture, and its captures that match the filters (since included).
+type collection[T any] struct {
+	newest func(ctx context.Context) (string, error)
+	list   func(ctx context.Context, p apiclient.Page, hold time.Duration) (contract.List[T], error)
+}
+
+// next finds the oldest matching capture, chaining long-polls of at most
+// PollWait until ctx's deadline.
+//
+// since alone would be correct, but every commit to the collection wakes a
+// waiting call, which then filters the whole collection again. So each
+// round first reads the collection's newest capture (unfiltered), then
+// lists the matches after the cursor. When that list comes back empty,
+// every capture up to the one read first was checked, since it existed
+// before the list ran: it becomes the cursor, and the next round's
+// waiting call looks only at what is newer. The first round has no cursor
+// yet and does not hold, so the whole collection is filtered once only.
+func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
+	var zero T
+	pollWait := f.PollWait
+	if pollWait <= 0 {
+		pollWait = contract.MaxWait
+	}
+	cursor := ""
+	for {
+		candidate, err := call(ctx, f, c.newest)
+		if err != nil {
+			return zero, err
+		}
+		hold := time.Duration(0)
+		if cursor != "" || candidate == "" {
+			hold = pollWait
+			if d, ok := ctx.Deadline(); ok {
+				hold = min(hold, time.Until(d))
+			}
+			if hold <= 0 {
+				return zero, ErrTimedOut
+			}
+		}
+		after := cursor
+		l, err := call(ctx, f, func(ctx context.Context) (contract.List[T], error) {
+			return c.list(ctx, apiclient.Page{After: after}, hold)
+		})
+		if contract.IsCode(err, contract.CodeInvalidCursor) {
+			// The cursor was deleted or pruned: filter everything again.
+			cursor = ""
+			continue
+		}
+		if err != nil {
+			return zero, err
+		}
+		if f.polled != nil {
+			f.polled(hold, len(l.Items))
+		}
+		if len(l.Items) > 0 {
+			if after != "" {
+				// The page after a cursor holds the oldest matches.
+				return l.Items[len(l.Items)-1], nil
+			}
+			return oldest(ctx, f, c, l)
+		}
+		if candidate != "" {
+			cursor = candidate
+		}
+	}
+}
+
+// oldest pages back from a newest-first page of matches to the oldest.
+func oldest[T any](ctx context.Context, f *Finder, c collection[T], l contract.List[T]) (T, error) {
+	for l.Next != "" {
+		before := l.Next
+		older, err := call(ctx, f, func(ctx context.Context) (contract.List[T], error) {
+			return c.list(ctx, apiclient.Page{Before: before}, 0)
+		})
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		if len(older.Items) == 0 {
+			break
+		}
+		l = older
+	}
+	return l.Items[len(l.Items)-1], nil
+}
+
+// call runs one API call under the clients' retry policy (Retry-After on
+// 429 and 503), and also retries an API that does not answer, with
+// backoff, as long as ctx allows: a server restarting mid-wait is not a
+// reason to give up. ctx's deadline passing is ErrTimedOut.
+func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T, error)) (T, error) {
+	base := f.retryBase
+	if base <= 0 {
+		base = 250 * time.Millisecond
+	}
+	for attempt := 1; ; attempt++ {
+		v, err := apiclient.Retry(ctx, func() (T, error) { return fn(ctx) }, nil)
+		switch {
+		case err == nil:
+			return v, nil
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+			return v, &timedOut{last: nil}
+		case !errors.Is(err, apiclient.ErrUnreachable):
+			return v, err
+		}
+		t := time.NewTimer(apiclient.Backoff(err, attempt, base, 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return v, &timedOut{last: err}
+			}
+			return v, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// timedOut is ErrTimedOut with the API failure that was being retried
+// when time ran out, if any.
+type timedOut struct{ last error }
+
+func (e *timedOut) Error() string {
+	if e.last == nil {
+		return ErrTimedOut.Error()
+	}
+	return ErrTimedOut.Error() + " (" + e.last.Error() + ")"
+}
+
+func (e *timedOut) Is(target error) bool { return target == ErrTimedOut }
+
+// Unwrap gives the last API failure, so that errors.Is(err,
+// apiclient.ErrUnreachable) tells a wait cut short by an outage.
+func (e *timedOut) Unwrap() error { return e.last }

@@ -1,0 +1,131 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/internal/capturetest"
+)
+
+// deadline bounds each test's wait; nothing here should come near it.
+const deadline = 30 * time.Second
+
+func finder(srv *capturetest.Server, pollWait time.Duration) *Finder {
+	return &Finder{Client: srv.Client(), PollWait: pollWait, retryBase: 20 * time.Millisecond}
+}
+
+// A wait longer than one long-poll chains them: a capture that arrives
+// after the first held poll came back empty is still found, and one that
+// does not match the filters does not end the wait.
+func TestChainedPolls(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	before := srv.Post(t, "POST", "/run/1/hook", nil, []byte("before the start"))
+	since := time.Now()
+	f := finder(srv, time.Second)
+	var holds []time.Duration
+	var posted []string
+	f.polled = func(hold time.Duration, found int) {
+		holds = append(holds, hold)
+		if hold == 0 || found > 0 {
+			return
+		}
+		// After each empty held poll: first a capture the filters
+		// reject, then the one waited for.
+		switch len(posted) {
+		case 0:
+			posted = append(posted, srv.Post(t, "POST", "/run/2/hook", nil, []byte("another run")))
+		case 1:
+			posted = append(posted, srv.Post(t, "POST", "/run/1/hook", nil, []byte("this run")))
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Path: "/run/1/", Since: since})
+	if err != nil {
+		t.Fatalf("NextRequest: %v (polls %v)", err, holds)
+	}
+	if len(posted) != 2 || got.ID != posted[1] || got.ID == before {
+		t.Fatalf("found %s, want %v[1]; polls %v", got.ID, posted, holds)
+	}
+	held := 0
+	for _, h := range holds {
+		if h > 0 {
+			held++
+		}
+	}
+	if held < 3 || holds[0] != 0 {
+		t.Errorf("polls %v: want a first pass that does not hold, then at least three held polls", holds)
+	}
+}
+
+// Several matches: the oldest one received after since, also when more
+// than a page of them match.
+func TestOldestMatch(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now().Add(-time.Minute)
+	srv.Post(t, "POST", "/other", nil, nil)
+	var ids []string
+	for i := range 105 {
+		ids = append(ids, srv.Post(t, "POST", fmt.Sprintf("/new/%d", i), nil, nil))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	got, err := finder(srv, time.Second).NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Path: "/new/", Since: since})
+	if err != nil || got.ID != ids[0] {
+		t.Errorf("NextRequest = %s, %v; want the oldest, %s", got.ID, err, ids[0])
+	}
+}
+
+// A cursor deleted between polls (a purge, the pruner) starts the search
+// over instead of failing the wait.
+func TestCursorGone(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	c := srv.Client()
+	old := srv.Post(t, "POST", "/old", nil, nil)
+	since := time.Now()
+	f := finder(srv, time.Second)
+	want := ""
+	f.polled = func(hold time.Duration, found int) {
+		if hold > 0 && found == 0 && want == "" {
+			// The cursor is now old: delete it, then capture the match.
+			if err := c.DeleteRequest(t.Context(), old); err != nil {
+				t.Error(err)
+			}
+			want = srv.Post(t, "POST", "/new", nil, nil)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since})
+	if err != nil || got.ID != want {
+		t.Errorf("NextRequest = %s, %v; want %s", got.ID, err, want)
+	}
+}
+
+func TestTimesOut(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := finder(srv, time.Second).NextMessage(ctx, srv.InboxID, apiclient.MessageQuery{To: "nobody@", Since: time.Now()})
+	if !errors.Is(err, ErrTimedOut) || errors.Is(err, apiclient.ErrUnreachable) {
+		t.Errorf("NextMessage = %v, want ErrTimedOut", err)
+	}
+
+	// An API that stops answering is retried until the deadline, which
+	// then names it.
+	srv.Stop(t)
+	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err = finder(srv, time.Second).NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: time.Now()})
+	if !errors.Is(err, ErrTimedOut) || !errors.Is(err, apiclient.ErrUnreachable) {
+		t.Errorf("NextRequest with the API down = %v, want ErrTimedOut naming the outage", err)
+	}
+}

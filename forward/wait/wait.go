@@ -1,0 +1,444 @@
+// Package wait is `capture wait`: it waits, over the read API, for one
+// email or webhook request that arrives after it started, and prints the
+// part of it a script asked for, with exit codes a script can branch on.
+// Waits longer than the API's 30 s are chained long-polls.
+package wait
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server/api/contract"
+)
+
+// What to wait for.
+const (
+	Email   = "email"
+	Request = "request"
+)
+
+// The parts --print takes, by kind; the first is the default.
+var (
+	EmailParts   = []string{"id", "subject", "text", "html", "link", "code", "json"}
+	RequestParts = []string{"id", "path", "body", "json"}
+)
+
+// DefaultTimeout is how long a wait lasts unless told otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// Exit codes, for scripts to branch on.
+const (
+	ExitFound    = 0
+	ExitTimedOut = 1
+	// ExitUsage is also a configuration that cannot work: no key, an
+	// unknown inbox, an API that does not answer.
+	ExitUsage = 2
+	// ExitNoPart: the capture arrived but has no such part.
+	ExitNoPart = 3
+)
+
+// Error is a wait that printed nothing; Code is its exit code and the
+// message says why in one line.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func fail(code int, format string, args ...any) error {
+	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// Config is what `capture wait email|request` was asked for.
+type Config struct {
+	Client *apiclient.Client
+	// Kind is Email or Request.
+	Kind string
+	// Source is the inbox (Email) or endpoint (Request), by id or name;
+	// "" means the project's only one, else the one named "default".
+	Source string
+
+	To, From, Subject string // Email filters (substrings)
+	Method, Path      string // Request filters (exact method, path prefix)
+	// Q is a full-text search (SPEC §16), for either kind.
+	Q string
+
+	// Since keeps captures received strictly after it; zero means those
+	// received from Start on.
+	Since time.Time
+	// Start is when the wait began; zero means now.
+	Start   time.Time
+	Timeout time.Duration
+
+	// Print is the part to print: one of EmailParts or RequestParts.
+	Print string
+	// Match and LinkKind choose the link --print link prints: its URL
+	// contains Match, and it is of kind LinkKind.
+	Match, LinkKind string
+
+	Stdout io.Writer
+
+	finder Finder
+}
+
+// ParseSince reads --since: an RFC 3339 time with a zone, or a duration
+// back from now ("10m").
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("--since %q: want a duration back from now greater than zero", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := contract.ParseTime(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time with a zone (2026-01-02T15:04:05Z) or a duration back (10m)", s)
+	}
+	return t, nil
+}
+
+// Validate checks the settings that need no API call; its errors are
+// usage errors.
+func (c *Config) Validate() error {
+	parts := EmailParts
+	switch c.Kind {
+	case Email:
+		if c.Method != "" || c.Path != "" {
+			return errors.New("--method and --path filter requests, not email")
+		}
+	case Request:
+		parts = RequestParts
+		if c.To != "" || c.From != "" || c.Subject != "" {
+			return errors.New("--to, --from and --subject filter email, not requests")
+		}
+	default:
+		return fmt.Errorf("wait for %q: want email or request", c.Kind)
+	}
+	if c.Print == "" {
+		c.Print = parts[0]
+	}
+	if !slices.Contains(parts, c.Print) {
+		return fmt.Errorf("--print %q: want one of %s", c.Print, strings.Join(parts, ", "))
+	}
+	if (c.Match != "" || c.LinkKind != "") && c.Print != "link" {
+		return errors.New("--match and --kind choose a link: use them with --print link")
+	}
+	if c.LinkKind != "" && !slices.Contains(contract.LinkKinds, c.LinkKind) {
+		return fmt.Errorf("--kind %q: want one of %s", c.LinkKind, strings.Join(contract.LinkKinds, ", "))
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("--timeout %s: want a duration greater than zero", c.Timeout)
+	}
+	return nil
+}
+
+// Run waits and prints the part asked for on Stdout. Every failure is an
+// *Error with its exit code, but a usage error from Validate.
+func Run(ctx context.Context, c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.Client == nil {
+		return errors.New("no API client")
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Now()
+	}
+	if c.Since.IsZero() {
+		// since= keeps captures strictly after it, and capture times are
+		// whole milliseconds: one millisecond before the start keeps a
+		// capture received in the very millisecond the wait began.
+		c.Since = c.Start.Truncate(time.Millisecond).Add(-time.Millisecond)
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	c.finder.Client = c.Client
+	if c.Kind == Email {
+		return c.email(ctx)
+	}
+	return c.request(ctx)
+}
+
+// partTimeout bounds reading the part of a capture found: a capture that
+// arrived in the last moment of the wait is still printed.
+const partTimeout = 10 * time.Second
+
+func (c *Config) email(ctx context.Context) error {
+	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	defer cancel()
+	inbox, err := resolve(waitCtx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
+	if err != nil {
+		return err
+	}
+	m, err := c.finder.NextMessage(waitCtx, inbox.ID, apiclient.MessageQuery{
+		To: c.To, From: c.From, Subject: c.Subject, Q: c.Q, Since: c.Since})
+	if err != nil {
+		return c.waitFailed(waitCtx, err, "email", c.emailFilters(inbox.Name))
+	}
+	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	defer cancel()
+	return c.printEmail(partCtx, m)
+}
+
+func (c *Config) request(ctx context.Context) error {
+	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	defer cancel()
+	ep, err := resolve(waitCtx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+	if err != nil {
+		return err
+	}
+	r, err := c.finder.NextRequest(waitCtx, ep.ID, apiclient.RequestQuery{Method: c.Method, Path: c.Path, Q: c.Q, Since: c.Since})
+	if err != nil {
+		return c.waitFailed(waitCtx, err, "request", c.requestFilters(ep.Name))
+	}
+	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	defer cancel()
+	return c.printRequest(partCtx, r)
+}
+
+// resolve finds the inbox or endpoint Source names, by id or name, or the
+// default one.
+func resolve[T any](ctx context.Context, c *Config, what string, list func(context.Context, apiclient.Page) (contract.List[T], error),
+	idName func(T) (string, string)) (T, error) {
+	var zero T
+	// Unlike the calls of the wait itself, an API that does not answer
+	// here is not retried: a wrong --api or a serve not running should
+	// say so at once.
+	all, err := apiclient.Retry(ctx, func() ([]T, error) { return apiclient.All(ctx, list) }, nil)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = ErrTimedOut
+	}
+	if err != nil {
+		return zero, c.apiFailed(err, "list the "+what+"es")
+	}
+	var names []string
+	for _, v := range all {
+		id, name := idName(v)
+		if c.Source != "" && (id == c.Source || name == c.Source) {
+			return v, nil
+		}
+		names = append(names, name)
+	}
+	if c.Source != "" {
+		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
+	}
+	if len(all) == 1 {
+		return all[0], nil
+	}
+	for _, v := range all {
+		if _, name := idName(v); name == "default" {
+			return v, nil
+		}
+	}
+	if len(all) == 0 {
+		return zero, fail(ExitUsage, "the project has no %s (`capture %s create` makes one)", what, what)
+	}
+	return zero, fail(ExitUsage, "the project has %d %ses and none is named default: pass --%s (one of %s)",
+		len(all), what, what, strings.Join(names, ", "))
+}
+
+// apiFailed turns an API error met while setting up into an exit code 2.
+func (c *Config) apiFailed(err error, doing string) error {
+	var ae *contract.Error
+	switch {
+	case errors.Is(err, ErrTimedOut):
+		return fail(ExitTimedOut, "%s: the API at %s did not answer in time", doing, c.Client.BaseURL())
+	case errors.Is(err, apiclient.ErrUnreachable):
+		return fail(ExitUsage, "%v (is `capture serve` running? --api sets the URL)", err)
+	case contract.IsCode(err, contract.CodeUnauthorized):
+		return fail(ExitUsage, "the API at %s refused the key (unknown or revoked): set %s to a valid key",
+			c.Client.BaseURL(), apiclient.EnvAPIKey)
+	case errors.As(err, &ae):
+		return fail(ExitUsage, "%s: %v", doing, err)
+	}
+	return &Error{Code: ExitUsage, Err: err}
+}
+
+// waitFailed says what did not arrive, or why the wait could not go on.
+func (c *Config) waitFailed(ctx context.Context, err error, noun, filters string) error {
+	if !errors.Is(err, ErrTimedOut) {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail(ExitTimedOut, "interrupted: no %s%s arrived", noun, filters)
+		}
+		return c.apiFailed(err, "wait for the "+noun)
+	}
+	msg := fmt.Sprintf("no %s%s within %s", noun, filters, formatDuration(c.Timeout))
+	if errors.Is(err, apiclient.ErrUnreachable) {
+		msg += " (the API stopped answering: " + errors.Unwrap(err).Error() + ")"
+	}
+	return &Error{Code: ExitTimedOut, Err: errors.New(msg)}
+}
+
+func (c *Config) emailFilters(inbox string) string {
+	var b strings.Builder
+	if c.To != "" {
+		b.WriteString(" to " + c.To)
+	}
+	if c.From != "" {
+		b.WriteString(" from " + c.From)
+	}
+	if c.Subject != "" {
+		b.WriteString(" with subject containing " + strconv.Quote(c.Subject))
+	}
+	c.commonFilters(&b, "inbox "+inbox)
+	return b.String()
+}
+
+func (c *Config) requestFilters(endpoint string) string {
+	var b strings.Builder
+	if c.Method != "" {
+		b.WriteString(" " + strings.ToUpper(c.Method))
+	}
+	if c.Path != "" {
+		b.WriteString(" under " + c.Path)
+	}
+	c.commonFilters(&b, "endpoint "+endpoint)
+	return b.String()
+}
+
+func (c *Config) commonFilters(b *strings.Builder, source string) {
+	if c.Q != "" {
+		b.WriteString(" matching " + strconv.Quote(c.Q))
+	}
+	if c.Source != "" {
+		b.WriteString(" in " + source)
+	}
+}
+
+// formatDuration writes 30s, 2m, 1m30s, 1h rather than 2m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) error {
+	noPart := func(what string) error {
+		return fail(ExitNoPart, "%s arrived but has no %s", m.ID, what)
+	}
+	switch c.Print {
+	case "id":
+		return line(c.Stdout, m.ID)
+	case "subject":
+		return line(c.Stdout, m.Subject)
+	case "json":
+		return c.printWhole(ctx, m.ID, c.Client.MessageJSON)
+	case "link":
+		links, err := call(ctx, &c.finder, func(ctx context.Context) ([]contract.Link, error) {
+			return c.Client.MessageLinks(ctx, m.ID, apiclient.LinkQuery{Match: c.Match, Kind: c.LinkKind})
+		})
+		if err != nil {
+			return c.partFailed(err, m.ID)
+		}
+		if len(links) == 0 {
+			what := "link"
+			if c.LinkKind != "" {
+				what += " of kind " + c.LinkKind
+			}
+			if c.Match != "" {
+				what += " matching " + strconv.Quote(c.Match)
+			}
+			return noPart(what)
+		}
+		return line(c.Stdout, links[0].URL)
+	}
+	full, err := call(ctx, &c.finder, func(ctx context.Context) (contract.Message, error) { return c.Client.Message(ctx, m.ID) })
+	if err != nil {
+		return c.partFailed(err, m.ID)
+	}
+	switch c.Print {
+	case "text":
+		if full.Body.Text == nil {
+			return noPart("text body")
+		}
+		return text(c.Stdout, *full.Body.Text)
+	case "html":
+		if full.Body.HTML == nil {
+			return noPart("HTML body")
+		}
+		return text(c.Stdout, *full.Body.HTML)
+	default: // code
+		if len(full.Codes) == 0 {
+			return noPart("verification code")
+		}
+		return line(c.Stdout, full.Codes[0].Value)
+	}
+}
+
+func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) error {
+	switch c.Print {
+	case "id":
+		return line(c.Stdout, r.ID)
+	case "path":
+		return line(c.Stdout, r.Path)
+	case "json":
+		return c.printWhole(ctx, r.ID, c.Client.RequestJSON)
+	}
+	full, err := call(ctx, &c.finder, func(ctx context.Context) (contract.Request, error) { return c.Client.Request(ctx, r.ID) })
+	if err != nil {
+		return c.partFailed(err, r.ID)
+	}
+	body, err := full.BodyBytes()
+	if err != nil {
+		return &Error{Code: ExitUsage, Err: err}
+	}
+	// The body byte for byte, so that `> file` keeps a binary one whole.
+	_, err = c.Stdout.Write(body)
+	return err
+}
+
+// printWhole prints a capture as the API wrote it, every field kept.
+func (c *Config) printWhole(ctx context.Context, id string, fetch func(context.Context, string) (json.RawMessage, error)) error {
+	raw, err := call(ctx, &c.finder, func(ctx context.Context) (json.RawMessage, error) { return fetch(ctx, id) })
+	if err != nil {
+		return c.partFailed(err, id)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return &Error{Code: ExitUsage, Err: fmt.Errorf("the API's answer is not JSON: %w", err)}
+	}
+	buf.WriteByte('\n')
+	_, err = c.Stdout.Write(buf.Bytes())
+	return err
+}
+
+// partFailed reports a capture that arrived but could not be read: deleted
+// at once (exit 3, its id named), or an API failure.
+func (c *Config) partFailed(err error, id string) error {
+	if contract.IsCode(err, contract.CodeNotFound) {
+		return fail(ExitNoPart, "%s arrived but was deleted before it could be read", id)
+	}
+	return c.apiFailed(err, "read "+id)
+}
+
+func line(w io.Writer, s string) error {
+	_, err := io.WriteString(w, s+"\n")
+	return err
+}
+
+// text writes a body as it is, ending in a newline.
+func text(w io.Writer, s string) error {
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	_, err := io.WriteString(w, s)
+	return err
+}
