@@ -32,13 +32,15 @@ func newServeCmd() *cobra.Command {
 		Short: "Run SMTP capture, webhook capture and the read API in one process",
 		Long: `serve runs every listener over one SQLite database in the data dir:
 
-  --http           read API at /api/v1 (schema at /api/v1/schema/), forward client download
+  --http           web interface at /, read API at /api/v1 (schema at /api/v1/schema/),
+                   forward client download
   --capture        webhook capture URLs: http://HOST:PORT/whe_<id>[/any/path][?query]
   --smtp-starttls  SMTP with STARTTLS (AUTH only after TLS)
   --smtp-tls       SMTP over implicit TLS
 
 The first start on an empty data dir creates a project, an inbox, an endpoint
-and an API key, and prints them once. Privileged ports (587, 465) that need
+and an API key, and prints them once. Every start prints a one-time sign-in
+link for the web interface. Privileged ports (587, 465) that need
 root are skipped with a warning; 465 is then replaced by 2465.`,
 		Example: `  capture serve
   capture serve --data-dir ./.capture --http 127.0.0.1:8025`,
@@ -46,7 +48,7 @@ root are skipped with a warning; 465 is then replaced by 2465.`,
 		RunE: runServe,
 	}
 	f := c.Flags()
-	f.String("http", defaultHTTPAddr, "read API listen address")
+	f.String("http", defaultHTTPAddr, "web interface and read API listen address")
 	f.String("capture", defaultCaptureAddr, "webhook capture listen address")
 	f.StringSlice("smtp-starttls", []string{"127.0.0.1:587", "127.0.0.1:2587"}, "SMTP STARTTLS listen addresses")
 	f.StringSlice("smtp-tls", []string{"127.0.0.1:465"}, "SMTP implicit-TLS listen addresses")
@@ -160,7 +162,15 @@ func runServe(c *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	printBanner(c.OutOrStdout(), srv, boot, smtpHost, dir, caPath)
+	// Commands run beside serve (user login-link) print links to this address.
+	if err := st.RecordServeAddress(c.Context(), store.ServeHTTPBase, srv.HTTPBase()); err != nil {
+		return err
+	}
+	signIn, err := st.CreateLoginToken(c.Context())
+	if err != nil {
+		return err
+	}
+	printBanner(c.OutOrStdout(), srv, boot, smtpHost, dir, caPath, loginURL(srv.HTTPBase(), signIn))
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()), "data_dir", dir)
 
@@ -190,7 +200,7 @@ func portList(as []net.Addr) string {
 	return strings.Join(s, ", ")
 }
 
-func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, dir, caPath string) {
+func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, dir, caPath, signIn string) {
 	if b.Created {
 		fmt.Fprintf(w, "capture: first start, created project %q (plan %s) in %s\n\n", b.Project.Name, b.Project.Plan.Name, dir)
 	} else {
@@ -211,6 +221,7 @@ func printBanner(w io.Writer, srv *server.Server, b store.Bootstrap, smtpHost, d
 	if b.Endpoint.ID != "" {
 		row("Capture URL", api.CaptureURL(srv.CaptureBase(), b.Endpoint.ID))
 	}
+	row("Web UI", signIn+"   (one-time sign-in link, 15 min)")
 	if caPath != "" {
 		row("CA certificate", caPath)
 	}
