@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
@@ -439,4 +440,34 @@ func (b *browser) frameText(css string) string {
 func (b *browser) frameEval(expr string) string {
 	b.t.Helper()
 	return inFrame(b, chromedp.Evaluate[string](`String((` + expr + `) ?? "")`))
+}
+
+// pressAndLoad types keys that load another page, and waits for it.
+func (b *browser) pressAndLoad(keys string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, chromedp.KeyEvent(keys)); err != nil {
+		b.t.Fatalf("keys %q: %v (on %s)", keys, err, b.location())
+	}
+}
+
+// typeKey presses one printable key as a keyboard does: one keyDown that
+// carries the text, so that a page which cancels the keydown also stops
+// the character (chromedp.KeyEvent sends the character separately).
+func (b *browser) typeKey(key, code string, keyCode int64) {
+	b.t.Helper()
+	b.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			p := input.DispatchKeyEventParams{Type: typ, Key: key, Code: code,
+				WindowsVirtualKeyCode: keyCode, NativeVirtualKeyCode: keyCode}
+			if typ == input.DispatchKeyEventTypeKeyDown {
+				p.Text = key
+			}
+			if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capturedev/capture/store"
@@ -42,7 +43,9 @@ type projectsView struct {
 
 type projectCard struct {
 	ID, Name, Plan, Created, URL, SetPlanURL string
-	Quotas                                   []quotaRow
+	Usage                                    []quotaRow
+	// Limits sums up the plan's other quotas in one line.
+	Limits string
 }
 
 type quotaRow struct {
@@ -74,7 +77,7 @@ func (h *Handler) renderProjects(w http.ResponseWriter, r *http.Request, s *sess
 		}
 		v.Projects = append(v.Projects, projectCard{
 			ID: p.ID, Name: p.Name, Plan: p.Plan.Name, Created: timeOf(p.CreatedAt).Short,
-			URL: projectHome(p.ID), SetPlanURL: projectURL(p.ID, "plan"), Quotas: quotasOf(p.Plan, u),
+			URL: projectHome(p.ID), SetPlanURL: projectURL(p.ID, "plan"), Usage: usageOf(p.Plan, u), Limits: limitsOf(p.Plan),
 		})
 	}
 	l.Error = errMsg
@@ -82,20 +85,34 @@ func (h *Handler) renderProjects(w http.ResponseWriter, r *http.Request, s *sess
 	h.render(w, r, status, "projects", l)
 }
 
-func quotasOf(p store.Plan, u store.Usage) []quotaRow {
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+func usageOf(p store.Plan, u store.Usage) []quotaRow {
 	return []quotaRow{
-		{Label: "Active API keys", Used: n(u.APIKeys), Limit: n(p.APIKeys), Full: u.APIKeys >= p.APIKeys},
-		{Label: "Inboxes", Used: n(u.Inboxes), Limit: n(p.Inboxes), Full: u.Inboxes >= p.Inboxes},
-		{Label: "Endpoints", Used: n(u.Endpoints), Limit: n(p.Endpoints), Full: u.Endpoints >= p.Endpoints},
-		{Label: "Stored messages", Used: n(u.Messages), Limit: n(p.CapturesPerCollection) + " per inbox"},
-		{Label: "Stored requests", Used: n(u.Requests), Limit: n(p.CapturesPerCollection) + " per endpoint"},
-		{Label: "Retention", Limit: days(p.Retention)},
-		{Label: "Message size", Limit: size(p.MessageBytes)},
-		{Label: "Webhook body", Limit: size(p.RequestBodyBytes)},
-		{Label: "API requests per second per key", Limit: strconv.Itoa(p.RequestsPerSecond)},
-		{Label: "Concurrent waits", Limit: strconv.Itoa(p.ConcurrentWaits)},
+		{Label: "API keys", Used: thousands(u.APIKeys), Limit: thousands(p.APIKeys), Full: u.APIKeys >= p.APIKeys},
+		{Label: "Inboxes", Used: thousands(u.Inboxes), Limit: thousands(p.Inboxes), Full: u.Inboxes >= p.Inboxes},
+		{Label: "Endpoints", Used: thousands(u.Endpoints), Limit: thousands(p.Endpoints), Full: u.Endpoints >= p.Endpoints},
+		{Label: "Messages", Used: thousands(u.Messages)},
+		{Label: "Requests", Used: thousands(u.Requests)},
 	}
+}
+
+func limitsOf(p store.Plan) string {
+	return strings.Join([]string{
+		days(p.Retention) + " retention",
+		thousands(p.CapturesPerCollection) + " captures per inbox or endpoint",
+		size(p.MessageBytes) + " per message",
+		size(p.RequestBodyBytes) + " per webhook body",
+		strconv.Itoa(p.RequestsPerSecond) + " API requests/s per key",
+		strconv.Itoa(p.ConcurrentWaits) + " concurrent waits",
+	}, " · ")
+}
+
+// thousands writes 10000 as 10,000.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func days(d time.Duration) string {

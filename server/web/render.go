@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +76,8 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 	if err != nil {
 		return l, err
 	}
-	for _, in := range inboxes.Items {
+	// Oldest first, so that the list stays put as new ones are added.
+	for _, in := range slices.Backward(inboxes.Items) {
 		sb.Inboxes = append(sb.Inboxes, sideItem{Name: in.Name, ID: in.ID, URL: inboxURL(pc.project.ID, in.ID),
 			Count: count(in.MessageCount), Current: in.ID == current})
 	}
@@ -84,7 +86,7 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 	if err != nil {
 		return l, err
 	}
-	for _, e := range endpoints.Items {
+	for _, e := range slices.Backward(endpoints.Items) {
 		sb.Endpoints = append(sb.Endpoints, sideItem{Name: e.Name, ID: e.ID, URL: endpointURL(pc.project.ID, e.ID),
 			Count: count(e.RequestCount), Current: e.ID == current})
 	}
@@ -130,10 +132,14 @@ func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 		fmt.Fprintln(w, msg)
 		return
 	}
-	l := layout{Title: http.StatusText(status), Page: errorView{Status: status, Heading: http.StatusText(status), Message: msg}}
+	l := layout{Title: http.StatusText(status)}
+	// Signed in, the page keeps its navigation, so the way on is one click.
 	if s, _ := h.currentSession(r); s != nil {
-		l.CSRF = s.csrf
+		if framed, err := h.frame(w, r, s, nil, l.Title, "", ""); err == nil {
+			l = framed
+		}
 	}
+	l.Page = errorView{Status: status, Heading: http.StatusText(status), Message: msg}
 	h.render(w, r, status, "error", l)
 }
 
@@ -175,13 +181,19 @@ func count(n int64) string {
 }
 
 func size(n int64) string {
+	unit := func(v float64, name string) string {
+		if v == float64(int64(v)) {
+			return strconv.FormatInt(int64(v), 10) + " " + name
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + name
+	}
 	switch {
 	case n < 1024:
 		return strconv.FormatInt(n, 10) + " B"
 	case n < 1024*1024:
-		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KB"
+		return unit(float64(n)/1024, "KB")
 	default:
-		return strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64) + " MB"
+		return unit(float64(n)/(1024*1024), "MB")
 	}
 }
 

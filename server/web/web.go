@@ -268,18 +268,24 @@ func userMessage(err error) (int, string) {
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, capitalize(strings.TrimPrefix(msg, store.ErrNotFound.Error()+": "))
 	case errors.Is(err, store.ErrExists):
-		return http.StatusConflict, capitalize(strings.TrimPrefix(msg, store.ErrExists.Error()+": ")) + " already exists"
+		return http.StatusConflict, capitalize(strings.TrimPrefix(msg, store.ErrExists.Error()+": ") + " already exists")
 	case errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest, capitalize(strings.TrimPrefix(msg, store.ErrInvalid.Error()+": "))
 	}
 	return http.StatusInternalServerError, ""
 }
 
+// capitalize makes a store message a sentence: a capital first, a full
+// stop last.
 func capitalize(s string) string {
 	if s == "" {
 		return s
 	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }
 
 // formFailed answers a form post the store refused: bad input shows the

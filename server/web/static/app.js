@@ -22,6 +22,9 @@
   }
   document.querySelectorAll("time[datetime]").forEach(localTime);
 
+  // On narrow screens the sidebar is a scrolling row: show where we are.
+  document.querySelector(".side [aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
+
   // Ask before destructive forms are sent.
   document.addEventListener("submit", (e) => {
     const form = e.target;
@@ -80,6 +83,20 @@
     } catch (err) {
       say(btn, "Copy failed: " + err.message);
     }
+  });
+
+  // Filters leave empty fields out of the address.
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    if (!form.classList.contains("filters") || e.defaultPrevented) return;
+    for (const field of form.elements) {
+      if (field.name && field.value === "") field.disabled = true;
+    }
+  });
+
+  // A page restored from the back-forward cache gets its fields back.
+  window.addEventListener("pageshow", () => {
+    for (const field of document.querySelectorAll("form.filters [disabled]")) field.disabled = false;
   });
 
   // Reveal fetches the password into its field instead of reloading.
