@@ -19,8 +19,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/target"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -439,7 +439,7 @@ func (b *browser) frameText(css string) string {
 // frameEval evaluates an expression in the message's HTML frame.
 func (b *browser) frameEval(expr string) string {
 	b.t.Helper()
-	return inFrame(b, chromedp.Evaluate[string](`String((` + expr + `) ?? "")`))
+	return inFrame(b, chromedp.Evaluate[string](`String((`+expr+`) ?? "")`))
 }
 
 // pressAndLoad types keys that load another page, and waits for it.
