@@ -184,7 +184,7 @@ func TestBadInvocations(t *testing.T) {
 	}
 }
 
-var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|CA certificate)\s+(\S+)`)
+var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|Web UI|CA certificate)\s+(\S+)`)
 
 // readBanner reads serve's banner up to its last line, then keeps draining
 // stdout so that serve never blocks on it.
