@@ -1,33 +1,14 @@
 package cmd
 
 import (
-	"bytes"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capturedev/capture/store"
 )
-
-// captureIn runs the binary with stdin.
-func captureIn(t *testing.T, stdin string, args ...string) result {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), binary, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
-}
 
 func TestUserSetPassword(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")

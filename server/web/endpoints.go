@@ -35,7 +35,7 @@ func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *pr
 	}
 	pid := pc.project.ID
 	q := r.URL.Query()
-	pg := store.Page{Limit: listLimit, Before: q.Get("before"), After: q.Get("after")}
+	pg := pageOf(q, listLimit)
 	list, err := h.store.Endpoints(r.Context(), pid, pg)
 	if err != nil {
 		h.fail(w, r, err)
@@ -192,16 +192,30 @@ func parseEndpointForm(v endpointSettingsView) (store.EndpointUpdate, error) {
 	}
 	d := time.Duration(delay) * time.Millisecond
 	u.Delay = &d
-	for i, line := range strings.Split(v.Headers, "\n") {
+	headers, err := headerLinesOf(v.Headers)
+	if err != nil {
+		return u, err
+	}
+	for _, h := range headers {
+		u.Headers[h.Name] = h.Value
+	}
+	return u, nil
+}
+
+// headerLinesOf reads a textarea of "Name: value" lines, skipping blank
+// ones; names come back canonical.
+func headerLinesOf(text string) ([]fieldRow, error) {
+	var out []fieldRow
+	for i, line := range strings.Split(text, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		name, value, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || !store.ValidHeaderName(name) {
-			return u, fmt.Errorf("%w: header line %d (%q) must look like Name: value", store.ErrInvalid, i+1, line)
+			return nil, fmt.Errorf("%w: header line %d (%q) must look like Name: value", store.ErrInvalid, i+1, line)
 		}
-		u.Headers[http.CanonicalHeaderKey(name)] = strings.TrimSpace(value)
+		out = append(out, fieldRow{Name: http.CanonicalHeaderKey(name), Value: strings.TrimSpace(value)})
 	}
-	return u, nil
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"html/template"
 	"net/http"
 	"time"
 
@@ -108,6 +109,20 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, collection stri
 			}
 		}
 	}
+}
+
+// renderRows renders a page of captures as list rows with the page's own
+// row template.
+func renderRows[T any](t *template.Template, name string, items []T, id func(T) string, view func(T) any) ([]liveRow, error) {
+	rows := make([]liveRow, len(items))
+	for i, it := range items {
+		var buf bytes.Buffer
+		if err := t.ExecuteTemplate(&buf, name, view(it)); err != nil {
+			return nil, err
+		}
+		rows[i] = liveRow{id: id(it), html: buf.Bytes()}
+	}
+	return rows, nil
 }
 
 // writeEvent writes one server-sent event; each line of data becomes a

@@ -38,7 +38,7 @@ func (h *Handler) renderInboxes(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	pid := pc.project.ID
 	q := r.URL.Query()
-	pg := store.Page{Limit: listLimit, Before: q.Get("before"), After: q.Get("after")}
+	pg := pageOf(q, listLimit)
 	list, err := h.store.Inboxes(r.Context(), pid, pg)
 	if err != nil {
 		h.fail(w, r, err)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -51,7 +50,7 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 		return
 	}
 	q := r.URL.Query()
-	pg := store.Page{Limit: pageLimit, Before: q.Get("before"), After: q.Get("after")}
+	pg := pageOf(q, pageLimit)
 	list, err := h.store.Messages(r.Context(), in.ID, messageFilter(q), pg)
 	if err != nil {
 		h.listFailed(w, r, err)
@@ -129,15 +128,10 @@ func (h *Handler) messageEvents(w http.ResponseWriter, r *http.Request, pc *proj
 		if err != nil {
 			return nil, "", err
 		}
-		rows := make([]liveRow, len(list.Items))
-		for i, m := range list.Items {
-			var buf bytes.Buffer
-			if err := h.pages["messages"].ExecuteTemplate(&buf, "message_row", messageRowOf(pid, m)); err != nil {
-				return nil, "", err
-			}
-			rows[i] = liveRow{id: m.ID, html: buf.Bytes()}
-		}
-		return rows, list.Next, nil
+		rows, err := renderRows(h.pages["messages"], "message_row", list.Items,
+			func(m store.MessageSummary) string { return m.ID },
+			func(m store.MessageSummary) any { return messageRowOf(pid, m) })
+		return rows, list.Next, err
 	})
 }
 

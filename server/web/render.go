@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,4 +292,9 @@ func ids[T any](items []T, id func(T) string) []string {
 		out[i] = id(it)
 	}
 	return out
+}
+
+// pageOf is the page of a list that the query's cursor asks for.
+func pageOf(q url.Values, limit int) store.Page {
+	return store.Page{Limit: limit, Before: q.Get("before"), After: q.Get("after")}
 }

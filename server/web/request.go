@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -256,7 +255,7 @@ func (h *Handler) replayRequest(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	edits, err := replayEditsOf(rq, form)
 	if err != nil {
-		form.Error = err.Error()
+		_, form.Error = userMessage(err)
 		h.renderRequest(w, r, pc, http.StatusBadRequest, form)
 		return
 	}
@@ -283,7 +282,7 @@ func replayEditsOf(rq store.Request, f *replayForm) (ReplayEdits, error) {
 	var ed ReplayEdits
 	if f.Method != rq.Method {
 		if !store.ValidHeaderName(f.Method) {
-			return ed, errors.New("the method must be an HTTP method such as POST")
+			return ed, fmt.Errorf("%w: the method must be an HTTP method such as POST", store.ErrInvalid)
 		}
 		ed.Method = &f.Method
 	}
@@ -298,21 +297,16 @@ func replayEditsOf(rq store.Request, f *replayForm) (ReplayEdits, error) {
 	for _, hd := range rq.Headers {
 		captured[http.CanonicalHeaderKey(hd.Name)] = strings.Join(hd.Values, ", ")
 	}
+	lines, err := headerLinesOf(f.Headers)
+	if err != nil {
+		return ed, err
+	}
 	sent := map[string]string{}
-	for i, line := range strings.Split(f.Headers, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
+	for _, h := range lines {
+		if prev, ok := sent[h.Name]; ok {
+			h.Value = prev + ", " + h.Value
 		}
-		name, value, ok := strings.Cut(line, ":")
-		name = http.CanonicalHeaderKey(strings.TrimSpace(name))
-		if !ok || !store.ValidHeaderName(name) {
-			return ed, fmt.Errorf("header line %d (%q) must look like Name: value", i+1, line)
-		}
-		value = strings.TrimSpace(value)
-		if prev, ok := sent[name]; ok {
-			value = prev + ", " + value
-		}
-		sent[name] = value
+		sent[h.Name] = h.Value
 	}
 	ed.Headers = map[string]*string{}
 	for name, value := range sent {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/url"
@@ -36,7 +35,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 		return
 	}
 	q := r.URL.Query()
-	pg := store.Page{Limit: pageLimit, Before: q.Get("before"), After: q.Get("after")}
+	pg := pageOf(q, pageLimit)
 	list, err := h.store.Requests(r.Context(), e.ID, requestFilter(q), pg)
 	if err != nil {
 		h.listFailed(w, r, err)
@@ -91,15 +90,10 @@ func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *proj
 		if err != nil {
 			return nil, "", err
 		}
-		rows := make([]liveRow, len(list.Items))
-		for i, rq := range list.Items {
-			var buf bytes.Buffer
-			if err := h.pages["requests"].ExecuteTemplate(&buf, "request_row", requestRowOf(pid, rq)); err != nil {
-				return nil, "", err
-			}
-			rows[i] = liveRow{id: rq.ID, html: buf.Bytes()}
-		}
-		return rows, list.Next, nil
+		rows, err := renderRows(h.pages["requests"], "request_row", list.Items,
+			func(rq store.RequestSummary) string { return rq.ID },
+			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
+		return rows, list.Next, err
 	})
 }
 
