@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/capturedev/capture/store"
 )
 
 func TestBrowserSignInWithPasswordAndLink(t *testing.T) {
@@ -73,6 +75,9 @@ func TestBrowserKeys(t *testing.T) {
 		t.Fatalf("bootstrap key before revoking: %d", status)
 	}
 	b.clickAndLoad("button", "Revoke")
+	if !b.asked("Revoke " + e.boot.Key.ID) {
+		t.Error("Revoke did not ask first")
+	}
 	if status := apiStatus(t, e, e.boot.Secret); status != http.StatusUnauthorized {
 		t.Errorf("revoked key: %d, want 401", status)
 	}
@@ -190,6 +195,19 @@ func TestBrowserEndpointSaveCopyPostLive(t *testing.T) {
 	var v any
 	if json.Unmarshal([]byte(body), &v) != nil || !strings.Contains(body, "\n    \"id\": 7") {
 		t.Errorf("body shown as %q", body)
+	}
+
+	// Delete all asks first, then empties the endpoint.
+	b.open("/projects/" + pid + "/endpoints/" + e.boot.Endpoint.ID)
+	b.clickAndLoad("button", "Delete all")
+	if !b.asked("Delete every request of default?") {
+		t.Error("Delete all did not ask first")
+	}
+	if n := eval[int](b, `document.querySelectorAll("a.row").length`); n != 0 {
+		t.Errorf("%d rows after Delete all", n)
+	}
+	if left, _ := e.st.Requests(t.Context(), e.boot.Endpoint.ID, store.RequestFilter{}, store.Page{}); len(left.Items) != 0 {
+		t.Errorf("%d requests left after Delete all", len(left.Items))
 	}
 	b.checkClean()
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/capturedev/capture/store"
 )
 
 // imageProbe is a web server that reports each request for its image, to
@@ -90,6 +92,18 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 	name, data := b.download("link", "Download receipt.pdf")
 	if name != "receipt.pdf" || !bytes.Equal(data, []byte(pdf)) {
 		t.Errorf("downloaded %q: %q", name, data)
+	}
+
+	// Delete asks first, then removes the message and goes back to the list.
+	b.clickAndLoad("button", "Delete")
+	if !b.asked("Delete this message?") {
+		t.Error("Delete did not ask first")
+	}
+	if got := run(b, textOf(`[role=status]`)); !strings.Contains(got, "Deleted the message") {
+		t.Errorf("after Delete: %q", got)
+	}
+	if left, _ := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{}); len(left.Items) != 0 {
+		t.Errorf("%d messages left after Delete", len(left.Items))
 	}
 	b.checkClean()
 }

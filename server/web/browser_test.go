@@ -54,6 +54,8 @@ type browser struct {
 	// alerts are alert() dialogs: nothing the interface does opens one, so
 	// each is captured content that ran.
 	alerts []string
+	// confirms are the questions of confirm() dialogs, all answered yes.
+	confirms []string
 	// problems are script errors and security messages of the interface's
 	// own pages (not of a message's sandboxed HTML).
 	problems []string
@@ -107,11 +109,13 @@ func newBrowser(t *testing.T, e *env, vp viewport) *browser {
 				return
 			}
 			accept := ev.Type == page.DialogTypeConfirm
-			if !accept {
-				b.mu.Lock()
+			b.mu.Lock()
+			if accept {
+				b.confirms = append(b.confirms, ev.Message)
+			} else {
 				b.alerts = append(b.alerts, string(ev.Type)+": "+ev.Message)
-				b.mu.Unlock()
 			}
+			b.mu.Unlock()
 			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
 		}
 	}()
@@ -470,4 +474,16 @@ func (b *browser) typeKey(key, code string, keyCode int64) {
 		}
 		return nil
 	}))
+}
+
+// asked reports whether a confirm() dialog asked something starting so.
+func (b *browser) asked(prefix string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range b.confirms {
+		if strings.HasPrefix(q, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -14,13 +14,14 @@ import (
 )
 
 type messageView struct {
-	ID, Subject, From, To, Cc, ReplyTo, Date, Size, MessageID string
-	EnvelopeFrom, EnvelopeTo                                  string
-	Received                                                  timeView
-	Tab                                                       string
-	Tabs                                                      []tabLink
-	InboxID, InboxURL, InboxName, DeleteURL, RawURL           string
-	Warnings                                                  []string
+	ID, Subject, From, To, Cc, ReplyTo, Size, MessageID string
+	Date                                                *timeView
+	EnvelopeFrom, EnvelopeTo                            string
+	Received                                            timeView
+	Tab                                                 string
+	Tabs                                                []tabLink
+	InboxID, InboxURL, InboxName, DeleteURL, RawURL     string
+	Warnings                                            []string
 
 	HTMLURL, LoadImagesURL string
 	ImagesLoaded           bool
@@ -77,7 +78,8 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		v.From = addressString(*m.From)
 	}
 	if m.Date != nil {
-		v.Date = timeOf(*m.Date).Short
+		d := timeOf(*m.Date)
+		v.Date = &d
 	}
 
 	type tab struct {
