@@ -179,24 +179,27 @@ func (b *browser) setViewport(vp viewport) {
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	for _, s := range steps {
-		ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
-		err := chromedp.Do(ctx, s)
-		cancel()
-		if err != nil {
-			b.t.Fatalf("browser: %v (on %s)", err, b.location())
-		}
+		run(b, s)
 	}
 }
 
+// run runs one action, bounded by stepTimeout. Just after a page loads,
+// Chromium may still name the old page's script context; an action sent
+// to it never ran, so it is sent again.
 func run[T any](b *browser, a chromedp.Action[T]) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		b.t.Fatalf("browser: %v (on %s)", err, b.location())
+	for {
+		v, err := chromedp.Run(ctx, a)
+		if err != nil && strings.Contains(err.Error(), "Cannot find context with specified id") && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			b.t.Fatalf("browser: %v (on %s)", err, b.location())
+		}
+		return v
 	}
-	return v
 }
 
 func (b *browser) location() string {
