@@ -47,7 +47,14 @@ type result struct {
 // capture runs the binary with args and returns what it printed.
 func capture(t *testing.T, args ...string) result {
 	t.Helper()
+	return captureIn(t, "", args...)
+}
+
+// captureIn runs the binary with args and stdin.
+func captureIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -184,7 +191,7 @@ func TestBadInvocations(t *testing.T) {
 	}
 }
 
-var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|CA certificate)\s+(\S+)`)
+var bannerLine = regexp.MustCompile(`(?m)^\s+(Read API|API key|Inbox|Capture URL|Web UI|CA certificate)\s+(\S+)`)
 
 // readBanner reads serve's banner up to its last line, then keeps draining
 // stdout so that serve never blocks on it.

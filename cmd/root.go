@@ -94,6 +94,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 		newKeyCmd(),
 		newInboxCmd(),
 		newEndpointCmd(),
+		newUserCmd(),
 		newCACmd(),
 		newForwardCmd(),
 		newWaitCmd(),

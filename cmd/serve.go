@@ -27,14 +27,16 @@ func newServeCmd() *cobra.Command {
 		Short: "Run SMTP capture, webhook capture, the provider email APIs and the read API in one process",
 		Long: `serve runs every listener over one SQLite database in the data dir:
 
-  --http           read API at /api/v1 (schema at /api/v1/schema/), forward client download
+  --http           web interface at /, read API at /api/v1 (schema at /api/v1/schema/),
+                   forward client download
   --capture        webhook capture URLs: http://HOST:PORT/whe_<id>[/any/path][?query]
   --smtp-starttls  SMTP with STARTTLS (AUTH only after TLS)
   --smtp-tls       SMTP over implicit TLS
   --email-api      SendGrid, Postmark, Mailgun, Amazon SES v2 and Resend send routes
 
 The first start on an empty data dir creates a project, an inbox, an endpoint
-and an API key, and prints them once. Privileged ports (587, 465) that need
+and an API key, and prints them once. Every start prints a one-time sign-in
+link for the web interface. Privileged ports (587, 465) that need
 root are skipped with a warning; 465 is then replaced by 2465.`,
 		Example: `  capture serve
   capture serve --data-dir ./.capture --http 127.0.0.1:8025`,
@@ -42,7 +44,7 @@ root are skipped with a warning; 465 is then replaced by 2465.`,
 		RunE: runServe,
 	}
 	f := c.Flags()
-	f.String("http", defaultHTTPAddr, "read API listen address")
+	f.String("http", defaultHTTPAddr, "web interface and read API listen address")
 	f.String("capture", defaultCaptureAddr, "webhook capture listen address")
 	f.StringSlice("smtp-starttls", []string{"127.0.0.1:587", "127.0.0.1:2587"}, "SMTP STARTTLS listen addresses")
 	f.StringSlice("smtp-tls", []string{"127.0.0.1:465"}, "SMTP implicit-TLS listen addresses")

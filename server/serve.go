@@ -11,6 +11,7 @@ import (
 
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/web"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/datadir"
 )
@@ -86,8 +87,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return err
 		}
 	}
+	// Commands run beside serve (user login-link) print links to this address.
+	if err := st.RecordServeAddress(ctx, store.ServeHTTPBase, srv.HTTPBase()); err != nil {
+		return err
+	}
+	signIn, err := st.CreateLoginToken(ctx)
+	if err != nil {
+		return err
+	}
 	if cfg.Banner != nil {
-		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, cfg.DataDir, caPath)
+		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, cfg.DataDir, caPath, web.LoginURL(srv.HTTPBase(), signIn))
 	}
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
@@ -119,7 +128,7 @@ func portList(as []net.Addr) string {
 	return strings.Join(s, ", ")
 }
 
-func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caPath string) {
+func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caPath, signIn string) {
 	if b.Created {
 		fmt.Fprintf(w, "capture: first start, created project %q (plan %s) in %s\n\n", b.Project.Name, b.Project.Plan.Name, dir)
 	} else {
@@ -143,6 +152,7 @@ func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caP
 	if b.Endpoint.ID != "" {
 		row("Capture URL", api.CaptureURL(srv.CaptureBase(), b.Endpoint.ID))
 	}
+	row("Web UI", signIn+"   (one-time sign-in link, 15 min)")
 	if caPath != "" {
 		row("CA certificate", caPath)
 	}

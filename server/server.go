@@ -21,6 +21,7 @@ import (
 	"github.com/capturedev/capture/server/capture"
 	"github.com/capturedev/capture/server/emailapi"
 	"github.com/capturedev/capture/server/smtp"
+	"github.com/capturedev/capture/server/web"
 	"github.com/capturedev/capture/store"
 )
 
@@ -212,8 +213,11 @@ func (s *Server) EmailAPIBase() string {
 	return "http://" + hostPort(s.emailLn.Addr())
 }
 
+// HTTPBase is the HTTP listener's base URL: the web interface's.
+func (s *Server) HTTPBase() string { return "http://" + hostPort(s.httpLn.Addr()) }
+
 // APIBase is the read API's base URL.
-func (s *Server) APIBase() string { return "http://" + hostPort(s.httpLn.Addr()) + api.Prefix }
+func (s *Server) APIBase() string { return s.HTTPBase() + api.Prefix }
 
 // CaptureBase is the base of capture URLs, without a trailing slash.
 func (s *Server) CaptureBase() string {
@@ -282,11 +286,13 @@ func (s *Server) Run(ctx context.Context) error {
 			w.Write(body)
 		})
 	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "capture is running.\n\nRead API: %s (Authorization: Bearer <key>)\nOpenAPI:  %s/schema/\n",
-			s.APIBase(), s.APIBase())
-	})
+	mux.Handle("/", web.New(s.store, web.Config{
+		SMTPHost:      cfg.SMTPHost,
+		StartTLSPorts: ports(s.StartTLSAddrs()),
+		TLSPorts:      ports(s.TLSAddrs()),
+		CaptureBase:   s.CaptureBase(),
+		Logger:        s.log,
+	}))
 	httpSrv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -58,7 +58,7 @@ func TestRunServesEveryListenerAndStops(t *testing.T) {
 	if code, body := get(httpBase + "/downloads/tool.py"); code != 200 || body != "print('hi')\n" {
 		t.Errorf("download: %d %q", code, body)
 	}
-	if code, body := get(httpBase + "/"); code != 200 || !strings.Contains(body, srv.APIBase()) {
+	if code, body := get(httpBase + "/"); code != 200 || !strings.Contains(body, "<title>Sign in · capture</title>") {
 		t.Errorf("root page: %d %q", code, body)
 	}
 	if code, _ := get(srv.APIBase() + "/schema/"); code != 200 {

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capturedev/capture/store"
+)
+
+func TestUserSetPassword(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if r := capture(t, "project", "list", "--data-dir", dir); r.code != 0 {
+		t.Fatalf("project list: %+v", r)
+	}
+	r := captureIn(t, "short\n", "user", "set-password", "--data-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "at least 8 characters") {
+		t.Fatalf("short password: %+v", r)
+	}
+	r = captureIn(t, "a long enough password\r\nsecond line\n", "user", "set-password", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "web password set") {
+		t.Fatalf("set-password: %+v", r)
+	}
+	st, err := store.OpenDir(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CheckPassword(t.Context(), "a long enough password"); err != nil {
+		t.Errorf("the stored password does not check: %v", err)
+	}
+}
+
+func TestUserLoginLink(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if r := capture(t, "project", "list", "--data-dir", dir); r.code != 0 {
+		t.Fatalf("project list: %+v", r)
+	}
+	if r := capture(t, "user", "login-link", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "capture serve") {
+		t.Fatalf("login-link before any serve: %+v", r)
+	}
+
+	_, banner := startServeProcess(t, dir)
+	web := strings.TrimSuffix(banner["Read API"], "/api/v1")
+	if !strings.HasPrefix(banner["Web UI"], web+"/login?token=") {
+		t.Fatalf("banner sign-in link %q, want one on %s", banner["Web UI"], web)
+	}
+	r := capture(t, "user", "login-link", "--data-dir", dir)
+	link := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(link, web+"/login?token=") || link == banner["Web UI"] {
+		t.Fatalf("login-link while serve runs: %+v", r)
+	}
+	for _, l := range []string{banner["Web UI"], link} {
+		resp, err := http.Get(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "Sign in with a one-time link") {
+			t.Errorf("%s: %d", l, resp.StatusCode)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capturedev/capture/store"
+)
+
+const (
+	sessionCookie = "capture_session"
+	// loginCookie holds the token that the sign-in forms echo back, since
+	// there is no session yet to tie them to.
+	loginCookie = "capture_login"
+	flashCookie = "capture_flash"
+	csrfField   = "csrf"
+	csrfHeader  = "X-CSRF-Token"
+	// maxFormBytes bounds a form post; the largest field is an endpoint's
+	// response body.
+	maxFormBytes = 2 << 20
+)
+
+// session is a signed-in browser.
+type session struct {
+	token string
+	// csrf is the token every state-changing request must carry. It is
+	// derived from the session token, so it needs no storage, ends with the
+	// session, and does not reveal the session token.
+	csrf string
+}
+
+func csrfFor(sessionToken string) string {
+	sum := sha256.Sum256([]byte("capture web csrf\x00" + sessionToken))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func sameToken(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// isHTTPS reports whether the browser reached us over https, directly or
+// through a proxy that says so; cookies are then marked Secure.
+func isHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isHTTPS(r),
+	})
+}
+
+// currentSession returns the browser's live session, or nil.
+func (h *Handler) currentSession(r *http.Request) (*session, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	if _, err := h.store.CheckSession(r.Context(), c.Value); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &session{token: c.Value, csrf: csrfFor(c.Value)}, nil
+}
+
+// auth lets signed-in browsers through to fn and checks the CSRF token of
+// every request that changes something. Others are sent to sign in.
+func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request, *session)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, err := h.currentSession(r)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if s == nil {
+			if r.Method == http.MethodGet && !wantsData(r) {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			h.errorPage(w, r, http.StatusUnauthorized, "You are signed out. Sign in again.")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			token := r.Header.Get(csrfHeader)
+			if token == "" {
+				token = r.PostFormValue(csrfField)
+			}
+			if !sameToken(token, s.csrf) {
+				h.errorPage(w, r, http.StatusForbidden,
+					"This form has expired or did not come from this page. Go back, reload and try again.")
+				return
+			}
+		}
+		fn(w, r, s)
+	})
+}
+
+// wantsData reports a request made by the page's script (a live list or a
+// reveal), which gets a status rather than a redirect to the sign-in page.
+func wantsData(r *http.Request) bool {
+	return r.Header.Get("Accept") == "text/event-stream" || r.Header.Get(csrfHeader) != "" ||
+		r.Header.Get("X-Requested-With") != ""
+}
+
+// projectCtx is a signed-in request inside one project.
+type projectCtx struct {
+	*session
+	project store.Project
+}
+
+// inProject resolves the {pid} of the path to a project.
+func (h *Handler) inProject(fn func(http.ResponseWriter, *http.Request, *projectCtx)) http.Handler {
+	return h.auth(func(w http.ResponseWriter, r *http.Request, s *session) {
+		pid := r.PathValue("pid")
+		p, err := h.store.Project(r.Context(), pid)
+		// Pages address projects by id only, so that each has one address.
+		if err == nil && p.ID != pid {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				h.errorPage(w, r, http.StatusNotFound, "There is no such project.")
+				return
+			}
+			h.fail(w, r, err)
+			return
+		}
+		fn(w, r, &projectCtx{session: s, project: p})
+	})
+}
+
+// setFlash leaves a one-line message for the page the browser is
+// redirected to.
+func setFlash(w http.ResponseWriter, r *http.Request, msg string) {
+	setCookie(w, r, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(msg)), "/", 60)
+}
+
+// takeFlash reads and clears the message left by setFlash.
+func takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	setCookie(w, r, flashCookie, "", "/", -1)
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// redirect answers a successful form post by sending the browser to a page
+// that shows the result (post/redirect/get), with a message.
+func redirect(w http.ResponseWriter, r *http.Request, to, flash string) {
+	if flash != "" {
+		setFlash(w, r, flash)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// throttle slows down failed sign-ins per client: each failure is answered
+// only after a delay that doubles up to maxSignInDelay, and one client's
+// attempts run one at a time, so parallel guesses wait their turn too.
+type throttle struct {
+	mu      sync.Mutex
+	clients map[string]*signInAttempts
+}
+
+type signInAttempts struct {
+	turn     chan struct{}
+	failures int
+	last     time.Time
+}
+
+const (
+	minSignInDelay = time.Second
+	maxSignInDelay = 8 * time.Second
+	// forgetAfter drops a client's failures once it has been quiet this
+	// long, and bounds the table's memory.
+	forgetAfter = time.Hour
+)
+
+func newThrottle() *throttle { return &throttle{clients: map[string]*signInAttempts{}} }
+
+// acquire waits for the client's turn to try signing in.
+func (t *throttle) acquire(ctx context.Context, client string) (*signInAttempts, error) {
+	t.mu.Lock()
+	a, ok := t.clients[client]
+	if !ok {
+		if len(t.clients) >= 10_000 {
+			t.forgetQuiet()
+		}
+		a = &signInAttempts{turn: make(chan struct{}, 1)}
+		t.clients[client] = a
+	}
+	t.mu.Unlock()
+	select {
+	case a.turn <- struct{}{}:
+		return a, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *throttle) forgetQuiet() {
+	for k, a := range t.clients {
+		if time.Since(a.last) > forgetAfter && len(a.turn) == 0 {
+			delete(t.clients, k)
+		}
+	}
+}
+
+// release ends the client's attempt. A failed one first waits out its
+// delay, which also holds back the client's next attempt.
+func (t *throttle) release(ctx context.Context, a *signInAttempts, ok bool) {
+	defer func() { <-a.turn }()
+	t.mu.Lock()
+	if time.Since(a.last) > forgetAfter {
+		a.failures = 0
+	}
+	a.last = time.Now()
+	if ok {
+		a.failures = 0
+		t.mu.Unlock()
+		return
+	}
+	a.failures++
+	delay := min(minSignInDelay<<min(a.failures-1, 8), maxSignInDelay)
+	t.mu.Unlock()
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
+
+// clientOf names the client for the throttle: its address without the
+// port. Forwarded-for headers are not trusted, since anyone can send one.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,213 @@
+package web_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/capturedev/capture/store"
+)
+
+func TestBrowserSignInWithPasswordAndLink(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	if err := e.st.SetPassword(t.Context(), "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+
+	b.open("/")
+	b.fill("Password", "wrong horse battery")
+	b.clickAndLoad("button", "Sign in")
+	if got := run(b, textOf(`[role=alert]`)); !strings.Contains(got, "Sign-in failed") {
+		t.Fatalf("wrong password: %q", got)
+	}
+	b.fill("Password", "correct horse battery")
+	b.clickAndLoad("button", "Sign in")
+	if !b.has("button", "Sign out") {
+		t.Fatalf("not signed in after the right password; on %s", b.location())
+	}
+	b.clickAndLoad("button", "Sign out")
+	if !b.has("button", "Sign in") {
+		t.Fatalf("sign-out did not lead to the sign-in page; on %s", b.location())
+	}
+
+	link := e.loginLink(t)
+	b.open(link)
+	b.clickAndLoad("button", "Sign in")
+	if !b.has("button", "Sign out") {
+		t.Fatalf("the one-time link did not sign in; on %s", b.location())
+	}
+	b.clickAndLoad("button", "Sign out")
+
+	b.open(link)
+	b.clickAndLoad("button", "Sign in")
+	if got := run(b, textOf(`[role=alert]`)); !strings.Contains(got, "cannot be used") {
+		t.Fatalf("a reused link: %q", got)
+	}
+	if b.has("button", "Sign out") {
+		t.Fatal("a reused link signed in")
+	}
+	b.checkClean()
+}
+
+func TestBrowserKeys(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	pid := e.boot.Project.ID
+	b.open("/projects/" + pid + "/keys")
+
+	// The free plan's limit is explained, and enforced with its code.
+	if got := run(b, textOf(`#key-limit`)); !strings.Contains(got, "free plan allows one active API key") {
+		t.Errorf("limit note: %q", got)
+	}
+	b.clickAndLoad("button", "Create API key")
+	if got := run(b, textOf(`[role=alert]`)); !strings.Contains(got, "quota_exceeded") {
+		t.Errorf("second key on free: %q", got)
+	}
+
+	// Revoking the bootstrap key makes the API refuse it at once.
+	if status := apiStatus(t, e, e.boot.Secret); status != http.StatusOK {
+		t.Fatalf("bootstrap key before revoking: %d", status)
+	}
+	b.clickAndLoad("button", "Revoke")
+	if !b.asked("Revoke " + e.boot.Key.ID) {
+		t.Error("Revoke did not ask first")
+	}
+	if status := apiStatus(t, e, e.boot.Secret); status != http.StatusUnauthorized {
+		t.Errorf("revoked key: %d, want 401", status)
+	}
+
+	// A new key is shown once, with a copy button.
+	b.clickAndLoad("button", "Create API key")
+	secret := b.value("textbox", "New API key")
+	if !strings.HasPrefix(secret, "cap_") {
+		t.Fatalf("new key %q", secret)
+	}
+	b.click("button", "Copy")
+	b.waitFor(`document.querySelector(".copied").textContent === "Copied"`)
+	if got := b.clipboard(); got != secret {
+		t.Errorf("clipboard %q, want the key", got)
+	}
+	if status := apiStatus(t, e, secret); status != http.StatusOK {
+		t.Errorf("new key: %d", status)
+	}
+	b.open("/projects/" + pid + "/keys")
+	if html := eval[string](b, `document.documentElement.outerHTML`); strings.Contains(html, secret) {
+		t.Error("the key is shown again after the page that created it")
+	}
+	b.checkClean()
+}
+
+func apiStatus(t *testing.T, e *env, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.base+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestBrowserInboxPasswordRevealCopyRotate(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	b.open("/projects/" + e.boot.Project.ID + "/inboxes")
+	card := b.scope("region", "default")
+
+	if v := b.value("textbox", "Password", card); v != "" {
+		t.Fatalf("password shown before Reveal: %q", v)
+	}
+	b.click("button", "Reveal", card)
+	b.waitFor(`document.getElementById("pw-` + e.boot.Inbox.ID + `").value !== ""`)
+	if v := b.value("textbox", "Password", card); v != e.boot.Inbox.SMTPPassword {
+		t.Fatalf("revealed %q, want the inbox's password", v)
+	}
+	copyPassword := `[data-copy="pw-` + e.boot.Inbox.ID + `"]`
+	b.do(chromedp.Click(chromedp.CSS(copyPassword)))
+	b.waitFor(`document.querySelector("#` + e.boot.Inbox.ID + ` .copied:not(:empty)") !== null`)
+	if got := b.clipboard(); got != e.boot.Inbox.SMTPPassword {
+		t.Errorf("clipboard %q, want the password", got)
+	}
+
+	b.clickAndLoad("button", "Rotate", card)
+	in, err := e.st.Inbox(t.Context(), "", e.boot.Inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SMTPPassword == e.boot.Inbox.SMTPPassword {
+		t.Fatal("Rotate kept the password")
+	}
+	card = b.scope("region", "default")
+	if v := b.value("textbox", "Password", card); v != in.SMTPPassword {
+		t.Errorf("after Rotate the page shows %q, want the new password", v)
+	}
+	b.checkClean()
+}
+
+func TestBrowserEndpointSaveCopyPostLive(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	pid := e.boot.Project.ID
+
+	// A custom response, saved on the settings page.
+	b.open("/projects/" + pid + "/endpoints/" + e.boot.Endpoint.ID + "/settings")
+	b.typeInto("spinbutton", "Status", "202")
+	b.fill("Headers", "X-Test: yes")
+	b.fill("Body", "accepted")
+	b.clickAndLoad("button", "Save")
+	if got := run(b, textOf(`[role=status]`)); !strings.Contains(got, "Saved") {
+		t.Fatalf("after Save: %q", got)
+	}
+
+	b.open("/projects/" + pid + "/endpoints/" + e.boot.Endpoint.ID)
+	b.waitFor(`!document.querySelector("[data-live-status]").hidden`)
+	b.click("button", "Copy")
+	b.waitFor(`document.querySelector(".copied").textContent === "Copied"`)
+	captureURL := b.clipboard()
+	if !strings.HasSuffix(captureURL, "/"+e.boot.Endpoint.ID) {
+		t.Fatalf("copied %q", captureURL)
+	}
+	resp, err := http.Post(captureURL+"/orders?x=1", "application/json", strings.NewReader(`{"order":{"id":7,"paid":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || resp.Header.Get("X-Test") != "yes" || string(got) != "accepted" {
+		t.Errorf("custom response: %d %v %q", resp.StatusCode, resp.Header, got)
+	}
+
+	// The request appears without a reload, and opens with its JSON body
+	// pretty-printed.
+	b.waitFor(`document.querySelector("a.row .path")?.textContent === "/orders"`)
+	b.clickCSSAndLoad(`a.row`)
+	body := run(b, textOf(`pre.json`))
+	var v any
+	if json.Unmarshal([]byte(body), &v) != nil || !strings.Contains(body, "\n    \"id\": 7") {
+		t.Errorf("body shown as %q", body)
+	}
+
+	// Delete all asks first, then empties the endpoint.
+	b.open("/projects/" + pid + "/endpoints/" + e.boot.Endpoint.ID)
+	b.clickAndLoad("button", "Delete all")
+	if !b.asked("Delete every request of default?") {
+		t.Error("Delete all did not ask first")
+	}
+	if n := eval[int](b, `document.querySelectorAll("a.row").length`); n != 0 {
+		t.Errorf("%d rows after Delete all", n)
+	}
+	if left, _ := e.st.Requests(t.Context(), e.boot.Endpoint.ID, store.RequestFilter{}, store.Page{}); len(left.Items) != 0 {
+		t.Errorf("%d requests left after Delete all", len(left.Items))
+	}
+	b.checkClean()
+}

@@ -1,0 +1,167 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/capturedev/capture/store"
+)
+
+// TestBrowserEveryPageAtEverySize opens every page at 1280×800 and 390×844,
+// light and dark, and checks that none scrolls sideways or breaks its own
+// policy. With CAPTURE_SCREENSHOTS=DIR it also saves a screenshot of each.
+func TestBrowserEveryPageAtEverySize(t *testing.T) {
+	e := start(t)
+	pages := populate(t, e)
+	dir := os.Getenv("CAPTURE_SCREENSHOTS")
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modes := []struct {
+		name string
+		vp   viewport
+	}{
+		{"desktop-light", viewport{width: 1280, height: 800}},
+		{"desktop-dark", viewport{width: 1280, height: 800, dark: true}},
+		{"phone-light", viewport{width: 390, height: 844, mobile: true}},
+		{"phone-dark", viewport{width: 390, height: 844, mobile: true, dark: true}},
+	}
+	b := newBrowser(t, e, desktop)
+	for _, m := range modes {
+		b.setViewport(m.vp)
+		b.open("/login")
+		shoot(t, b, dir, m.name, "00-login-no-password")
+		b.open(e.loginLink(t))
+		shoot(t, b, dir, m.name, "01-login-link")
+		b.signIn()
+		for i, p := range pages {
+			b.open(p.path)
+			if p.wait != "" {
+				b.waitFor(p.wait)
+			}
+			if overflow := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
+				t.Errorf("%s %s scrolls sideways by %d px", m.name, p.name, overflow)
+			}
+			shoot(t, b, dir, m.name, fmt.Sprintf("%02d-%s", i+2, p.name))
+		}
+		b.clickAndLoad("button", "Sign out")
+	}
+	b.checkClean()
+}
+
+func shoot(t *testing.T, b *browser, dir, mode, name string) {
+	t.Helper()
+	if dir == "" {
+		return
+	}
+	png := run(b, chromedp.CaptureScreenshot())
+	if err := os.WriteFile(filepath.Join(dir, mode+"-"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type screenPage struct {
+	name, path, wait string
+}
+
+// populate fills the data dir the way a day of development does, and
+// returns every page of the interface with something on it.
+func populate(t *testing.T, e *env) []screenPage {
+	t.Helper()
+	ctx := t.Context()
+	pid := e.boot.Project.ID
+	in := e.boot.Inbox
+	second, err := e.st.CreateInbox(ctx, pid, "password-reset-tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := e.st.CreateInbox(ctx, pid, "newsletters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "http://localhost:3000/webhooks"
+	stripe, err := e.st.CreateEndpoint(ctx, pid, "stripe", &target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateProject(ctx, "staging", "pro"); err != nil {
+		t.Fatal(err)
+	}
+
+	senders := []struct{ from, to, subject, text string }{
+		{`"Acme Shop" <orders@acme.test>`, "alice@example.com", "Your order #10234 has shipped", "Your parcel is on its way. Track it at https://acme.test/track/10234"},
+		{`"Acme" <no-reply@acme.test>`, "bob@example.com", "Confirm your email address", "Welcome! Confirm your address: https://acme.test/confirm?token=abc123"},
+		{`security@acme.test`, "carol@example.com", "Your sign-in code is 482913", "Use 482913 to sign in. It expires in 10 minutes."},
+		{`"Billing" <billing@acme.test>`, "alice@example.com, finance@example.com", "Invoice INV-2044 for November", "Your invoice is attached."},
+	}
+	for _, s := range senders {
+		e.sendMail(t, in, "app@acme.test", []string{"dev@example.com"},
+			"From: "+s.from+"\nTo: "+s.to+"\nSubject: "+s.subject+"\nDate: "+time.Now().Format(time.RFC1123Z)+"\n\n"+s.text+"\n")
+	}
+	e.sendMail(t, second, "app@acme.test", []string{"dave@example.com"},
+		"From: \"Acme\" <no-reply@acme.test>\nTo: dave@example.com\nSubject: Reset your password\n\nReset it here: https://acme.test/reset?t=1\n")
+	html := `<!doctype html><html><body style="margin:0;background:#f4f4f7;font-family:Helvetica,Arial,sans-serif">
+<table width="100%" cellpadding="0" cellspacing="0"><tr><td align="center" style="padding:32px 12px">
+<table width="560" cellpadding="0" cellspacing="0" style="background:#fff;border-radius:8px;padding:32px;max-width:100%">
+<tr><td><h1 style="font-size:22px;color:#222;margin:0 0 16px">Welcome to Acme, Erin!</h1>
+<p style="color:#444;line-height:1.5">Thanks for signing up. Confirm your email address to finish creating your account.</p>
+<p style="text-align:center;margin:28px 0"><a href="https://acme.test/verify?token=9f8e7d" style="background:#4f46e5;color:#fff;padding:12px 22px;border-radius:6px;text-decoration:none;font-weight:bold">Confirm my address</a></p>
+<img src="https://images.acme.test/banner.png" width="496" height="120" alt="Acme banner" style="display:block;max-width:100%">
+<p style="color:#888;font-size:12px;margin-top:28px">You got this because you signed up at acme.test. <a href="https://acme.test/unsubscribe">Unsubscribe</a></p>
+</td></tr></table></td></tr></table></body></html>`
+	e.sendMail(t, in, "app@acme.test", []string{"erin@example.com"}, mimeWithAttachment("Welcome to Acme, Erin!", html, "terms.pdf", "%PDF-1.4 terms"))
+
+	post := func(path, contentType, body string) {
+		resp, err := http.Post("http://"+e.srv.CaptureAddr().String()+"/"+stripe.ID+path, contentType, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	post("/webhooks/stripe", "application/json", `{"id":"evt_1","type":"payment_intent.succeeded","data":{"object":{"amount":4200,"currency":"eur"}}}`)
+	post("/webhooks/stripe?attempt=2", "application/json", `{"id":"evt_2","type":"invoice.paid","data":{"object":{"total":9900}}}`)
+	post("/upload", "application/octet-stream", "\x00\x01\x02binary\xff\xfe payload")
+	reqs, err := e.st.Requests(ctx, stripe.ID, store.RequestFilter{}, store.Page{})
+	if err != nil || len(reqs.Items) != 3 {
+		t.Fatalf("requests: %v %v", reqs, err)
+	}
+	status := 200
+	if _, err := e.st.AddDelivery(ctx, pid, reqs.Items[2].ID, store.NewDelivery{Kind: store.DeliveryForward,
+		TargetURL: "http://localhost:3000/webhooks/stripe", ResponseStatus: &status, Duration: 12 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.st.Messages(ctx, in.ID, store.MessageFilter{}, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	welcome := "/projects/" + pid + "/messages/" + msgs.Items[0].ID
+	base := "/projects/" + pid
+	return []screenPage{
+		{name: "projects", path: "/projects"},
+		{name: "keys", path: base + "/keys"},
+		{name: "inboxes", path: base + "/inboxes"},
+		{name: "endpoints", path: base + "/endpoints"},
+		{name: "endpoint-settings", path: base + "/endpoints/" + stripe.ID + "/settings"},
+		{name: "messages", path: base + "/inboxes/" + in.ID, wait: `!document.querySelector("[data-live-status]").hidden`},
+		{name: "messages-empty", path: base + "/inboxes/" + empty.ID},
+		{name: "message-html", path: welcome},
+		{name: "message-text", path: "/projects/" + pid + "/messages/" + msgs.Items[1].ID + "?tab=text"},
+		{name: "message-source", path: welcome + "?tab=source"},
+		{name: "message-headers", path: welcome + "?tab=headers"},
+		{name: "message-links", path: welcome + "?tab=links"},
+		{name: "message-attachments", path: welcome + "?tab=attachments"},
+		{name: "requests", path: base + "/endpoints/" + stripe.ID},
+		{name: "request-json", path: "/projects/" + pid + "/requests/" + reqs.Items[2].ID},
+		{name: "request-binary", path: "/projects/" + pid + "/requests/" + reqs.Items[0].ID},
+		{name: "not-found", path: base + "/messages/msg_nothere"},
+	}
+}

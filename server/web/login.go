@@ -1,0 +1,123 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/capturedev/capture/store"
+)
+
+type loginView struct {
+	// Token is a one-time link's token: the page offers to use it.
+	Token       string
+	Next        string
+	HasPassword bool
+	Error       string
+	Notice      string
+}
+
+// loginPage shows the sign-in form: the password, or the confirmation of
+// a one-time link. Opening a link never signs in by itself, so a link
+// previewer that fetches it does not use it up.
+func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	s, err := h.currentSession(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	next := safeNext(r.URL.Query().Get("next"))
+	if s != nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	v := loginView{Token: r.URL.Query().Get("token"), Next: next, Notice: takeFlash(w, r)}
+	h.renderLogin(w, r, http.StatusOK, v)
+}
+
+func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, v loginView) {
+	has, err := h.store.HasPassword(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.HasPassword = has
+	csrf := ""
+	if c, err := r.Cookie(loginCookie); err == nil && c.Value != "" {
+		csrf = c.Value
+	} else {
+		csrf = randomToken()
+		setCookie(w, r, loginCookie, csrf, "/login", 3600)
+	}
+	title := "Sign in"
+	h.render(w, r, status, "login", layout{Title: title, CSRF: csrf, Page: v})
+}
+
+// login signs in with a password or a one-time link's token.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	c, err := r.Cookie(loginCookie)
+	if err != nil || !sameToken(r.PostFormValue(csrfField), c.Value) {
+		h.renderLogin(w, r, http.StatusForbidden, loginView{
+			Token: r.PostFormValue("token"), Next: safeNext(r.PostFormValue("next")),
+			Error: "The sign-in form expired. Try again."})
+		return
+	}
+	token, password := r.PostFormValue("token"), r.PostFormValue("password")
+	v := loginView{Token: token, Next: safeNext(r.PostFormValue("next"))}
+
+	attempt, err := h.throttle.acquire(r.Context(), clientOf(r))
+	if err != nil {
+		return
+	}
+	if token != "" {
+		err = h.store.UseLoginToken(r.Context(), token)
+	} else {
+		err = h.store.CheckPassword(r.Context(), password)
+	}
+	signedIn := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrWrongPassword) {
+		h.throttle.release(r.Context(), attempt, false)
+		h.fail(w, r, err)
+		return
+	}
+	h.throttle.release(r.Context(), attempt, signedIn)
+	if !signedIn {
+		if token != "" {
+			v.Error = "This sign-in link cannot be used: it was used already, is older than 15 minutes, " +
+				"or was copied incompletely. Run capture user login-link for a new one."
+		} else {
+			v.Error = "Sign-in failed. Check the password and try again."
+		}
+		h.renderLogin(w, r, http.StatusUnauthorized, v)
+		return
+	}
+
+	sess, err := h.store.CreateSession(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	setCookie(w, r, sessionCookie, sess.Token, "/", int(store.SessionLifetime.Seconds()))
+	setCookie(w, r, loginCookie, "", "/login", -1)
+	http.Redirect(w, r, v.Next, http.StatusSeeOther)
+}
+
+// logout ends the session on the server, not only in this browser.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := h.store.EndSession(r.Context(), s.token); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	setCookie(w, r, sessionCookie, "", "/", -1)
+	redirect(w, r, "/login", "Signed out.")
+}
+
+// safeNext keeps a post-sign-in destination on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	return next
+}

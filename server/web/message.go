@@ -1,0 +1,302 @@
+package web
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/capturedev/capture/store"
+)
+
+type messageView struct {
+	ID, Subject, From, To, Cc, ReplyTo, Size, MessageID string
+	Date                                                *timeView
+	EnvelopeFrom, EnvelopeTo                            string
+	Received                                            timeView
+	Tab                                                 string
+	Tabs                                                []tabLink
+	InboxID, InboxURL, InboxName, DeleteURL, RawURL     string
+	Warnings                                            []string
+
+	HTMLURL, LoadImagesURL string
+	ImagesLoaded           bool
+	Text                   string
+	Source                 string
+	SourceTruncated        bool
+	Headers                []fieldRow
+	Links                  []linkRow
+	Attachments            []attachmentRow
+}
+
+type tabLink struct {
+	ID, Label, URL string
+	Current        bool
+}
+
+type fieldRow struct{ Name, Value string }
+
+type linkRow struct {
+	URL, Text, Origin string
+	// Safe is an http(s) URL the page may link to; others are shown as text.
+	Safe bool
+}
+
+type attachmentRow struct {
+	Filename, ContentType, Size, URL string
+	Inline                           bool
+}
+
+// maxSourceShown bounds the raw message shown in the Source tab; the
+// download has all of it.
+const maxSourceShown = 1 << 20
+
+func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	pid := pc.project.ID
+	m, err := h.store.Message(r.Context(), pid, r.PathValue("mid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	in, err := h.store.Inbox(r.Context(), pid, m.InboxID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	base := messageURL(pid, m.ID)
+	v := messageView{
+		ID: m.ID, Subject: m.Subject, To: addressList(m.To), Cc: addressList(m.Cc), ReplyTo: addressList(m.ReplyTo),
+		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: m.EnvelopeFrom, EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
+		Received: timeOf(m.ReceivedAt), InboxID: in.ID, InboxURL: inboxURL(pid, in.ID), InboxName: in.Name,
+		DeleteURL: base + "/delete", RawURL: base + "/raw", Warnings: m.Warnings,
+	}
+	if m.From != nil {
+		v.From = addressString(*m.From)
+	}
+	if m.Date != nil {
+		d := timeOf(*m.Date)
+		v.Date = &d
+	}
+
+	type tab struct {
+		id, label string
+		show      bool
+	}
+	tabs := []tab{
+		{"html", "HTML", m.HTML != nil},
+		{"text", "Text", m.Text != nil},
+		{"source", "Source", true},
+		{"headers", "Headers", true},
+		{"links", "Links (" + strconv.Itoa(len(m.Links)) + ")", true},
+		{"attachments", "Attachments (" + strconv.Itoa(len(m.Attachments)) + ")", true},
+	}
+	v.Tab = r.URL.Query().Get("tab")
+	if v.Tab == "" {
+		v.Tab = "source"
+		if m.Text != nil {
+			v.Tab = "text"
+		}
+		if m.HTML != nil {
+			v.Tab = "html"
+		}
+	}
+	known := false
+	for _, t := range tabs {
+		if !t.show {
+			continue
+		}
+		known = known || t.id == v.Tab
+		v.Tabs = append(v.Tabs, tabLink{ID: t.id, Label: t.label, URL: base + "?tab=" + t.id, Current: t.id == v.Tab})
+	}
+	if !known {
+		h.errorPage(w, r, http.StatusNotFound, "This message has no such tab.")
+		return
+	}
+
+	switch v.Tab {
+	case "html":
+		v.ImagesLoaded = r.URL.Query().Get("images") == "1"
+		v.HTMLURL = base + "/html"
+		if v.ImagesLoaded {
+			v.HTMLURL += "?images=1"
+		}
+		v.LoadImagesURL = base
+	case "text":
+		v.Text = *m.Text
+	case "source":
+		raw, err := h.store.MessageRaw(r.Context(), pid, m.ID)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if len(raw) > maxSourceShown {
+			raw, v.SourceTruncated = raw[:maxSourceShown], true
+		}
+		v.Source = strings.ToValidUTF8(string(raw), "\uFFFD")
+	case "headers":
+		for _, hd := range m.Headers {
+			for _, val := range hd.Values {
+				v.Headers = append(v.Headers, fieldRow{Name: hd.Name, Value: val})
+			}
+		}
+	case "links":
+		for _, l := range m.Links {
+			row := linkRow{URL: l.URL, Origin: l.Origin, Safe: isWebURL(l.URL)}
+			if l.Text != nil {
+				row.Text = *l.Text
+			}
+			v.Links = append(v.Links, row)
+		}
+	case "attachments":
+		for _, a := range m.Attachments {
+			v.Attachments = append(v.Attachments, attachmentRow{Filename: attachmentName(a), ContentType: a.ContentType,
+				Size: size(a.Size), URL: base + "/attachments/" + url.PathEscape(a.ID), Inline: a.Inline})
+		}
+	}
+
+	l, err := h.frame(w, r, pc.session, pc, subjectOrNone(m.Subject), "captures", in.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	l.Page = v
+	h.render(w, r, http.StatusOK, "message", l)
+}
+
+func subjectOrNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(no subject)"
+	}
+	return s
+}
+
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// untrustedCSP is the policy of a message's HTML: a sandbox (no script, a
+// unique origin), nothing loaded from anywhere but inline styles and data:
+// images, and remote images only once the reader asked for them.
+func untrustedCSP(images bool) string {
+	img := "img-src data:"
+	if images {
+		img = "img-src data: http: https:"
+	}
+	return "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; style-src 'unsafe-inline'; " +
+		"font-src data:; " + img + "; form-action 'none'; frame-ancestors 'self'"
+}
+
+// messageHTML serves a message's HTML body for the sandboxed frame of the
+// HTML tab. Links open in a new tab, outside the sandbox.
+func (h *Handler) messageHTML(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	m, err := h.store.Message(r.Context(), pc.project.ID, r.PathValue("mid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if m.HTML == nil {
+		h.errorPage(w, r, http.StatusNotFound, "This message has no HTML body.")
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", untrustedCSP(r.URL.Query().Get("images") == "1"))
+	hd.Set("X-Frame-Options", "SAMEORIGIN")
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	w.Write(withBaseTarget(*m.HTML))
+}
+
+// withBaseTarget adds <base target="_blank"> to an HTML document, after
+// its doctype if it has one (anything before a doctype would switch the
+// page to quirks mode).
+func withBaseTarget(doc string) []byte {
+	const base = `<base target="_blank">`
+	rest := strings.TrimLeft(doc, " \t\r\n\uFEFF")
+	if len(rest) >= 9 && strings.EqualFold(rest[:9], "<!doctype") {
+		if end := strings.IndexByte(rest, '>'); end >= 0 {
+			return []byte(rest[:end+1] + base + rest[end+1:])
+		}
+	}
+	return []byte(base + doc)
+}
+
+// download sends bytes as a file to save, never to render on this origin.
+func download(w http.ResponseWriter, filename, contentType string, body []byte) {
+	hd := w.Header()
+	hd.Set("Content-Type", contentType)
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+// safeFilename keeps a sender's file name usable and harmless: no
+// directories, no control characters, not empty.
+func safeFilename(name, fallback string) string {
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' || r == '"' {
+			return '_'
+		}
+		return r
+	}, path.Base(strings.ReplaceAll(name, "\\", "/")))
+	name = strings.Trim(name, ". ")
+	if name == "" || !utf8.ValidString(name) {
+		return fallback
+	}
+	return name
+}
+
+func attachmentName(a store.Attachment) string {
+	return safeFilename(a.Filename, a.ID+".bin")
+}
+
+func (h *Handler) messageRaw(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	id := r.PathValue("mid")
+	raw, err := h.store.MessageRaw(r.Context(), pc.project.ID, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	download(w, safeFilename(id, "message")+".eml", "message/rfc822", raw)
+}
+
+func (h *Handler) messageAttachment(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	a, data, err := h.store.AttachmentData(r.Context(), pc.project.ID, r.PathValue("mid"), r.PathValue("aid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	download(w, attachmentName(a), "application/octet-stream", data)
+}
+
+func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	pid := pc.project.ID
+	if err := h.store.DeleteMessage(r.Context(), pid, r.PathValue("mid")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back := "/"
+	if inbox := r.PostFormValue("inbox"); inbox != "" {
+		back = inboxURL(pid, url.PathEscape(inbox))
+	}
+	redirect(w, r, back, "Deleted the message.")
+}
+
+// bytesPreview is the start of b, cut at a rune boundary.
+func bytesPreview(b []byte, max int) ([]byte, bool) {
+	if len(b) <= max {
+		return b, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return bytes.Clone(b[:cut]), true
+}

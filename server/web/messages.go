@@ -1,0 +1,160 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/capturedev/capture/store"
+)
+
+// pageLimit is how many captures a browser page lists.
+const pageLimit = 50
+
+type messagesView struct {
+	ID, Name, Count, SettingsURL, PurgeURL string
+	Rows                                   []messageRow
+	Search, To, From                       string
+	// SearchParam names the search box's query parameter.
+	SearchParam string
+	Filtered    bool
+	// LiveURL streams new captures; set on the newest page only.
+	LiveURL string
+	Pager   pager
+}
+
+type messageRow struct {
+	ID, URL, From, FromTitle, To, Subject, Snippet, AttachmentLabel string
+	Attachments                                                     int
+	Received                                                        timeView
+}
+
+// searchParam is the search box's parameter. Its words filter on the
+// subject; the store's full-text search (q) takes them once it exists, by
+// changing searchParam and applySearch alone.
+const searchParam = "subject"
+
+func applySearch(f *store.MessageFilter, words string) { f.Subject = words }
+
+func messageFilter(q url.Values) store.MessageFilter {
+	f := store.MessageFilter{To: q.Get("to"), From: q.Get("from")}
+	applySearch(&f, q.Get(searchParam))
+	return f
+}
+
+func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	in, err := h.store.Inbox(r.Context(), pc.project.ID, r.PathValue("iid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	pg := pageOf(q, pageLimit)
+	list, err := h.store.Messages(r.Context(), in.ID, messageFilter(q), pg)
+	if err != nil {
+		h.listFailed(w, r, err)
+		return
+	}
+	l, err := h.frame(w, r, pc.session, pc, in.Name, "captures", in.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pid := pc.project.ID
+	v := messagesView{
+		ID: in.ID, Name: in.Name, Count: plural(in.MessageCount, "message", "messages"),
+		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
+		Search: q.Get(searchParam), To: q.Get("to"), From: q.Get("from"), SearchParam: searchParam,
+	}
+	v.Filtered = v.Search != "" || v.To != "" || v.From != ""
+	for _, m := range list.Items {
+		v.Rows = append(v.Rows, messageRowOf(pid, m))
+	}
+	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(m store.MessageSummary) string { return m.ID }))
+	if pg.Before == "" && pg.After == "" {
+		v.LiveURL = liveURL(inboxURL(pid, in.ID)+"/events", q, v.Rows, func(m messageRow) string { return m.ID })
+	}
+	l.Page = v
+	h.render(w, r, http.StatusOK, "messages", l)
+}
+
+func messageRowOf(pid string, m store.MessageSummary) messageRow {
+	row := messageRow{ID: m.ID, URL: messageURL(pid, m.ID), Subject: m.Subject, Snippet: m.Snippet,
+		To: addressList(append(append([]store.Address{}, m.To...), m.Cc...)), Attachments: m.AttachmentCount,
+		Received: timeOf(m.ReceivedAt)}
+	if m.From != nil {
+		row.From, row.FromTitle = m.From.Name, m.From.Address
+		if row.From == "" {
+			row.From = m.From.Address
+		}
+	}
+	if m.AttachmentCount > 0 {
+		row.AttachmentLabel = plural(int64(m.AttachmentCount), "attachment", "attachments")
+	}
+	return row
+}
+
+// liveURL is the event stream of a list page: its filters, and the newest
+// row shown as the point to continue from.
+func liveURL[T any](base string, q url.Values, rows []T, id func(T) string) string {
+	lq := url.Values{}
+	for k, v := range q {
+		if k != "before" && k != "after" && len(v) > 0 && v[0] != "" {
+			lq.Set(k, v[0])
+		}
+	}
+	if len(rows) > 0 {
+		lq.Set("after", id(rows[0]))
+	}
+	if len(lq) == 0 {
+		return base
+	}
+	return base + "?" + lq.Encode()
+}
+
+// messageEvents streams the inbox's new messages that match the page's
+// filters, as rows ready to insert.
+func (h *Handler) messageEvents(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	in, err := h.store.Inbox(r.Context(), pc.project.ID, r.PathValue("iid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	f := messageFilter(r.URL.Query())
+	pid := pc.project.ID
+	h.stream(w, r, in.ID, func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+		list, err := h.store.Messages(ctx, in.ID, f, pg)
+		if err != nil {
+			return nil, "", err
+		}
+		rows, err := renderRows(h.pages["messages"], "message_row", list.Items,
+			func(m store.MessageSummary) string { return m.ID },
+			func(m store.MessageSummary) any { return messageRowOf(pid, m) })
+		return rows, list.Next, err
+	})
+}
+
+func (h *Handler) purgeInbox(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	in, err := h.store.Inbox(r.Context(), pc.project.ID, r.PathValue("iid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.store.PurgeInbox(r.Context(), pc.project.ID, in.ID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	redirect(w, r, inboxURL(pc.project.ID, in.ID), "Deleted every message of inbox "+in.Name+".")
+}
+
+// listFailed answers a list whose cursor names a capture that is gone
+// (deleted or pruned) by starting again from the newest page.
+func (h *Handler) listFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrInvalidCursor) {
+		redirect(w, r, pageLink(r, "", ""),
+			"That page no longer exists: its captures were deleted. This is the newest page.")
+		return
+	}
+	h.fail(w, r, err)
+}

@@ -1,0 +1,111 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/capturedev/capture/store"
+)
+
+type requestsView struct {
+	ID, Name, Count, CaptureURL, SettingsURL, PurgeURL string
+	Target                                             string
+	Rows                                               []requestRow
+	Method, Path                                       string
+	Filtered                                           bool
+	LiveURL                                            string
+	Pager                                              pager
+	Methods                                            []string
+}
+
+type requestRow struct {
+	ID, URL, Method, Path, Query, ContentType, Size, RemoteAddr string
+	Received                                                    timeView
+}
+
+func requestFilter(q url.Values) store.RequestFilter {
+	return store.RequestFilter{Method: q.Get("method"), PathPrefix: q.Get("path")}
+}
+
+func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	e, err := h.store.Endpoint(r.Context(), pc.project.ID, r.PathValue("eid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	pg := pageOf(q, pageLimit)
+	list, err := h.store.Requests(r.Context(), e.ID, requestFilter(q), pg)
+	if err != nil {
+		h.listFailed(w, r, err)
+		return
+	}
+	l, err := h.frame(w, r, pc.session, pc, e.Name, "captures", e.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pid := pc.project.ID
+	v := requestsView{
+		ID: e.ID, Name: e.Name, Count: plural(e.RequestCount, "request", "requests"), CaptureURL: h.captureURL(e.ID),
+		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
+		Method: q.Get("method"), Path: q.Get("path"),
+		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
+	}
+	if e.TargetURL != nil {
+		v.Target = *e.TargetURL
+	}
+	v.Filtered = v.Method != "" || v.Path != ""
+	for _, rq := range list.Items {
+		v.Rows = append(v.Rows, requestRowOf(pid, rq))
+	}
+	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }))
+	if pg.Before == "" && pg.After == "" {
+		v.LiveURL = liveURL(endpointURL(pid, e.ID)+"/events", q, v.Rows, func(rq requestRow) string { return rq.ID })
+	}
+	l.Page = v
+	h.render(w, r, http.StatusOK, "requests", l)
+}
+
+func requestRowOf(pid string, rq store.RequestSummary) requestRow {
+	row := requestRow{ID: rq.ID, URL: requestURL(pid, rq.ID), Method: rq.Method, Path: rq.Path, Query: rq.Query,
+		Size: size(rq.Size), RemoteAddr: rq.RemoteAddr, Received: timeOf(rq.ReceivedAt)}
+	if rq.ContentType != nil {
+		row.ContentType = *rq.ContentType
+	}
+	return row
+}
+
+func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	e, err := h.store.Endpoint(r.Context(), pc.project.ID, r.PathValue("eid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	f := requestFilter(r.URL.Query())
+	pid := pc.project.ID
+	h.stream(w, r, e.ID, func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+		list, err := h.store.Requests(ctx, e.ID, f, pg)
+		if err != nil {
+			return nil, "", err
+		}
+		rows, err := renderRows(h.pages["requests"], "request_row", list.Items,
+			func(rq store.RequestSummary) string { return rq.ID },
+			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
+		return rows, list.Next, err
+	})
+}
+
+func (h *Handler) purgeEndpoint(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+	e, err := h.store.Endpoint(r.Context(), pc.project.ID, r.PathValue("eid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.store.PurgeEndpoint(r.Context(), pc.project.ID, e.ID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	redirect(w, r, endpointURL(pc.project.ID, e.ID), "Deleted every request of endpoint "+e.Name+".")
+}

@@ -1,0 +1,195 @@
+// capture web interface: live lists, copy and reveal buttons,
+// confirmations, local times and keyboard shortcuts. Every page works
+// without this script; it only makes them quicker to use.
+(() => {
+  "use strict";
+
+  // Controls that need the script are hidden in the HTML until it runs.
+  for (const el of document.querySelectorAll("[data-needs-js]")) el.hidden = false;
+
+  // Times arrive in UTC; show them in the reader's zone: the time alone
+  // for today, the date too otherwise.
+  const pad = (n) => String(n).padStart(2, "0");
+  function localTime(el) {
+    const d = new Date(el.getAttribute("datetime"));
+    if (Number.isNaN(d.getTime())) return;
+    const now = new Date();
+    const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const sameDay = d.toDateString() === now.toDateString();
+    el.textContent = sameDay ? hms
+      : `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms}`;
+    el.title = d.toString();
+  }
+  document.querySelectorAll("time[datetime]").forEach(localTime);
+
+  // On narrow screens the sidebar is a scrolling row: show where we are.
+  document.querySelector(".side [aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
+
+  // Ask before destructive forms are sent.
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    const question = form.dataset.confirm;
+    if (question && !window.confirm(question)) e.preventDefault();
+  });
+
+  const statusNear = (el) => el.closest(".copy-row")?.querySelector(".copied");
+  function say(el, text) {
+    const status = statusNear(el);
+    if (!status) return;
+    status.textContent = text;
+    clearTimeout(status._timer);
+    status._timer = setTimeout(() => { status.textContent = ""; }, 2500);
+  }
+
+  async function fetchText(url) {
+    const resp = await fetch(url, { headers: { "X-Requested-With": "fetch" }, cache: "no-store" });
+    if (!resp.ok) throw new Error((await resp.text()).trim() || resp.statusText);
+    return resp.text();
+  }
+
+  // A secret field is empty until revealed; its value comes from its URL.
+  async function secretValue(input) {
+    if (input.value === "" && input.dataset.secretUrl) {
+      input.value = await fetchText(input.dataset.secretUrl);
+    }
+    return input.value;
+  }
+
+  async function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return;
+    }
+    // Plain http on another host: no clipboard API, so copy a selection.
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "sr-only";
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    if (!ok) throw new Error("copy refused");
+  }
+
+  document.addEventListener("click", async (e) => {
+    const btn = e.target.closest("button[data-copy]");
+    if (!btn) return;
+    const source = document.getElementById(btn.dataset.copy);
+    if (!source) return;
+    try {
+      await copyText(await secretValue(source));
+      say(btn, "Copied");
+    } catch (err) {
+      say(btn, "Copy failed: " + err.message);
+    }
+  });
+
+  // Filters leave empty fields out of the address.
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    if (!form.classList.contains("filters") || e.defaultPrevented) return;
+    for (const field of form.elements) {
+      if (field.name && field.value === "") field.disabled = true;
+    }
+  });
+
+  // A page restored from the back-forward cache gets its fields back.
+  window.addEventListener("pageshow", () => {
+    for (const field of document.querySelectorAll("form.filters [disabled]")) field.disabled = false;
+  });
+
+  // Reveal fetches the password into its field instead of reloading.
+  document.addEventListener("submit", async (e) => {
+    const form = e.target;
+    if (!form.dataset.reveal || e.defaultPrevented) return;
+    const input = document.getElementById(form.dataset.reveal);
+    if (!input) return;
+    e.preventDefault();
+    const btn = form.querySelector("button");
+    try {
+      await secretValue(input);
+      input.type = "text";
+      btn.disabled = true;
+    } catch (err) {
+      say(form, "Reveal failed: " + err.message);
+    }
+  });
+
+  // Load images swaps the frame's address instead of reloading the page.
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    if (!form.hasAttribute("data-load-images") || e.defaultPrevented) return;
+    const frame = document.querySelector("iframe.mail-html");
+    if (!frame) return;
+    e.preventDefault();
+    const url = new URL(frame.src, location.href);
+    url.searchParams.set("images", "1");
+    frame.src = url.toString();
+    form.hidden = true;
+    const page = new URL(location.href);
+    page.searchParams.set("tab", "html");
+    page.searchParams.set("images", "1");
+    history.replaceState(null, "", page);
+  });
+
+  // Live lists: the server sends each new capture as a rendered row.
+  const list = document.querySelector("ul[data-live]");
+  if (list && window.EventSource) {
+    const maxRows = 300;
+    const empty = document.querySelector("[data-empty]");
+    const dot = document.querySelector("[data-live-status]");
+    const countEl = document.querySelector("[data-count]");
+    const source = new EventSource(list.dataset.live);
+    source.addEventListener("open", () => { if (dot) dot.hidden = false; });
+    source.addEventListener("error", () => { if (dot) dot.hidden = true; });
+    source.addEventListener("row", (ev) => {
+      const tpl = document.createElement("template");
+      tpl.innerHTML = ev.data.trim();
+      const item = tpl.content.firstElementChild;
+      const row = item?.querySelector("[data-id]");
+      if (!row || list.querySelector(`[data-id="${CSS.escape(row.dataset.id)}"]`)) return;
+      row.classList.add("new");
+      item.querySelectorAll("time[datetime]").forEach(localTime);
+      list.prepend(item);
+      while (list.children.length > maxRows) list.lastElementChild.remove();
+      if (empty) empty.hidden = true;
+      if (countEl) {
+        const m = countEl.textContent.match(/^(\d+) (\w+?)s?$/);
+        if (m) {
+          const n = Number(m[1]) + 1;
+          countEl.textContent = `${n} ${m[2]}${n === 1 ? "" : "s"}`;
+        }
+      }
+    });
+    source.addEventListener("reload", () => location.reload());
+  }
+
+  // Keyboard: "/" searches, j and k move through a list, Enter opens
+  // (rows are links), Escape leaves a field.
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    const typing = e.target.closest?.("input, textarea, select, [contenteditable]");
+    if (typing) {
+      if (e.key === "Escape") e.target.blur();
+      return;
+    }
+    if (e.key === "/") {
+      const search = document.querySelector("[data-search]");
+      if (search) {
+        e.preventDefault();
+        search.focus();
+        search.select();
+      }
+      return;
+    }
+    if (e.key === "j" || e.key === "k") {
+      const rows = [...document.querySelectorAll("a.row")];
+      if (rows.length === 0) return;
+      const at = rows.indexOf(document.activeElement);
+      const next = at < 0 ? 0 : Math.min(Math.max(at + (e.key === "j" ? 1 : -1), 0), rows.length - 1);
+      rows[next].focus();
+      e.preventDefault();
+    }
+  });
+})();

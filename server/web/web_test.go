@@ -1,0 +1,230 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/store"
+)
+
+func cookieOf(resp response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestSignInWithLinkAndSignOut(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+
+	if resp := c.get("/"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2F" {
+		t.Fatalf("signed-out /: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if page := c.get("/login"); !strings.Contains(page.body, "No password is set yet") {
+		t.Errorf("before set-password the page should point to the link:\n%s", page.body)
+	}
+
+	link := e.loginLink(t)
+	page := c.get(link)
+	token := strings.TrimPrefix(link, e.base+"/login?token=")
+	form := url.Values{"csrf": {csrf(t, page.body)}, "token": {token}, "next": {"/projects"}}
+
+	// Without the sign-in form's token (another site posting it), refused.
+	if resp := e.client(t).post("/login", form); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-in without the form cookie: %d", resp.StatusCode)
+	}
+
+	resp := c.post("/login", form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/projects" {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.body)
+	}
+	sess := cookieOf(resp, "capture_session")
+	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || sess.Secure || sess.Path != "/" {
+		t.Fatalf("session cookie %+v", sess)
+	}
+
+	// The link works once.
+	began := time.Now()
+	again := e.client(t)
+	page = again.get(link)
+	form.Set("csrf", csrf(t, page.body))
+	if resp := again.post("/login", form); resp.StatusCode != http.StatusUnauthorized ||
+		!strings.Contains(resp.body, "cannot be used") || cookieOf(resp, "capture_session") != nil {
+		t.Errorf("reused link: %d %s", resp.StatusCode, resp.body)
+	}
+	if d := time.Since(began); d < time.Second {
+		t.Errorf("a refused link was answered after %s, want at least 1s", d)
+	}
+
+	// The read API never takes the session cookie.
+	if resp := c.get("/api/v1/me"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("API with the session cookie: %d %s", resp.StatusCode, resp.body)
+	}
+
+	// Sign-out needs the CSRF token, and ends the session on the server.
+	if resp := c.post("/logout", url.Values{}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-out without a CSRF token: %d", resp.StatusCode)
+	}
+	pageToken := csrf(t, c.get("/projects").body)
+	if resp := c.post("/logout", url.Values{"csrf": {pageToken}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", resp.StatusCode)
+	}
+	stolen := e.client(t)
+	u, _ := url.Parse(e.base)
+	stolen.Jar.SetCookies(u, []*http.Cookie{{Name: "capture_session", Value: sess.Value}})
+	if resp := stolen.get("/projects"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the signed-out session still opens pages: %d", resp.StatusCode)
+	}
+}
+
+func TestSignInWithPassword(t *testing.T) {
+	e := start(t)
+	if err := e.st.SetPassword(t.Context(), "hunter2hunter2"); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client(t)
+	page := c.get("/login?next=/projects")
+	try := func(password string) (response, time.Duration) {
+		began := time.Now()
+		resp := c.post("/login", url.Values{"csrf": {csrf(t, page.body)}, "password": {password}, "next": {"/projects"}})
+		return resp, time.Since(began)
+	}
+	resp, took := try("hunter2hunter3")
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.body, "Sign-in failed. Check the password and try again.") {
+		t.Fatalf("wrong password: %d %s", resp.StatusCode, resp.body)
+	}
+	if took < time.Second {
+		t.Errorf("a wrong password was answered after %s, want at least 1s", took)
+	}
+	// A second failure in a row waits longer.
+	if _, took := try(""); took < 2*time.Second {
+		t.Errorf("a second wrong password was answered after %s, want at least 2s", took)
+	}
+	resp, _ = try("hunter2hunter2")
+	if resp.StatusCode != http.StatusSeeOther || cookieOf(resp, "capture_session") == nil {
+		t.Fatalf("right password: %d %s", resp.StatusCode, resp.body)
+	}
+}
+
+func TestSecureCookieBehindHTTPS(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	https := http.Header{"X-Forwarded-Proto": {"https"}}
+	link := e.loginLink(t)
+	page := c.do("GET", link, nil, https)
+	form := url.Values{"csrf": {csrf(t, page.body)}, "token": {strings.TrimPrefix(link, e.base+"/login?token=")}}
+	resp := c.do("POST", "/login", form, https)
+	if s := cookieOf(resp, "capture_session"); s == nil || !s.Secure {
+		t.Fatalf("session cookie over https: %+v", s)
+	}
+}
+
+func TestCSRFRefused(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	token := c.signIn(e)
+	pid := e.boot.Project.ID
+	keysBefore, _ := e.st.Keys(t.Context(), pid)
+
+	if _, err := e.st.RevokeKey(t.Context(), e.boot.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		form   url.Values
+		header http.Header
+	}{
+		"no token":    {url.Values{}, nil},
+		"wrong token": {url.Values{"csrf": {"x" + token}}, nil},
+		"cross-site":  {url.Values{"csrf": {token}}, http.Header{"Sec-Fetch-Site": {"cross-site"}}},
+	} {
+		resp := c.do("POST", "/projects/"+pid+"/keys", tc.form, tc.header)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d", name, resp.StatusCode)
+		}
+	}
+	keys, _ := e.st.Keys(t.Context(), pid)
+	if len(keys) != len(keysBefore) {
+		t.Fatalf("a refused post created a key: %d keys, had %d", len(keys), len(keysBefore))
+	}
+	if resp := c.post("/projects/"+pid+"/keys", url.Values{"csrf": {token}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the token: %d", resp.StatusCode)
+	}
+}
+
+func TestQuotaErrorOnThePage(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	token := c.signIn(e)
+	resp := c.post("/projects/"+e.boot.Project.ID+"/keys", url.Values{"csrf": {token}})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.body, "quota_exceeded: the free plan allows 1") {
+		t.Fatalf("second key on free: %d %s", resp.StatusCode, resp.body)
+	}
+}
+
+func TestHeadersOfPagesAndDownloads(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"}, mimeWithAttachment("Headers", "<p>hi</p>", "x.html", "<script>1</script>"))
+	msgs, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(msgs.Items) != 1 {
+		t.Fatalf("messages: %v %v", msgs, err)
+	}
+	m, _ := e.st.Message(t.Context(), e.boot.Project.ID, msgs.Items[0].ID)
+	pid := e.boot.Project.ID
+	base := "/projects/" + pid
+
+	if resp := e.client(t).get("/login"); resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Errorf("/login: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, p := range []string{"/projects", base + "/keys", base + "/inboxes", base + "/endpoints",
+		base + "/inboxes/" + e.boot.Inbox.ID, base + "/messages/" + m.ID, base + "/endpoints/" + e.boot.Endpoint.ID} {
+		resp := c.get(p)
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") ||
+			!strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d, CSP %q", p, resp.StatusCode, csp)
+		}
+	}
+
+	html := c.get(base + "/messages/" + m.ID + "/html")
+	if csp := html.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "sandbox") ||
+		!strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "img-src data:;") {
+		t.Errorf("HTML body CSP %q", csp)
+	}
+	if csp := c.get(base + "/messages/" + m.ID + "/html?images=1").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src data: http: https:") {
+		t.Errorf("HTML body CSP with images %q", csp)
+	}
+
+	for _, p := range []string{base + "/messages/" + m.ID + "/raw", base + "/messages/" + m.ID + "/attachments/" + m.Attachments[0].ID} {
+		resp := c.get(p)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") ||
+			resp.Header.Get("X-Content-Type-Options") != "nosniff" || strings.Contains(resp.Header.Get("Content-Type"), "html") {
+			t.Errorf("%s: %d %v", p, resp.StatusCode, resp.Header)
+		}
+	}
+	if got := c.get(base + "/messages/" + m.ID + "/attachments/" + m.Attachments[0].ID).body; got != "<script>1</script>" {
+		t.Errorf("attachment bytes %q", got)
+	}
+
+	// Another project's id in the path finds nothing.
+	other, _ := e.st.CreateProject(t.Context(), "other", "free")
+	if resp := c.get("/projects/" + other.ID + "/messages/" + m.ID); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("message through another project: %d", resp.StatusCode)
+	}
+}
+
+// mimeWithAttachment is a multipart message with an HTML body and one
+// attachment.
+func mimeWithAttachment(subject, html, filename, attachment string) string {
+	return "From: Sender <a@example.com>\nTo: b@example.com\nSubject: " + subject + "\nMIME-Version: 1.0\n" +
+		"Content-Type: multipart/mixed; boundary=XYZ\n\n--XYZ\nContent-Type: text/html; charset=utf-8\n\n" + html +
+		"\n--XYZ\nContent-Type: text/html; name=\"" + filename + "\"\nContent-Disposition: attachment; filename=\"" + filename +
+		"\"\n\n" + attachment + "\n--XYZ--\n"
+}

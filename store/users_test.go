@@ -1,0 +1,136 @@
+package store
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestPassword(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if has, err := s.HasPassword(ctx); err != nil || has {
+		t.Fatalf("fresh store has a password: %v %v", has, err)
+	}
+	if err := s.CheckPassword(ctx, "anything at all"); !errors.Is(err, ErrWrongPassword) {
+		t.Fatalf("check without a password: %v", err)
+	}
+	for _, bad := range []string{"", "short", "sevenĉh", strings.Repeat("x", 73)} {
+		if err := s.SetPassword(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetPassword(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if has, _ := s.HasPassword(ctx); has {
+		t.Fatal("a refused password was stored")
+	}
+
+	sess, err := s.CreateSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPassword(ctx, "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSession(ctx, sess.Token); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a session outlived a password change: %v", err)
+	}
+	if err := s.CheckPassword(ctx, "correct horse"); err != nil {
+		t.Errorf("right password: %v", err)
+	}
+	if err := s.CheckPassword(ctx, "correct horsE"); !errors.Is(err, ErrWrongPassword) {
+		t.Errorf("wrong password: %v", err)
+	}
+	var stored string
+	if err := s.rdb.QueryRow(`SELECT hash FROM web_password`).Scan(&stored); err != nil || !strings.HasPrefix(stored, "$2") {
+		t.Errorf("stored %q, %v: want a bcrypt hash", stored, err)
+	}
+}
+
+func TestLoginTokensAreSingleUse(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	token, err := s.CreateLoginToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(token) < 32 {
+		t.Fatalf("token %q too short", token)
+	}
+	if err := s.UseLoginToken(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseLoginToken(ctx, token); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second use: %v", err)
+	}
+	if err := s.UseLoginToken(ctx, "bogus"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bogus token: %v", err)
+	}
+
+	expired, _ := s.CreateLoginToken(ctx)
+	expireAll(t, s, "web_login_tokens")
+	if err := s.UseLoginToken(ctx, expired); !errors.Is(err, ErrNotFound) {
+		t.Errorf("expired token: %v", err)
+	}
+	var plain int
+	s.rdb.QueryRow(`SELECT count(*) FROM web_login_tokens WHERE hash = ?`, token).Scan(&plain)
+	if plain != 0 {
+		t.Error("a token is stored in the clear")
+	}
+}
+
+func TestSessions(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	a, err := s.CreateSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.CreateSession(ctx)
+	if a.Token == b.Token {
+		t.Fatal("two sessions share a token")
+	}
+	if _, err := s.CheckSession(ctx, a.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndSession(ctx, a.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSession(ctx, a.Token); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ended session still valid: %v", err)
+	}
+	if _, err := s.CheckSession(ctx, b.Token); err != nil {
+		t.Errorf("ending one session ended another: %v", err)
+	}
+	expireAll(t, s, "web_sessions")
+	if _, err := s.CheckSession(ctx, b.Token); !errors.Is(err, ErrNotFound) {
+		t.Errorf("expired session still valid: %v", err)
+	}
+}
+
+func TestServeAddresses(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if _, err := s.ServeAddress(ctx, ServeHTTPBase); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unrecorded address: %v", err)
+	}
+	for _, v := range []string{"http://127.0.0.1:7780", "http://127.0.0.1:20001"} {
+		if err := s.RecordServeAddress(ctx, ServeHTTPBase, v); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.ServeAddress(ctx, ServeHTTPBase); err != nil || got != v {
+			t.Errorf("got %q, %v; want %q", got, err, v)
+		}
+	}
+}
+
+// expireAll moves every row of table into the past.
+func expireAll(t *testing.T, s *Store, table string) {
+	t.Helper()
+	err := s.write(t.Context(), func(w *wtx) error {
+		_, err := w.exec(`UPDATE `+table+` SET expires_at = ?`, ms(now())-1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
