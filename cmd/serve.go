@@ -100,7 +100,7 @@ func runServe(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenDir(c.Context(), dir)
+	st, err := store.OpenDir(c.Context(), dir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}
