@@ -37,7 +37,7 @@ type ServeConfig struct {
 // serves.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := cfg.Logger
-	st, err := store.OpenDir(ctx, cfg.DataDir)
+	st, err := store.OpenDir(ctx, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}

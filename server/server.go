@@ -12,12 +12,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/api"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/capture"
 	"github.com/capturedev/capture/server/emailapi"
 	"github.com/capturedev/capture/server/smtp"
@@ -248,6 +251,47 @@ func hostPort(a net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(t.Port))
 }
 
+// Limits on what clients may hold (SPEC §13). Every figure bounds memory
+// or file descriptors that a slow, stalled or hostile client could
+// otherwise take from everyone else.
+const (
+	// ingestBudget is the bytes of webhook bodies and SMTP messages (with
+	// what parsing them takes) held at once; beyond it ingest waits for
+	// room, then is refused (503, SMTP 451). With the rest of the process
+	// it keeps peak RSS under 256 MiB.
+	ingestBudget = 64 << 20
+
+	// maxConnsPerHTTPListener caps each HTTP listener's connections; a
+	// low file limit lowers it (httpConnCap).
+	maxConnsPerHTTPListener = 4096
+
+	// The read API's timeouts. Requests that legitimately take longer (a
+	// list call that waits, a replay, an event stream) get their own
+	// deadlines from longRequests.
+	apiReadHeaderTimeout = 10 * time.Second
+	apiReadTimeout       = 30 * time.Second
+	apiWriteTimeout      = 30 * time.Second
+	apiIdleTimeout       = 60 * time.Second
+	// replayAllowance covers a replay's wait for its target (10 s) and
+	// recording the delivery.
+	replayAllowance = 20 * time.Second
+)
+
+// MemoryLimit is the soft limit (debug.SetMemoryLimit) for the Go heap of
+// a serving process: SQLite's own memory and the binary come on top.
+const MemoryLimit = 128 << 20
+
+// httpConnCap is the connection cap per HTTP listener: the two of them
+// may hold half the process's file descriptors, leaving the rest to SMTP,
+// the database and outgoing replays.
+func httpConnCap() int {
+	limit := openFileLimit()
+	if limit == 0 {
+		return maxConnsPerHTTPListener
+	}
+	return int(min(max(limit/4, 64), maxConnsPerHTTPListener))
+}
+
 // Run serves until ctx ends, then shuts down gracefully: stops accepting,
 // lets in-flight SMTP transactions and HTTP requests finish (bounded by
 // ShutdownTimeout), and returns. The caller closes the store afterwards.
@@ -256,8 +300,14 @@ func (s *Server) Run(ctx context.Context) error {
 	// Long-polls end as soon as shutdown starts instead of holding it up.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-
+	budget := admission.New(ingestBudget)
+	connCap := httpConnCap()
 	ops := newOps(s.store, s.log)
+	// The limit sees the connections the servers see (ConnState), so it
+	// wraps the counting listener, not the other way round.
+	count := ops.metrics.Listener
+	httpLn := newConnLimit(count("http", s.httpLn), connCap)
+	captureLn := newConnLimit(count("capture", s.captureLn), connCap)
 	apiHandler := api.New(s.store, api.Config{
 		SMTPHost:      cfg.SMTPHost,
 		StartTLSPorts: ports(s.StartTLSAddrs()),
@@ -294,21 +344,26 @@ func (s *Server) Run(ctx context.Context) error {
 		Logger:        s.log,
 	}))
 	httpSrv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Handler:           longRequests(mux),
+		ReadHeaderTimeout: apiReadHeaderTimeout,
+		ReadTimeout:       apiReadTimeout,
+		WriteTimeout:      apiWriteTimeout,
+		IdleTimeout:       apiIdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ConnState:         httpLn.track,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 
-	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log}))
+	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log, Budget: budget}))
 	captureSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	captureSrv.ConnState = captureLn.track
 
 	smtpSrv := smtp.New(s.store, smtp.Config{
 		Hostname:          cfg.SMTPHost,
 		TLSConfig:         cfg.TLSConfig,
 		AllowInsecureAuth: cfg.AllowInsecureAuth,
+		Budget:            budget,
 		Logger:            s.log,
 	})
 
@@ -319,9 +374,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	count := ops.metrics.Listener
-	g.Go(func() error { return serveHTTP(httpSrv, count("http", s.httpLn)) })
-	g.Go(func() error { return serveHTTP(captureSrv, count("capture", s.captureLn)) })
+	g.Go(func() error { return serveHTTP(httpSrv, httpLn) })
+	g.Go(func() error { return serveHTTP(captureSrv, captureLn) })
 	if emailSrv != nil {
 		g.Go(func() error { return serveHTTP(emailSrv, emailapi.Listener(count("email_api", s.emailLn))) })
 	}
@@ -340,16 +394,22 @@ func (s *Server) Run(ctx context.Context) error {
 		cancelBase()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
-		var emailErr error
-		if emailSrv != nil {
-			emailErr = emailSrv.Shutdown(shutdownCtx)
+		// All at once: each waits for its own in-flight work only.
+		shutdowns := []func(context.Context) error{
+			func(ctx context.Context) error { return shutdownHTTP(ctx, httpSrv, httpLn) },
+			func(ctx context.Context) error { return shutdownHTTP(ctx, captureSrv, captureLn) },
+			smtpSrv.Shutdown,
 		}
-		return errors.Join(
-			httpSrv.Shutdown(shutdownCtx),
-			captureSrv.Shutdown(shutdownCtx),
-			smtpSrv.Shutdown(shutdownCtx),
-			emailErr,
-		)
+		if emailSrv != nil {
+			shutdowns = append(shutdowns, emailSrv.Shutdown)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(shutdowns))
+		for i, shutdown := range shutdowns {
+			wg.Go(func() { errs[i] = shutdown(shutdownCtx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	})
 	err := g.Wait()
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -357,6 +417,55 @@ func (s *Server) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// shutdownHTTP stops srv gracefully. Connections that never sent a request
+// are closed at once: Shutdown alone would wait until they are 5 s old.
+func shutdownHTTP(ctx context.Context, srv *http.Server, l *connLimit) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	l.closeWaiting()
+	return <-done
+}
+
+// longRequests gives the requests that rightly outlast the read API's
+// timeouts deadlines of their own: a list call that waits for captures
+// (wait=N), a replay (it waits for its target), MCP calls (a tool may
+// wait too) and event streams, which last until the client leaves. The
+// read deadline moves too: past it net/http would end the request.
+func longRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := longRequestTime(r); ok {
+			rc := http.NewResponseController(w)
+			var deadline time.Time // none, for a stream
+			if d > 0 {
+				deadline = time.Now().Add(d + apiWriteTimeout)
+			}
+			rc.SetReadDeadline(deadline)
+			rc.SetWriteDeadline(deadline)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// longRequestTime is how long r may legitimately take beyond the usual
+// timeouts; 0 with ok means no deadline at all.
+func longRequestTime(r *http.Request) (time.Duration, bool) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/replay"):
+		return replayAllowance, true
+	case r.URL.Path == "/mcp" && r.Method != http.MethodGet:
+		// A call's answer may come as a short event stream.
+		return contract.MaxWait, true
+	case strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+		return 0, true
+	}
+	if v := r.URL.Query().Get("wait"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return min(time.Duration(n)*time.Second, contract.MaxWait), true
+		}
+	}
+	return 0, false
 }
 
 func serveHTTP(srv *http.Server, l net.Listener) error {

@@ -12,6 +12,11 @@ var (
 	ErrInvalidCursor = errors.New("invalid cursor")
 	ErrInvalid       = errors.New("invalid")
 	ErrExists        = errors.New("already exists")
+	// ErrUnavailable means a write was not committed and will not be: the
+	// store is closing, or the database could not commit within 5 s
+	// (another process holding the write lock, a stalled disk). Callers
+	// refuse the capture (503, SMTP 451) so that its sender retries.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 type Project struct {

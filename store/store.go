@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,8 +26,9 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// ErrClosed is returned by writes after Close.
-var ErrClosed = errors.New("store is closed")
+// ErrClosed is returned by writes after Close. It is an ErrUnavailable:
+// the write was not made, and the next process may take it.
+var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
 
 // Store is the database. Writes go through one goroutine that commits them
 // in batches; reads use a separate pool of read-only connections.
@@ -44,8 +46,12 @@ type Store struct {
 	ops        chan *writeOp
 	quit       chan struct{}
 	writerDone chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
+	// commits counts the writer's transactions, so the checkpointer can
+	// tell an idle writer from a busy one.
+	commits   atomic.Uint64
+	settings  *settingsWatch
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // The page size stays SQLite's 4 KiB: a commit writes every page it
@@ -55,8 +61,10 @@ type Store struct {
 const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1"
 
 // Open opens (creating when missing) the database at path and brings its
-// schema up to date.
+// schema up to date. The database, its WAL and shared-memory files are
+// readable by their owner only: they hold revealable SMTP passwords.
 func Open(ctx context.Context, path string) (*Store, error) {
+	ownerOnly(path)
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
 	// connection checkpoints in the background instead (checkpointLoop).
@@ -85,13 +93,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rdb.SetMaxIdleConns(8)
 	rdb.SetConnMaxIdleTime(0)
 
-	cdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
+	// A checkpoint that must wait for readers holds the write lock while
+	// it waits, so it gives up after a short while and tries again later.
+	cdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(250)")
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	cdb.SetMaxOpenConns(1)
+	cdb.SetConnMaxIdleTime(0)
 	conn, err := wdb.Conn(ctx)
 	if err != nil {
 		wdb.Close()
@@ -99,6 +110,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		cdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	settings, err := newSettingsWatch(ctx, path)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		rdb.Close()
+		cdb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// SQLite creates the WAL and shared-memory files with the database
+	// file's mode; ones left by an older version are tightened here.
+	tighten(path + "-wal")
+	tighten(path + "-shm")
 	s := &Store{
 		path:       path,
 		wdb:        wdb,
@@ -109,6 +132,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		ops:        make(chan *writeOp, 4096),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+		settings:   settings,
 	}
 	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
 	go s.runWriter(w)
@@ -129,7 +153,7 @@ func (s *Store) Close() error {
 			st.(*sql.Stmt).Close()
 			return true
 		})
-		s.closeErr = errors.Join(s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
+		s.closeErr = errors.Join(s.settings.close(), s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
 	})
 	return s.closeErr
 }
@@ -144,21 +168,51 @@ func (s *Store) Watch(collectionID string) <-chan struct{} {
 // database; between checkpoints the WAL grows by what was written.
 const checkpointInterval = 200 * time.Millisecond
 
+// restartFrames is the WAL length (in 4 KiB pages, 64 MiB) past which the
+// checkpointer makes the writer start the WAL over. A passive checkpoint
+// copies pages back but the WAL restarts only when a commit finds every
+// page copied and no reader on it, which sustained ingest beside readers
+// (lists, waits, a viewer) never allows: it grew to 1.5 GB over 200,000
+// messages. A restart holds commits back while it finishes (tens of
+// milliseconds), hence not more often.
+const restartFrames = 16384
+
 // checkpointLoop copies committed WAL pages into the database file without
-// blocking the writer (PASSIVE never waits for it), so the WAL stays small.
+// blocking the writer (PASSIVE never waits for it), and keeps the WAL
+// short: past restartFrames it waits a moment for the readers still on the
+// WAL (new ones read the database file once every page is copied back), so
+// that the next commit starts the WAL from its beginning; when the writer
+// is idle it truncates the file to nothing.
 func (s *Store) checkpointLoop() {
 	defer close(s.cpDone)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
+	var lastCommits uint64
+	truncated := false
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-t.C:
-			// A checkpoint that cannot finish (a reader still on old
-			// pages) copies what it can; the next tick continues.
-			s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
+		commits := s.commits.Load()
+		idle := commits == lastCommits
+		lastCommits = commits
+		if idle && truncated {
+			continue
+		}
+		mode := "PASSIVE"
+		if idle {
+			mode = "TRUNCATE"
+		}
+		// A checkpoint that cannot finish (a reader still on old pages)
+		// copies what it can; the next tick continues.
+		var busy, frames, copied int64
+		err := s.cdb.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied)
+		if err == nil && !idle && frames >= restartFrames {
+			err = s.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
+		}
+		truncated = idle && err == nil && busy == 0
 	}
 }
 
@@ -326,27 +380,69 @@ func strPtr(ns sql.NullString) *string {
 const DBFile = "capture.db"
 
 // PrepareDir creates the data dir (0700) when missing and checks that it is
-// a directory.
-func PrepareDir(dir string) error {
+// a directory. A data dir others may enter (an older version made it 0755,
+// or the user did) is tightened to 0700: it holds the database and the
+// local CA's key. The returned warning says so, or is "".
+func PrepareDir(dir string) (warning string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
+		return "", fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
+		return "", fmt.Errorf("data dir %s: %w", dir, unwrapPathError(err))
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("data dir %s: not a directory", dir)
+		return "", fmt.Errorf("data dir %s: not a directory", dir)
 	}
-	return nil
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		// Not ours to change (another user's dir): leave it be, unwarned.
+		if err := os.Chmod(dir, 0o700); err == nil {
+			return fmt.Sprintf("data dir %s was open to other users (mode %04o); tightened to 0700", dir, mode), nil
+		}
+	}
+	return "", nil
 }
 
+// Option adjusts OpenDir.
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sends OpenDir's warnings to log instead of slog.Default().
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
 // OpenDir prepares the data dir and opens its database.
-func OpenDir(ctx context.Context, dir string) (*Store, error) {
-	if err := PrepareDir(dir); err != nil {
+func OpenDir(ctx context.Context, dir string, opts ...Option) (*Store, error) {
+	o := options{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	warning, err := PrepareDir(dir)
+	if err != nil {
 		return nil, err
 	}
+	if warning != "" {
+		o.log.Warn(warning)
+	}
 	return Open(ctx, filepath.Join(dir, DBFile))
+}
+
+// ownerOnly creates the file at path with mode 0600 when it is missing, and
+// takes group and world access away when it exists. Failures are left for
+// SQLite to report when it opens the file, in its own words.
+func ownerOnly(path string) {
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+		return
+	}
+	tighten(path)
+}
+
+// tighten takes group and world access away from an existing file.
+func tighten(path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		os.Chmod(path, fi.Mode().Perm()&0o700)
+	}
 }
 
 func unwrapPathError(err error) error {

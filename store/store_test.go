@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -630,24 +629,12 @@ func TestLockedDatabaseIsAClearError(t *testing.T) {
 	}
 	defer s.Close()
 	// Another process holding the write lock past the busy timeout.
-	other, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	release := lockDatabase(t, path)
 	_, err = s.CreateProject(t.Context(), "blocked", "free")
 	if err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("write under another writer's lock: %v", err)
 	}
-	conn.ExecContext(t.Context(), "ROLLBACK")
+	release()
 	if _, err := s.Project(t.Context(), "blocked"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the failed write changed something: %v", err)
 	}

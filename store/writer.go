@@ -7,12 +7,31 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // maxBatch bounds one group commit so a burst cannot hold the write lock
 // (and every caller of the batch) for long.
 const maxBatch = 512
+
+// commitTimeout is how long a write may wait for its commit. Past it the
+// caller gets ErrUnavailable and the write is dropped, never committed
+// later: a sender told "try again" must not find its capture stored twice.
+const commitTimeout = 5 * time.Second
+
+// The life of a writeOp: queued until the writer, holding the write lock,
+// claims it, or until its caller stops waiting and abandons it. Whichever
+// comes first wins, so an abandoned operation is never written and a
+// claimed one always reports its outcome.
+const (
+	opQueued int32 = iota
+	opClaimed
+	opAbandoned
+)
 
 type writeOp struct {
 	fn func(*wtx) error
@@ -20,6 +39,7 @@ type writeOp struct {
 	// every such row with one multi-row statement instead of running fn.
 	request *requestRow
 	done    chan error
+	state   atomic.Int32
 	// wake lists the collections whose waiters the commit must wake.
 	wake []string
 	// queued is when the operation was handed to the writer; capture and
@@ -27,6 +47,12 @@ type writeOp struct {
 	queued     time.Time
 	capture    CaptureKind
 	collection string
+}
+
+// claim takes the operation for the transaction about to write it; false
+// means its caller gave up on it.
+func (op *writeOp) claim() bool {
+	return op.state.CompareAndSwap(opQueued, opClaimed) || op.state.Load() == opClaimed
 }
 
 type writer struct {
@@ -91,11 +117,21 @@ func (t *wtx) query(query string, args ...any) (*sql.Rows, error) {
 // bound parameters (32766).
 const maxRowsPerInsert = 64
 
+// maxBytesPerInsert bounds the values one INSERT binds: the driver copies
+// every bound string and blob into SQLite's memory for the statement's
+// life, so a batch of large webhook bodies goes one row per statement
+// rather than all at once.
+const maxBytesPerInsert = 1 << 20
+
 // insertRows inserts rows (each with one value per column) with as few
 // statements as possible.
 func (t *wtx) insertRows(table, columns string, rows [][]any) error {
 	for len(rows) > 0 {
-		n := min(len(rows), maxRowsPerInsert)
+		n, size := 0, 0
+		for n < min(len(rows), maxRowsPerInsert) && (n == 0 || size+rowBytes(rows[n]) <= maxBytesPerInsert) {
+			size += rowBytes(rows[n])
+			n++
+		}
 		width := len(rows[0])
 		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
 		query := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
@@ -109,6 +145,20 @@ func (t *wtx) insertRows(table, columns string, rows [][]any) error {
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// rowBytes is what binding a row copies: its strings and blobs.
+func rowBytes(row []any) int {
+	n := 0
+	for _, v := range row {
+		switch v := v.(type) {
+		case []byte:
+			n += len(v)
+		case string:
+			n += len(v)
+		}
+	}
+	return n
 }
 
 // countCapture adds one to a collection's capture counter before the
@@ -125,20 +175,51 @@ func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, col
 // callers' operations, and returns once that transaction has committed (or
 // fn failed). The caller's context only bounds queueing: once the operation
 // is queued its outcome is always reported, so nothing committed is ever
-// reported as failed.
+// reported as failed. An operation not committed within commitTimeout is
+// dropped and reported as ErrUnavailable.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1)})
 }
 
+// errNoCommit is what a caller hears when the writer could not reach its
+// operation in time.
+var errNoCommit = fmt.Errorf("%w: nothing committed within %s (the database is locked by another process, or the disk stalled)",
+	ErrUnavailable, commitTimeout)
+
 func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	op.queued = time.Now()
+	deadline := time.NewTimer(commitTimeout)
+	defer deadline.Stop()
 	select {
 	case s.ops <- op:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.quit:
 		return ErrClosed
+	case <-deadline.C:
+		return errNoCommit
 	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-deadline.C:
+		if op.state.CompareAndSwap(opQueued, opAbandoned) {
+			// The writer never reads an abandoned operation again; let
+			// what it holds (a request body, a message) go now rather
+			// than when the queue reaches it.
+			op.fn, op.request = nil, nil
+			return errNoCommit
+		}
+		// Claimed: the writer holds the lock and is writing it now.
+		return s.outcome(op)
+	case <-s.writerDone:
+		return s.outcome(op)
+	}
+}
+
+// outcome waits for a queued operation's result, or ErrClosed when the
+// writer stopped without reaching it.
+func (s *Store) outcome(op *writeOp) error {
 	select {
 	case err := <-op.done:
 		return err
@@ -211,22 +292,28 @@ func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
 
 // commit runs a batch in one transaction. When one operation fails, the
 // batch is rolled back and each operation runs again alone, so one caller's
-// bad input never fails another's write.
+// bad input never fails another's write. When the database itself fails
+// (locked past the busy timeout), every operation hears it at once.
 func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
-	err := s.runTx(ctx, w, batch)
+	batch, err := s.runTx(ctx, w, batch)
 	if err == nil {
+		// Observed before any caller hears of its commit, so that what a
+		// caller does next is never counted in this batch's stead.
+		s.observeCommit(batch)
+		s.commits.Add(1)
 		var wake []string
 		for _, op := range batch {
 			wake = append(wake, op.wake...)
 			op.done <- nil
 		}
-		s.observeCommit(batch)
 		s.notify.notify(wake)
 		return
 	}
-	if len(batch) == 1 {
-		batch[0].done <- err
+	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
+		for _, op := range batch {
+			op.done <- err
+		}
 		return
 	}
 	for _, op := range batch {
@@ -234,10 +321,44 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	}
 }
 
-func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err error) {
+// isBusy says whether err is SQLite giving up on a lock another
+// connection holds.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+// runTx writes the operations of batch that can still be claimed in one
+// transaction and returns them: those it committed, or those that hear err.
+func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed []*writeOp, err error) {
 	t := &wtx{ctx: ctx, w: w}
-	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("begin: %w", err)
+	_, err = t.exec("BEGIN IMMEDIATE")
+	// Claimed only now, with the write lock held: until then a caller
+	// whose deadline passed may still take its operation back.
+	claimed = make([]*writeOp, 0, len(batch))
+	for _, op := range batch {
+		if op.claim() {
+			claimed = append(claimed, op)
+		}
+	}
+	if err != nil {
+		if isBusy(err) {
+			return claimed, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return claimed, fmt.Errorf("begin: %w", err)
+	}
+	return claimed, s.writeClaimed(t, claimed)
+}
+
+func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
+	ctx, w := t.ctx, t.w
+	if len(batch) == 0 {
+		_, err := t.exec("ROLLBACK")
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -246,9 +367,17 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 			}
 		}
 	}()
+	// Settings changed elsewhere since the last batch, or possibly by this
+	// one (anything but a capture may): read the version before COMMIT,
+	// publish it after.
+	data, readSettings, err := s.settings.changedElsewhere(t)
+	if err != nil {
+		return err
+	}
 	bumps := make(map[bump]int64)
 	var rows [][]any
 	for _, op := range batch {
+		readSettings = readSettings || op.request == nil
 		if op.request != nil {
 			rows = append(rows, op.request.args)
 			bumps[bump{"endpoints", "request_count", op.request.endpointID}]++
@@ -270,8 +399,21 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 			return err
 		}
 	}
+	var version int64
+	if readSettings {
+		if err := t.queryRow(settingsVersionQuery).Scan(&version); err != nil {
+			return err
+		}
+	}
 	if _, err := t.exec("COMMIT"); err != nil {
+		if isBusy(err) {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
 		return fmt.Errorf("commit: %w", err)
+	}
+	if readSettings {
+		s.settings.publish(version)
+		s.settings.writerKnown, s.settings.writerData = true, data
 	}
 	return nil
 }

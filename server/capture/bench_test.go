@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/capturedev/capture/cmd/bench/webload"
 	"github.com/capturedev/capture/store"
@@ -23,8 +22,7 @@ func BenchmarkCapture(b *testing.B) {
 		b.Fatalf("body is %d bytes", len(body))
 	}
 	const conns = 64
-	b.Run("capture", func(b *testing.B) { benchCapture(b, body, conns, cacheTTL) })
-	b.Run("uncached", func(b *testing.B) { benchCapture(b, body, conns, 0) })
+	b.Run("capture", func(b *testing.B) { benchCapture(b, body, conns) })
 	b.Run("null", func(b *testing.B) {
 		url := benchServe(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
@@ -34,7 +32,7 @@ func BenchmarkCapture(b *testing.B) {
 	})
 }
 
-func benchCapture(b *testing.B, body []byte, conns int, ttl time.Duration) {
+func benchCapture(b *testing.B, body []byte, conns int) {
 	st, err := store.Open(b.Context(), filepath.Join(b.TempDir(), "capture.db"))
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +47,6 @@ func benchCapture(b *testing.B, body []byte, conns int, ttl time.Duration) {
 		b.Fatal(err)
 	}
 	h := New(st, Config{})
-	h.cache.ttl = ttl
 	benchLoad(b, benchServe(b, h)+"/"+ep.ID+"/hook", body, conns)
 }
 

@@ -2,19 +2,12 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/capturedev/capture/store"
 )
-
-// cacheTTL bounds how long a change made by another process (the admin CLI
-// setting a custom response or a plan) takes to reach the listener. Without
-// the cache every capture costs two extra reads on the database.
-const cacheTTL = time.Second
 
 // endpointInfo is what a capture needs to know about its endpoint.
 type endpointInfo struct {
@@ -22,66 +15,78 @@ type endpointInfo struct {
 	// custom is nil when the endpoint answers with the default
 	// {"id":"req_…"}.
 	custom *store.Response
+	// version is the settings version it was read under.
+	version int64
 }
 
-type cacheEntry struct {
-	info    endpointInfo
-	expires time.Time
-	// refreshing elects the one request that reloads an expired entry;
-	// the others keep using it meanwhile instead of all hitting the
-	// database at once.
-	refreshing atomic.Bool
-}
-
-// endpointCache holds endpoints by id. Only endpoints that exist get an
-// entry, so its size is bounded by the endpoints in the database; expired
-// entries are swept now and then all the same.
+// endpointCache holds endpoints read under one settings version, so that
+// a capture costs no read of its endpoint. Any change to an endpoint or a
+// plan, by this process or an admin command, moves the version; the store
+// learns of it in the capture's own write transaction, and the answer
+// given after the commit uses the settings in force when the capture
+// arrived (settled). Before the commit the cached settings may be one
+// change behind, which matters only for a body larger than every plan
+// allows (fresh).
 type endpointCache struct {
-	ttl time.Duration // 0 turns the cache off
-	now func() time.Time
-
-	entries sync.Map // endpoint id → *cacheEntry
-	added   atomic.Int64
+	current atomic.Pointer[cacheGeneration]
 }
 
-const sweepEvery = 1024
+// cacheGeneration is the endpoints read under one settings version. A new
+// version starts an empty generation, which drops every stale entry at once.
+type cacheGeneration struct {
+	version int64
+	entries sync.Map // endpoint id → endpointInfo
+}
 
-func (c *endpointCache) lookup(ctx context.Context, st Store, id string, now time.Time) (endpointInfo, error) {
-	var stale *cacheEntry
-	if c.ttl > 0 {
-		if v, ok := c.entries.Load(id); ok {
-			e := v.(*cacheEntry)
-			if now.Before(e.expires) || !e.refreshing.CompareAndSwap(false, true) {
-				return e.info, nil
-			}
-			stale = e
-		}
-	}
-	info, err := loadEndpoint(ctx, st, id)
+// lookup returns the endpoint as cached under the latest version the store
+// has seen committed.
+func (c *endpointCache) lookup(ctx context.Context, st Store, id string) (endpointInfo, error) {
+	return c.under(ctx, st, id, st.SettingsSeen())
+}
+
+// fresh returns the endpoint with every change committed so far.
+func (c *endpointCache) fresh(ctx context.Context, st Store, id string) (endpointInfo, error) {
+	version, err := st.SettingsVersion(ctx)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			c.entries.Delete(id)
-		} else if stale != nil {
-			stale.refreshing.Store(false)
-		}
 		return endpointInfo{}, err
 	}
-	if c.ttl > 0 {
-		c.entries.Store(id, &cacheEntry{info: info, expires: now.Add(c.ttl)})
-		if stale == nil && c.added.Add(1)%sweepEvery == 0 {
-			c.sweep(now)
-		}
+	return c.under(ctx, st, id, version)
+}
+
+// settled returns info, or the endpoint read again when settings changed
+// before the capture was stored.
+func (c *endpointCache) settled(ctx context.Context, st Store, id string, info endpointInfo) (endpointInfo, error) {
+	if v := st.SettingsSeen(); v != info.version {
+		return c.under(ctx, st, id, v)
 	}
 	return info, nil
 }
 
-func (c *endpointCache) sweep(now time.Time) {
-	c.entries.Range(func(k, v any) bool {
-		if !now.Before(v.(*cacheEntry).expires) {
-			c.entries.CompareAndDelete(k, v)
+func (c *endpointCache) under(ctx context.Context, st Store, id string, version int64) (endpointInfo, error) {
+	g := c.current.Load()
+	if g == nil || g.version < version {
+		// Several captures may see the new version at once; one
+		// generation wins and the others use it.
+		next := &cacheGeneration{version: version}
+		if c.current.CompareAndSwap(g, next) {
+			g = next
+		} else {
+			g = c.current.Load()
 		}
-		return true
-	})
+	}
+	if g.version == version {
+		if v, ok := g.entries.Load(id); ok {
+			return v.(endpointInfo), nil
+		}
+	}
+	// Read after the version was: what is stored under it is at least as
+	// new.
+	info, err := loadEndpoint(ctx, st, id)
+	info.version = version
+	if err == nil && g.version == version {
+		g.entries.Store(id, info)
+	}
+	return info, err
 }
 
 func loadEndpoint(ctx context.Context, st Store, id string) (endpointInfo, error) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/store"
 )
 
@@ -27,21 +29,37 @@ type Store interface {
 	Endpoint(ctx context.Context, projectID, id string) (store.Endpoint, error)
 	Project(ctx context.Context, idOrName string) (store.Project, error)
 	InsertRequest(ctx context.Context, r *store.NewRequest) (string, error)
+	// SettingsVersion and SettingsSeen change whenever an endpoint or
+	// plan does, in this process or another: the endpoint cache is good
+	// while they stay. SettingsVersion reads it now; SettingsSeen is free
+	// and, once InsertRequest has returned, counts every change made
+	// before the request arrived.
+	SettingsVersion(ctx context.Context) (int64, error)
+	SettingsSeen() int64
 }
 
 var _ Store = (*store.Store)(nil)
 
 type Config struct {
 	Logger *slog.Logger
+	// Budget bounds the request bodies held at once, together with what
+	// else shares it (SMTP ingest). Nil means no bound.
+	Budget *admission.Budget
+	// AdmissionWait bounds how long a request waits for room in Budget
+	// before it is refused with a 503. Default 20s: webhook senders
+	// commonly give up after 30.
+	AdmissionWait time.Duration
 }
 
 // Handler captures webhook requests. It parses the raw request target
 // itself: a ServeMux would clean "..", collapse slashes and redirect, and
 // the path must be stored as the sender wrote it.
 type Handler struct {
-	store Store
-	log   *slog.Logger
-	cache endpointCache
+	store         Store
+	log           *slog.Logger
+	budget        *admission.Budget
+	admissionWait time.Duration
+	cache         endpointCache
 }
 
 // New returns the capture handler over st.
@@ -50,11 +68,11 @@ func New(st Store, cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{
-		store: st,
-		log:   log,
-		cache: endpointCache{ttl: cacheTTL, now: time.Now},
+	wait := cfg.AdmissionWait
+	if wait <= 0 {
+		wait = 20 * time.Second
 	}
+	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait}
 }
 
 // NewServer returns the server the capture handler runs in. The timeouts
@@ -89,14 +107,23 @@ var (
 
 // ServeHTTP answers only once InsertRequest has returned: an acknowledged
 // capture must survive a crash of the process right after (SPEC §13).
+//
+// Every path ends in an answer written here: a handler that returned without
+// one would let net/http send an empty 200, which a sender takes for a
+// stored capture.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	now := h.cache.now()
+	now := time.Now()
 	id, path, query, ok := splitTarget(r.RequestURI)
 	if !ok {
 		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "not a capture URL: expected /whe_<endpoint id>[/path]"})
 		return
 	}
-	ep, err := h.cache.lookup(r.Context(), h.store, id, now)
+	ep, err := h.cache.lookup(r.Context(), h.store, id)
+	if err == nil && (r.ContentLength > smallestBodyLimit || r.ContentLength < 0) {
+		// Whether such a body fits depends on the plan, which may have
+		// changed a moment ago: ask the database.
+		ep, err = h.cache.fresh(r.Context(), h.store, id)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
 		return
@@ -105,19 +132,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "look up endpoint", id, err)
 		return
 	}
+	if r.ContentLength > ep.bodyLimit {
+		h.tooLarge(w, ep.bodyLimit)
+		return
+	}
 
-	body, buf, err := readBody(w, r, ep.bodyLimit)
+	// The body is held in memory until its commit: it waits for room in
+	// the ingest budget before a byte of it is read. A body of unknown
+	// length reserves more as it arrives.
+	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
+	defer cancel()
+	reservation, err := h.budget.Reserve(admitCtx, max(r.ContentLength, 0))
+	if err != nil {
+		// The unread body is not worth draining.
+		w.Header()["Connection"] = closeConnection
+		h.fail(w, r, "admit body", id, err)
+		return
+	}
+	defer reservation.Release()
+	body, buf, err := readBody(admitCtx, w, r, ep.bodyLimit, reservation)
 	if buf != nil {
 		defer putBuffer(buf)
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			// The rest of the body is not worth reading; net/http
-			// would close the connection anyway.
+			h.tooLarge(w, ep.bodyLimit)
+			return
+		}
+		if errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil {
 			w.Header()["Connection"] = closeConnection
-			contract.WriteError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
-				Message: "request body over the plan's limit of " + strconv.FormatInt(ep.bodyLimit, 10) + " bytes"})
+			h.fail(w, r, "admit body", id, err)
 			return
 		}
 		// The client stopped sending or went away mid-body: nothing is
@@ -140,8 +185,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:        body,
 	})
 	if err != nil {
+		if _, ferr := h.cache.fresh(r.Context(), h.store, id); errors.Is(ferr, store.ErrNotFound) {
+			// Deleted while its settings were cached.
+			contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
+			return
+		}
 		h.fail(w, r, "store request", id, err)
 		return
+	}
+	// The answer follows the settings in force when the request arrived,
+	// even those changed by another process a moment before.
+	if settled, err := h.cache.settled(r.Context(), h.store, id, ep); err == nil {
+		ep = settled
 	}
 	if ep.custom == nil {
 		writeID(w, reqID)
@@ -149,6 +204,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.writeCustom(w, r, ep.custom)
 }
+
+// smallestBodyLimit is the request body every plan accepts: whether a
+// larger one fits depends on the endpoint's plan.
+var smallestBodyLimit = func() int64 {
+	smallest := int64(math.MaxInt64)
+	for _, name := range store.PlanNames() {
+		if p, err := store.LookupPlan(name); err == nil {
+			smallest = min(smallest, p.RequestBodyBytes)
+		}
+	}
+	return smallest
+}()
 
 // splitTarget takes the endpoint id, the path after it ("/" when empty) and
 // the raw query from a request target as it came off the wire.
@@ -219,8 +286,9 @@ func requestHeaders(r *http.Request) []store.Header {
 
 // readBody reads the whole body into a pooled buffer. It returns the buffer
 // to hand back to the pool (nil when none was taken), and a
-// *http.MaxBytesError when the body is over limit.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *[]byte, error) {
+// *http.MaxBytesError when the body is over limit. A body of unknown
+// length grows the reservation before each larger buffer it needs.
+func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64, res *admission.Reservation) ([]byte, *[]byte, error) {
 	n := r.ContentLength
 	switch {
 	case n == 0:
@@ -244,7 +312,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *[]b
 	body := (*buf)[:0]
 	for {
 		if len(body) == cap(body) {
-			body = slices.Grow(body, len(body))
+			// The old buffer and the new are both held while copying.
+			grown := int(min(int64(2*cap(body)), limit+1))
+			if err := res.Grow(ctx, int64(cap(body)+grown)); err != nil {
+				*buf = body[:0]
+				return nil, buf, err
+			}
+			body = slices.Grow(body, grown-len(body))
 		}
 		m, err := rd.Read(body[len(body):cap(body)])
 		body = body[:len(body)+m]
@@ -302,7 +376,8 @@ func writeID(w http.ResponseWriter, id string) {
 
 // writeCustom sends the endpoint's own response after its delay. The
 // capture is committed already, so a client that leaves during the delay
-// loses only the answer.
+// loses only the answer, and at shutdown (the request's context ends then
+// too) the answer goes at once rather than after the delay.
 func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response) {
 	if resp.Delay > 0 {
 		// The store refuses longer delays; the bound also keeps the
@@ -312,7 +387,6 @@ func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *stor
 		case <-t.C:
 		case <-r.Context().Done():
 			t.Stop()
-			return
 		}
 	}
 	hdr := w.Header()
@@ -332,11 +406,40 @@ func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *stor
 	io.WriteString(w, resp.Body)
 }
 
+// retryAfter is what a refused sender is asked to wait before trying again.
+const retryAfter = 5 * time.Second
+
+// fail answers a capture that was not stored. What may pass (the server
+// stopping, the database locked, too much ingest at once) is a 503 that
+// asks the sender to retry; anything else is a 500. Either way the sender
+// is told: it must never take silence for an acknowledgement.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID string, err error) {
-	if r.Context().Err() != nil {
-		// The client went away; nothing was stored and nobody listens.
-		return
+	switch {
+	case r.Context().Err() != nil:
+		// Shutdown, or the client went away: nothing was stored, and
+		// whoever still listens must try again.
+		h.log.Debug("capture: "+what+" abandoned", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.unavailable(w, "the server is shutting down; nothing was stored, try again")
+	case errors.Is(err, admission.ErrBusy):
+		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.unavailable(w, "too much is being captured at once; nothing was stored, try again")
+	case errors.Is(err, store.ErrUnavailable):
+		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.unavailable(w, "the database could not commit in time; nothing was stored, try again")
+	default:
+		h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
+		contract.WriteError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
 	}
-	h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
-	contract.WriteError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
+}
+
+func (h *Handler) unavailable(w http.ResponseWriter, message string) {
+	contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: message, RetryAfter: retryAfter})
+}
+
+func (h *Handler) tooLarge(w http.ResponseWriter, limit int64) {
+	// The rest of the body is not worth reading; net/http would close the
+	// connection anyway.
+	w.Header()["Connection"] = closeConnection
+	contract.WriteError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
+		Message: "request body over the plan's limit of " + strconv.FormatInt(limit, 10) + " bytes"})
 }

@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/store"
 )
 
@@ -418,7 +418,9 @@ func TestOversize(t *testing.T) {
 }
 
 func TestPlanLimitFollowsProject(t *testing.T) {
-	e := newEnv(t, func(h *Handler, _ *http.Server) { h.cache.ttl = 0 })
+	e := newEnv(t, nil)
+	// Cached under the free plan first.
+	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("free"))))
 	over := bytes.Repeat([]byte("x"), 1<<20+1)
 	if _, err := e.st.SetPlan(t.Context(), e.project.ID, "pro"); err != nil {
 		t.Fatal(err)
@@ -547,12 +549,7 @@ func TestSlowClients(t *testing.T) {
 }
 
 func TestCustomResponse(t *testing.T) {
-	// The cache's clock stands still unless the test moves it.
-	var skew atomic.Int64
-	start := time.Now()
-	e := newEnv(t, func(h *Handler, _ *http.Server) {
-		h.cache.now = func() time.Time { return start.Add(time.Duration(skew.Load())) }
-	})
+	e := newEnv(t, nil)
 	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("before"))))
 
 	status, body, delay := 418, "I'm a teapot", 300*time.Millisecond
@@ -563,11 +560,8 @@ func TestCustomResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Within the cache's lifetime the old answer may still be given;
-	// once it has passed, the new one must be.
-	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("cached"))))
-	skew.Store(int64(cacheTTL + time.Millisecond))
-
+	// The very next capture answers with it: nothing cached outlives a
+	// change.
 	begin := time.Now()
 	resp, got := e.do(e.newRequest("POST", e.base+"/custom", strings.NewReader("after")))
 	if d := time.Since(begin); d < delay {
@@ -577,8 +571,8 @@ func TestCustomResponse(t *testing.T) {
 		resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" || resp.ContentLength != int64(len(body)) {
 		t.Errorf("got %s %q headers %v", resp.Status, got, resp.Header)
 	}
-	if n := e.stored(); n != 3 {
-		t.Errorf("%d stored, want 3", n)
+	if n := e.stored(); n != 2 {
+		t.Errorf("%d stored, want 2", n)
 	}
 
 	// Back to the default: the answer names the request again.
@@ -588,7 +582,6 @@ func TestCustomResponse(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	skew.Store(int64(2*cacheTTL + 2*time.Millisecond))
 	r := e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("default"))))
 	if string(r.Body) != "default" {
 		t.Errorf("stored %q", r.Body)
@@ -669,7 +662,7 @@ func TestCommittedBeforeResponse(t *testing.T) {
 // failingStore is a real store whose writes fail.
 type failingStore struct {
 	*store.Store
-	lookupErr error
+	lookupErr, insertErr error
 }
 
 func (f failingStore) Endpoint(ctx context.Context, projectID, id string) (store.Endpoint, error) {
@@ -679,7 +672,10 @@ func (f failingStore) Endpoint(ctx context.Context, projectID, id string) (store
 	return f.Store.Endpoint(ctx, projectID, id)
 }
 
-func (failingStore) InsertRequest(context.Context, *store.NewRequest) (string, error) {
+func (f failingStore) InsertRequest(context.Context, *store.NewRequest) (string, error) {
+	if f.insertErr != nil {
+		return "", f.insertErr
+	}
 	return "", errors.New("disk I/O error")
 }
 
@@ -701,6 +697,48 @@ func TestStoreFailure(t *testing.T) {
 	if n := base.stored(); n != 0 {
 		t.Errorf("%d stored", n)
 	}
+}
+
+// What may pass (a database locked past the commit deadline, too much
+// ingest at once) is a 503 asking the sender to retry, never a 2xx.
+func TestUnavailableIsA503WithRetryAfter(t *testing.T) {
+	base := newEnv(t, nil)
+	check := func(t *testing.T, e *env, body io.Reader) {
+		t.Helper()
+		resp, b := e.do(e.newRequest("POST", e.base, body))
+		checkError(t, resp, b, http.StatusServiceUnavailable, "unavailable")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After")
+		}
+	}
+	t.Run("locked", func(t *testing.T) {
+		fs := failingStore{Store: base.st, insertErr: fmt.Errorf("%w: locked", store.ErrUnavailable)}
+		check(t, startEnv(t, base.st, fs, base.project, base.endpoint, nil), strings.NewReader("x"))
+	})
+	budget := admission.New(1 << 20)
+	hold, err := budget.Reserve(t.Context(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release()
+	busy := func(h *Handler, _ *http.Server) { h.budget, h.admissionWait = budget, 20*time.Millisecond }
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprint("budget spent, chunked=", chunked), func(t *testing.T) {
+			e := startEnv(t, base.st, base.st, base.project, base.endpoint, busy)
+			var body io.Reader = strings.NewReader(strings.Repeat("x", 100<<10))
+			if chunked {
+				body = onlyReader{body}
+			}
+			check(t, e, body)
+		})
+	}
+	if n := base.stored(); n != 0 {
+		t.Errorf("%d stored", n)
+	}
+	// With room again, the same request is captured.
+	hold.Release()
+	e := startEnv(t, base.st, base.st, base.project, base.endpoint, busy)
+	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader(strings.Repeat("x", 100<<10)))))
 }
 
 func TestSplitTarget(t *testing.T) {
@@ -738,4 +776,41 @@ func headerValues(hs []store.Header, name string) []string {
 		}
 	}
 	return nil
+}
+
+// Changes made by another process (an admin command: here a second store
+// on the same file) reach the very next capture.
+func TestSettingsFromAnotherProcessApplyAtOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	other, err := store.Open(t.Context(), e.st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("cached"))))
+
+	status, body := 201, "made"
+	if _, err := other.UpdateEndpoint(t.Context(), e.endpoint.ID, store.EndpointUpdate{Status: &status, Body: &body}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, got := e.do(e.newRequest("POST", e.base, strings.NewReader("x"))); resp.StatusCode != 201 || string(got) != "made" {
+		t.Errorf("after endpoint set elsewhere: %s %q", resp.Status, got)
+	}
+	// A body only a larger plan accepts, right after the upgrade.
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	if resp, b := e.do(e.newRequest("POST", e.base, bytes.NewReader(big))); resp.StatusCode != 413 {
+		t.Fatalf("2 MiB on free: %s %s", resp.Status, b)
+	}
+	if _, err := other.SetPlan(t.Context(), e.project.ID, "pro"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, got := e.do(e.newRequest("POST", e.base, bytes.NewReader(big))); resp.StatusCode != 201 {
+		t.Errorf("2 MiB right after the upgrade elsewhere: %s %.80s", resp.Status, got)
+	}
+	if _, err := other.SetPlan(t.Context(), e.project.ID, "free"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, b := e.do(e.newRequest("POST", e.base, bytes.NewReader(big))); resp.StatusCode != 413 {
+		t.Errorf("2 MiB right after the downgrade elsewhere: %s %s", resp.Status, b)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,13 +72,14 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 	}
 	caKeyPath := filepath.Join(dir, CAKeyFile)
 	now := time.Now()
+	dnsNames, ips := sans(hosts)
 
 	ca, caKey, err := readPair(res.CAPath, caKeyPath)
 	if err == nil {
-		err = checkCA(ca, now)
+		err = checkCA(ca, dnsNames, ips, now)
 	}
 	if err != nil {
-		ca, caKey, err = newCA(now)
+		ca, caKey, err = newCA(dnsNames, ips, now)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +94,6 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 		res.CreatedCA = true
 	}
 
-	dnsNames, ips := sans(hosts)
 	var leaf *x509.Certificate
 	var leafKey crypto.Signer
 	if !res.CreatedCA {
@@ -177,14 +178,34 @@ func (e *noCAError) Error() string {
 
 func (e *noCAError) Unwrap() error { return e.err }
 
-func checkCA(ca *x509.Certificate, now time.Time) error {
+// checkCA says why ca cannot sign the server certificate, or nil. A CA
+// that may vouch for names beyond the server's (made by an older version
+// without name constraints, or for other hosts) is replaced: trusting it
+// must not let it vouch for any other site.
+func checkCA(ca *x509.Certificate, dnsNames []string, ips []net.IP, now time.Time) error {
 	switch {
 	case !ca.IsCA || ca.KeyUsage&x509.KeyUsageCertSign == 0:
 		return errors.New("not a ca certificate")
 	case now.Add(renewBefore).After(ca.NotAfter):
 		return errors.New("ca expires soon")
+	case !ca.PermittedDNSDomainsCritical || !slices.Equal(ca.PermittedDNSDomains, dnsNames) ||
+		!slices.EqualFunc(ca.PermittedIPRanges, hostRanges(ips), func(a, b *net.IPNet) bool { return a.String() == b.String() }):
+		return errors.New("ca not constrained to the server's names")
 	}
 	return nil
+}
+
+// hostRanges is each address as a range of one.
+func hostRanges(ips []net.IP) []*net.IPNet {
+	out := make([]*net.IPNet, len(ips))
+	for i, ip := range ips {
+		bits := 8 * net.IPv6len
+		if v4 := ip.To4(); v4 != nil {
+			ip, bits = v4, 8*net.IPv4len
+		}
+		out[i] = &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}
+	}
+	return out
 }
 
 func checkLeaf(leaf, ca *x509.Certificate, dnsNames []string, ips []net.IP, now time.Time) error {
@@ -270,7 +291,10 @@ func sans(hosts []string) ([]string, []net.IP) {
 	return dnsNames, ips
 }
 
-func newCA(now time.Time) (*x509.Certificate, crypto.Signer, error) {
+// newCA makes a CA that can vouch for the server certificate's names only
+// (RFC 5280 name constraints, marked critical so that a client that cannot
+// check them rejects the CA rather than trust it for everything).
+func newCA(dnsNames []string, ips []net.IP, now time.Time) (*x509.Certificate, crypto.Signer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate ca key: %w", err)
@@ -292,7 +316,10 @@ func newCA(now time.Time) (*x509.Certificate, crypto.Signer, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		// The CA signs server certificates directly, never another CA.
-		MaxPathLenZero: true,
+		MaxPathLenZero:              true,
+		PermittedDNSDomainsCritical: true,
+		PermittedDNSDomains:         dnsNames,
+		PermittedIPRanges:           hostRanges(ips),
 	}
 	cert, err := create(tmpl, tmpl, key.Public(), key)
 	if err != nil {

@@ -279,13 +279,11 @@ func TestEnsureRegeneratesLeaf(t *testing.T) {
 		{"leaf expiring", nil, func(t *testing.T, dir string) {
 			writeExpiringLeaf(t, dir)
 		}},
-		{"new host", []string{"new.test"}, func(*testing.T, string) {}},
-		{"new ip", []string{"192.0.2.7"}, func(*testing.T, string) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			first, err := Ensure(dir, nil)
+			first, err := Ensure(dir, tt.hosts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,6 +334,11 @@ func TestEnsureRegeneratesCA(t *testing.T) {
 		{"ca key garbage", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "ca-key.pem"), []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600)
 		}},
+		// As versions before name constraints made it: it could vouch
+		// for any site.
+		{"ca without name constraints", func(t *testing.T, dir string) {
+			writeCA(t, dir, time.Now().AddDate(5, 0, 0))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,6 +372,115 @@ func TestEnsureRegeneratesCA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The CA can vouch for the server certificate's names only: a certificate
+// it signs for any other name fails crypto/x509 verification, so trusting
+// ca.pem never lets it impersonate another site.
+func TestCAIsNameConstrained(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Ensure(dir, []string{"mail.test", "192.0.2.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := readCert(t, res.CAPath)
+	if !ca.PermittedDNSDomainsCritical || !slices.Equal(ca.PermittedDNSDomains, []string{"localhost", "mail.test"}) {
+		t.Errorf("permitted DNS domains %v (critical %v)", ca.PermittedDNSDomains, ca.PermittedDNSDomainsCritical)
+	}
+	var ranges []string
+	for _, r := range ca.PermittedIPRanges {
+		ranges = append(ranges, r.String())
+	}
+	if !slices.Equal(ranges, []string{"127.0.0.1/32", "::1/128", "192.0.2.7/32"}) {
+		t.Errorf("permitted IP ranges %v", ranges)
+	}
+
+	roots := rootsFrom(t, dir)
+	verify := func(leaf *x509.Certificate, name string) error {
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name})
+		return err
+	}
+	for _, name := range []string{"localhost", "mail.test", "127.0.0.1", "::1", "192.0.2.7"} {
+		if err := verify(res.Certificate.Leaf, name); err != nil {
+			t.Errorf("server certificate for %s: %v", name, err)
+		}
+	}
+	for _, other := range []struct {
+		dns []string
+		ips []net.IP
+	}{
+		{dns: []string{"example.com"}},
+		{dns: []string{"mail.test.example.com"}},
+		{dns: []string{"localhost", "bank.example"}},
+		{ips: []net.IP{net.ParseIP("10.0.0.1")}},
+	} {
+		leaf := signLeaf(t, dir, other.dns, other.ips)
+		name := leaf.Subject.CommonName
+		err := verify(leaf, name)
+		var invalid x509.CertificateInvalidError
+		if !errors.As(err, &invalid) || invalid.Reason != x509.CANotAuthorizedForThisName {
+			t.Errorf("certificate for %v %v signed by the local CA: %v, want CANotAuthorizedForThisName", other.dns, other.ips, err)
+		}
+	}
+
+	// A new host needs a new CA: the old one cannot vouch for it.
+	again, err := Ensure(dir, []string{"new.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.CreatedCA || !again.CreatedLeaf {
+		t.Fatalf("CreatedCA=%v CreatedLeaf=%v after a new host, want both true", again.CreatedCA, again.CreatedLeaf)
+	}
+	if err := verify(again.Certificate.Leaf, "new.test"); err == nil {
+		t.Error("the old CA verifies the new host")
+	}
+	if _, err := again.Certificate.Leaf.Verify(x509.VerifyOptions{Roots: rootsFrom(t, dir), DNSName: "new.test"}); err != nil {
+		t.Errorf("new.test under the new CA: %v", err)
+	}
+}
+
+// signLeaf signs a server certificate for the given names with the CA in
+// dir, as anyone holding its key could; its common name is the first name.
+func signLeaf(t *testing.T, dir string, dnsNames []string, ips []net.IP) *x509.Certificate {
+	t.Helper()
+	ca := readCert(t, filepath.Join(dir, "ca.pem"))
+	data, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := parseKey(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ""
+	if len(dnsNames) > 0 {
+		name = dnsNames[len(dnsNames)-1]
+	} else {
+		name = ips[0].String()
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(99),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
 }
 
 func TestLoad(t *testing.T) {

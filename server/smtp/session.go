@@ -17,6 +17,7 @@ import (
 	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/capturedev/capture/server/ingest"
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
 )
@@ -50,6 +51,8 @@ var (
 		Message: "Message not received completely"}
 	errStoreFailed = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
 		Message: "Message not stored because of a local error, try again later"}
+	errBusy = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
+		Message: "Message not stored: the server is busy or shutting down, try again later"}
 )
 
 func errTooBig(limit int64, plan string) error {
@@ -76,11 +79,14 @@ type backend struct{ srv *Server }
 // plaintext session then, so a session's TLS state never changes.
 func (b backend) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
 	nc := c.Conn()
-	_, isTLS := nc.(*tls.Conn)
-	if tc, ok := nc.(*tls.Conn); ok {
+	tc, isTLS := nc.(*tls.Conn)
+	if isTLS {
 		nc = tc.NetConn()
 	}
 	cn, _ := nc.(*conn)
+	if isTLS && cn != nil {
+		cn.setTLS(tc)
+	}
 	return &session{srv: b.srv, conn: cn, tls: isTLS, remote: nc.RemoteAddr()}, nil
 }
 
@@ -94,6 +100,8 @@ type session struct {
 	inbox string
 	limit int64
 	plan  string
+	// declared is the size MAIL FROM announced (SIZE=), 0 when none.
+	declared int64
 
 	// mu guards the envelope: with BDAT, go-smtp runs Data on a goroutine of
 	// its own, concurrently with an RSET that resets the transaction.
@@ -139,17 +147,19 @@ func (s *session) authenticate(identity, username, password string) error {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, authTimeout)
 	defer cancel()
+	// The user name is logged only once it names an inbox: a client that
+	// swapped its fields sends the password as the user name.
 	in, err := s.srv.st.Inbox(ctx, "", username)
 	if errors.Is(err, store.ErrNotFound) {
-		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "user", username, "reason", "no such inbox")
+		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "reason", "the user name is not an inbox id")
 		return errBadCredentials
 	}
 	if err != nil {
-		s.srv.log.Error("smtp auth: read inbox", "inbox", username, "err", err)
+		s.srv.log.Error("smtp auth: read inbox", "remote", s.remote.String(), "err", err)
 		return errAuthUnavailable
 	}
 	if subtle.ConstantTimeCompare([]byte(password), []byte(in.SMTPPassword)) != 1 {
-		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "user", username, "reason", "wrong password")
+		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "inbox", in.ID, "reason", "wrong password")
 		return errBadCredentials
 	}
 	p, err := s.srv.st.Project(ctx, in.ProjectID)
@@ -158,6 +168,7 @@ func (s *session) authenticate(identity, username, password string) error {
 		return errAuthUnavailable
 	}
 	s.inbox, s.limit, s.plan = in.ID, p.Plan.MessageBytes, p.Plan.Name
+	s.srv.authenticated(s.conn)
 	return nil
 }
 
@@ -173,6 +184,10 @@ func (s *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	}
 	s.mu.Lock()
 	s.from, s.to = from, nil
+	s.declared = 0
+	if opts != nil {
+		s.declared = opts.Size
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -194,12 +209,24 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	s.mu.Lock()
-	from, to := s.from, s.to
+	from, to, declared := s.from, s.to, s.declared
 	s.mu.Unlock()
+	// The message is held from its first byte to its commit, and parsed
+	// in between: it reserves its bytes in the ingest budget as it grows,
+	// and parseWeight times them before it is parsed.
+	admitCtx, cancel := admission.Within(s.srv.admitCtx, s.srv.cfg.AdmissionWait)
+	defer cancel()
+	res, err := s.srv.budget.Reserve(admitCtx, min(max(declared, initialReservation), s.limit+1))
+	if err != nil {
+		return s.refuse(err)
+	}
+	defer res.Release()
 	buf := s.srv.buffers.Get().(*buffer)
 	defer s.srv.putBuffer(buf)
-	raw, err := readMessage(buf, r, s.limit)
+	raw, err := readMessage(buf, r, s.limit, func(size int) error { return res.Grow(admitCtx, int64(size)) })
 	switch {
+	case errors.Is(err, admission.ErrBusy) || errors.Is(err, context.Canceled):
+		return s.refuse(err)
 	// go-smtp's own cap is the largest plan's limit; it also refuses a
 	// message of exactly that size, as it stops reading before the final
 	// dot.
@@ -218,6 +245,9 @@ func (s *session) Data(r io.Reader) error {
 		return errDataIncomplete
 	}
 
+	if err := res.Grow(admitCtx, parseWeight*int64(len(raw))); err != nil {
+		return s.refuse(err)
+	}
 	m := ingest.NewMessage(s.inbox, from, to, raw, mailparse.Parse(raw))
 	// The store takes the context into account only while the message
 	// waits for a place in its queue; once queued, the outcome of the
@@ -236,6 +266,22 @@ func (s *session) Data(r io.Reader) error {
 	return queued(id)
 }
 
+const (
+	// initialReservation is what a message reserves before its first byte,
+	// unless MAIL FROM declared its size: most mail fits.
+	initialReservation = 64 << 10
+	// parseWeight is how many times its size a message holds while it is
+	// parsed and stored: the raw bytes, the decoded bodies and
+	// attachments, and what parsing allocates on the way.
+	parseWeight = 4
+)
+
+// refuse answers a message that was not admitted: 451 4.3.0, try later.
+func (s *session) refuse(err error) error {
+	s.srv.log.Warn("smtp: message refused", "remote", s.remote.String(), "inbox", s.inbox, "err", err)
+	return errBusy
+}
+
 var errOverLimit = errors.New("message over the size limit")
 
 // buffer holds one message while it is parsed and stored.
@@ -243,7 +289,9 @@ type buffer struct{ b []byte }
 
 // readMessage reads a whole message into buf. It never holds more than
 // limit+1 bytes: its growth is capped there rather than doubling past it.
-func readMessage(buf *buffer, r io.Reader, limit int64) ([]byte, error) {
+// grow, when set, is asked first for each larger size the message needs
+// (old and new buffer together), and its error stops the read.
+func readMessage(buf *buffer, r io.Reader, limit int64, grow func(size int) error) ([]byte, error) {
 	most := int(min(limit+1, math.MaxInt32))
 	b := buf.b[:0]
 	for {
@@ -251,7 +299,13 @@ func readMessage(buf *buffer, r io.Reader, limit int64) ([]byte, error) {
 			if len(b) >= most {
 				return nil, errOverLimit
 			}
-			grown := make([]byte, len(b), min(most, max(2*cap(b), 4<<10)))
+			size := min(most, max(2*cap(b), 4<<10))
+			if grow != nil {
+				if err := grow(cap(b) + size); err != nil {
+					return nil, err
+				}
+			}
+			grown := make([]byte, len(b), size)
 			copy(grown, b)
 			b = grown
 			buf.b = b

@@ -4,10 +4,13 @@
 package smtp
 
 import (
+	"bytes"
+	"container/list"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,6 +20,7 @@ import (
 
 	gosmtp "github.com/emersion/go-smtp"
 
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/store"
 )
 
@@ -38,9 +42,24 @@ type Config struct {
 	TLSConfig *tls.Config
 	// AllowInsecureAuth lets clients authenticate before TLS.
 	AllowInsecureAuth bool
-	// MaxConnections bounds concurrent connections across all listeners;
-	// beyond it a new connection gets a 421 and is closed. Default 256.
+	// MaxConnections bounds concurrent connections across all listeners.
+	// Connections that have not authenticated may hold half of them; past
+	// that, or past the whole, a new connection displaces the oldest
+	// unauthenticated one, so that idle or hostile clients can never lock
+	// senders out. Only when every slot is an authenticated session does a
+	// new connection get a 421 and close. Default 256.
 	MaxConnections int
+	// PreAuthTimeout is how long a connection may stay without
+	// authenticating, whatever it sends meanwhile. Default 30s.
+	PreAuthTimeout time.Duration
+	// Budget bounds the bytes of messages read, parsed and stored at once,
+	// together with what else shares it (webhook ingest). Nil means no
+	// bound.
+	Budget *admission.Budget
+	// AdmissionWait bounds how long a message waits for room in Budget
+	// before it gets a 451. Default 1m: senders wait minutes for the reply
+	// to DATA (RFC 5321 §4.5.3.2.6 suggests 10).
+	AdmissionWait time.Duration
 	// ReadTimeout and WriteTimeout bound each command and reply (a whole
 	// DATA transfer counts as one command). Default 60s each.
 	ReadTimeout, WriteTimeout time.Duration
@@ -56,6 +75,8 @@ type Config struct {
 
 const (
 	defaultMaxConnections = 256
+	defaultPreAuthTimeout = 30 * time.Second
+	defaultAdmissionWait  = time.Minute
 	defaultTimeout        = 60 * time.Second
 	defaultMaxLineLength  = 1 << 20
 
@@ -65,6 +86,8 @@ const (
 	// rejectTimeout bounds the time spent telling an excess client to go
 	// away, so a stalled client cannot hold a goroutine for long.
 	rejectTimeout = 5 * time.Second
+	// hangUpTimeout bounds writing a last 421 to a client being closed.
+	hangUpTimeout = time.Second
 )
 
 // Server serves SMTP on any number of listeners with one go-smtp server:
@@ -80,6 +103,12 @@ type Server struct {
 	// still waiting for a place in the write queue.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// admitCtx ends when shutdown begins: a message still waiting for
+	// room in the budget is refused then rather than started.
+	admitCtx    context.Context
+	stopAdmit   context.CancelFunc
+	budget      *admission.Budget
+	closedReply string
 
 	// buffers hold messages while they are parsed and stored. Nothing
 	// refers to a message's bytes once InsertMessage has returned.
@@ -87,6 +116,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
+	preAuth   list.List // of *conn not authenticated yet, oldest first
 	listeners map[net.Listener]struct{}
 	closing   bool
 
@@ -103,6 +133,12 @@ func New(st Store, cfg Config) *Server {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = defaultMaxConnections
 	}
+	if cfg.PreAuthTimeout <= 0 {
+		cfg.PreAuthTimeout = defaultPreAuthTimeout
+	}
+	if cfg.AdmissionWait <= 0 {
+		cfg.AdmissionWait = defaultAdmissionWait
+	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = defaultTimeout
 	}
@@ -116,15 +152,17 @@ func New(st Store, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
-		st:       st,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		maxBytes: largestMessageLimit(),
-		conns:    make(map[*conn]struct{}),
-
-		listeners: make(map[net.Listener]struct{}),
+		st:          st,
+		cfg:         cfg,
+		log:         cfg.Logger,
+		maxBytes:    largestMessageLimit(),
+		budget:      cfg.Budget,
+		conns:       make(map[*conn]struct{}),
+		listeners:   make(map[net.Listener]struct{}),
+		closedReply: "421 4.3.2 " + cfg.Hostname + " shutting down, try again later",
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.admitCtx, s.stopAdmit = context.WithCancel(s.ctx)
 	s.buffers.New = func() any { return &buffer{b: make([]byte, 0, 8<<10)} }
 
 	gs := gosmtp.NewServer(backend{s})
@@ -185,11 +223,10 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 	}()
 
 	mode := "starttls"
-	var ln net.Listener = &listener{Listener: l, srv: s, implicitTLS: implicitTLS}
 	if implicitTLS {
 		mode = "implicit-tls"
-		ln = tls.NewListener(ln, s.cfg.TLSConfig)
 	}
+	ln := &listener{Listener: l, srv: s, implicitTLS: implicitTLS}
 	s.log.Info("smtp listening", "addr", l.Addr().String(), "tls", mode,
 		"insecure_auth", s.cfg.AllowInsecureAuth, "max_connections", s.cfg.MaxConnections)
 
@@ -203,22 +240,25 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 	return fmt.Errorf("smtp: serve %s: %w", l.Addr(), err)
 }
 
-// Shutdown stops accepting connections, closes idle ones, and lets those in
-// the middle of a transaction finish it (each is closed once its message is
-// answered). When ctx ends first, whatever is left is closed and ctx's
-// error returned.
+// Shutdown stops accepting connections, closes idle ones (each told
+// "421 4.3.2" first), and lets those in the middle of a transaction finish
+// it (each is told and closed once its message is answered). When ctx ends
+// first, whatever is left is closed and ctx's error returned.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAdmit()
 	s.mu.Lock()
 	s.closing = true
 	for l := range s.listeners {
 		l.Close()
 	}
+	var idle []*conn
 	for c := range s.conns {
 		if !c.inTx {
-			c.Conn.Close()
+			idle = append(idle, c)
 		}
 	}
 	s.mu.Unlock()
+	hangUpAll(idle, s.closedReply)
 
 	err := s.smtp.Shutdown(ctx)
 	if err != nil && err == ctx.Err() {
@@ -237,6 +277,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every listener and connection at once; a transaction in
 // progress is lost unanswered, so its client will send it again.
 func (s *Server) Close() error {
+	s.stopAdmit()
 	s.mu.Lock()
 	s.closing = true
 	for l := range s.listeners {
@@ -254,10 +295,22 @@ func (s *Server) Close() error {
 
 func (s *Server) closeConns() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	all := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
-		c.Conn.Close()
+		all = append(all, c)
 	}
+	s.mu.Unlock()
+	hangUpAll(all, s.closedReply)
+}
+
+// hangUpAll tells each connection why it is closed, all at once: one
+// client that does not read must not hold up the others.
+func hangUpAll(conns []*conn, reply string) {
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.hangUp(reply) })
+	}
+	wg.Wait()
 }
 
 func (s *Server) putBuffer(b *buffer) {
@@ -269,20 +322,53 @@ func (s *Server) putBuffer(b *buffer) {
 
 func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }
 
-// admit registers a new connection, or says why it is turned away.
-func (s *Server) admit(nc net.Conn) (*conn, string) {
+// admit registers a new connection, or says why it is turned away. At the
+// limits it displaces the oldest connection that has not authenticated,
+// and returns it for the caller to hang up on.
+func (s *Server) admit(nc net.Conn) (c, displaced *conn, reply string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closing:
-		return nil, "421 4.3.2 " + s.cfg.Hostname + " shutting down, try again later"
-	case len(s.conns) >= s.cfg.MaxConnections:
-		return nil, fmt.Sprintf("421 4.7.0 %s too many connections (limit %d), try again later",
-			s.cfg.Hostname, s.cfg.MaxConnections)
+	if s.closing {
+		return nil, nil, s.closedReply
 	}
-	c := &conn{Conn: nc, srv: s}
+	if len(s.conns) >= s.cfg.MaxConnections || s.preAuth.Len() >= max(s.cfg.MaxConnections/2, 1) {
+		oldest := s.preAuth.Front()
+		if oldest == nil {
+			return nil, nil, fmt.Sprintf("421 4.7.0 %s too many connections (limit %d), try again later",
+				s.cfg.Hostname, s.cfg.MaxConnections)
+		}
+		displaced = oldest.Value.(*conn)
+		s.forget(displaced)
+	}
+	c = &conn{Conn: nc, srv: s}
+	c.authBy.Store(time.Now().Add(s.cfg.PreAuthTimeout).UnixNano())
 	s.conns[c] = struct{}{}
-	return c, ""
+	c.preAuth = s.preAuth.PushBack(c)
+	return c, displaced, ""
+}
+
+// forget stops counting c against the limits. Called with s.mu held.
+func (s *Server) forget(c *conn) {
+	delete(s.conns, c)
+	if c.preAuth != nil {
+		s.preAuth.Remove(c.preAuth)
+		c.preAuth = nil
+	}
+}
+
+// authenticated moves c out of the unauthenticated half of the slots and
+// lifts its authentication deadline.
+func (s *Server) authenticated(c *conn) {
+	if c == nil {
+		return
+	}
+	s.mu.Lock()
+	if c.preAuth != nil {
+		s.preAuth.Remove(c.preAuth)
+		c.preAuth = nil
+	}
+	s.mu.Unlock()
+	c.authBy.Store(0)
 }
 
 // reject tells a client it is not served, in TLS when it expects TLS, then
@@ -319,16 +405,18 @@ func (s *Server) beginTx(c *conn) bool {
 }
 
 // endTx marks the end of a transaction; during Shutdown the connection is
-// closed there, after its reply has been written.
+// told and closed there, after its reply has been written.
 func (s *Server) endTx(c *conn) {
 	if c == nil {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	wasInTx := c.inTx
 	c.inTx = false
-	if s.closing {
-		c.Conn.Close()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing && wasInTx {
+		c.hangUp(s.closedReply)
 	}
 }
 
@@ -345,8 +433,17 @@ func (l *listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, reply := l.srv.admit(nc)
+		c, displaced, reply := l.srv.admit(nc)
+		if displaced != nil {
+			go displaced.hangUp("421 4.7.0 " + l.srv.cfg.Hostname +
+				" too many unauthenticated connections, authenticate sooner or try again later")
+		}
 		if c != nil {
+			if l.implicitTLS {
+				tc := tls.Server(c, l.srv.cfg.TLSConfig)
+				c.setTLS(tc)
+				return tc, nil
+			}
 			return c, nil
 		}
 		if l.srv.rejecting.Add(1) > int64(l.srv.cfg.MaxConnections) {
@@ -361,9 +458,97 @@ func (l *listener) Accept() (net.Conn, error) {
 // conn is an admitted connection as accepted, under any TLS layer.
 type conn struct {
 	net.Conn
-	srv       *Server
-	inTx      bool // guarded by srv.mu
+	srv *Server
+	// authBy is the deadline (Unix nanoseconds) to authenticate by; 0
+	// once authenticated. Every read and write deadline go-smtp sets is
+	// cut to it, so commands (NOOPs included) never extend it.
+	authBy    atomic.Int64
+	inTx      bool          // guarded by srv.mu
+	preAuth   *list.Element // in srv.preAuth; guarded by srv.mu
 	closeOnce sync.Once
+
+	// What a last reply must be written through: the plain connection
+	// until STARTTLS, the TLS connection once its handshake is done, and
+	// nothing in between, when plain text would corrupt the handshake.
+	mu        sync.Mutex
+	tls       *tls.Conn
+	upgrading bool
+}
+
+// startTLSReply is how go-smtp answers STARTTLS, just before the handshake.
+var startTLSReply = []byte("220 2.0.0 Ready to start TLS")
+
+func (c *conn) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, startTLSReply) {
+		c.mu.Lock()
+		if c.tls == nil {
+			c.upgrading = true
+		}
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(p)
+}
+
+// setTLS records the TLS connection over c, once known.
+func (c *conn) setTLS(tc *tls.Conn) {
+	c.mu.Lock()
+	c.tls, c.upgrading = tc, false
+	c.mu.Unlock()
+}
+
+// replyWriter is where a last reply can be written, or nil.
+func (c *conn) replyWriter() io.Writer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.tls != nil:
+		if !c.tls.ConnectionState().HandshakeComplete {
+			return nil
+		}
+		return c.tls
+	case c.upgrading:
+		return nil
+	}
+	return c.Conn
+}
+
+// hangUp writes reply to the client, when it can be said in the layer the
+// client is reading, and closes the connection. go-smtp may be writing a
+// reply of its own at the same moment; both connections' writes are whole,
+// so the client reads one, then the other.
+func (c *conn) hangUp(reply string) {
+	if w := c.replyWriter(); w != nil {
+		c.Conn.SetWriteDeadline(time.Now().Add(hangUpTimeout))
+		io.WriteString(w, reply+"\r\n")
+	}
+	c.Close()
+}
+
+func (c *conn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.beforeAuthDeadline(t, 0))
+}
+
+// SetWriteDeadline leaves a moment past the authentication deadline, for
+// go-smtp's 421 to the client that missed it.
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	return c.Conn.SetWriteDeadline(c.beforeAuthDeadline(t, hangUpTimeout))
+}
+
+// beforeAuthDeadline cuts a deadline to the authentication deadline (plus
+// grace) while the connection has not authenticated.
+func (c *conn) beforeAuthDeadline(t time.Time, grace time.Duration) time.Time {
+	by := c.authBy.Load()
+	if by == 0 {
+		return t
+	}
+	if d := time.Unix(0, by).Add(grace); t.IsZero() || t.After(d) {
+		return d
+	}
+	return t
 }
 
 // Close forgets the connection before closing it, so a client that sees
@@ -371,7 +556,7 @@ type conn struct {
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.srv.mu.Lock()
-		delete(c.srv.conns, c)
+		c.srv.forget(c)
 		c.srv.mu.Unlock()
 	})
 	return c.Conn.Close()

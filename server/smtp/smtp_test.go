@@ -22,6 +22,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/certs"
 	"github.com/capturedev/capture/store"
 )
@@ -924,8 +925,9 @@ func TestStoreFailure(t *testing.T) {
 
 func TestMaxConnections(t *testing.T) {
 	e := newEnv(t, "team", Config{MaxConnections: 2})
-	a := e.dialRaw(t, false)
-	e.dialRaw(t, true)
+	// Authenticated sessions may hold every slot.
+	a := e.session(t)
+	e.session(t)
 
 	for _, implicit := range []bool{false, true} {
 		conn := e.dial(t, implicit, 10*time.Second)
@@ -948,6 +950,83 @@ func TestMaxConnections(t *testing.T) {
 	r.must(250, "", "EHLO client.test")
 }
 
+// expectHangUp checks that the server says reply (code and enhanced code)
+// and closes the connection.
+func (r *rawClient) expectHangUp(code int, prefix string) {
+	r.t.Helper()
+	r.expect(code, prefix)
+	if _, err := r.conn.Read(make([]byte, 1)); err == nil {
+		r.t.Fatal("connection left open after the reply")
+	}
+}
+
+// Idle or NOOPing clients that never authenticate can hold half the slots
+// at most, and each new one displaces the oldest: a sender always gets in.
+func TestUnauthenticatedConnectionsNeverLockSendersOut(t *testing.T) {
+	e := newEnv(t, "team", Config{MaxConnections: 8})
+	var idle []*rawClient
+	for i := range 8 {
+		r := e.dialRaw(t, i%2 == 1)
+		r.must(250, "", "NOOP")
+		idle = append(idle, r)
+	}
+	// The first four were displaced by the next four.
+	for _, r := range idle[:4] {
+		r.expectHangUp(421, "4.7.0")
+	}
+	for _, r := range idle[4:] {
+		r.must(250, "", "NOOP")
+	}
+	// A sender still gets in, displacing one more, and delivers.
+	c := e.dialSTARTTLS(t)
+	if err := c.Mail("a@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("b@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	messageID(t)(sendData(t, c, crlf("Subject: through the crowd\n\nhi\n")))
+	idle[4].expectHangUp(421, "4.7.0")
+	// Authenticated, it no longer counts among the unauthenticated: four
+	// more idle clients displace only each other.
+	for range 4 {
+		r := e.dialRaw(t, false)
+		idle = append(idle, r)
+	}
+	for _, r := range idle[5:8] {
+		r.expectHangUp(421, "4.7.0")
+	}
+	if err := c.Noop(); err != nil {
+		t.Fatalf("authenticated session displaced: %v", err)
+	}
+}
+
+// A session must authenticate within its deadline, however busy it keeps
+// the connection.
+func TestPreAuthDeadline(t *testing.T) {
+	e := newEnv(t, "team", Config{PreAuthTimeout: 300 * time.Millisecond})
+	for _, implicit := range []bool{false, true} {
+		r := e.dialRaw(t, implicit)
+		var code int
+		for code == 0 || code == 250 {
+			r.tp.PrintfLine("NOOP")
+			var err error
+			code, _, err = r.tp.ReadResponse(0)
+			if err != nil {
+				break // closed right after the 421 was read
+			}
+		}
+		if code != 421 {
+			t.Errorf("implicit=%v: NOOPs outlived the authentication deadline: last reply %d", implicit, code)
+		}
+	}
+	// An authenticated session is not held to it.
+	s := e.session(t)
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		s.must(250, "", "NOOP")
+	}
+}
 func TestShutdownWaitsForInFlight(t *testing.T) {
 	e := newEnv(t, "team", Config{})
 	busy := e.session(t)
@@ -968,10 +1047,8 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 	}()
 	e.shutDown = true
 
-	// Shutdown has begun once the idle connection is closed.
-	if _, err := idle.conn.Read(make([]byte, 1)); err == nil {
-		t.Fatal("idle connection not closed by Shutdown")
-	}
+	// Shutdown has begun once the idle connection is told and closed.
+	idle.expectHangUp(421, "4.3.2")
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned %v with a transaction in flight", err)
@@ -993,9 +1070,8 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 	if m := e.message(t, id); m.Subject != "in flight" {
 		t.Errorf("Subject = %q", m.Subject)
 	}
-	if _, err := busy.conn.Read(make([]byte, 1)); err == nil {
-		t.Error("connection left open after its transaction during Shutdown")
-	}
+	// Its next command would find the server gone: it is told first.
+	busy.expectHangUp(421, "4.3.2")
 }
 
 func TestShutdownTimeoutClosesEverything(t *testing.T) {
@@ -1008,9 +1084,7 @@ func TestShutdownTimeoutClosesEverything(t *testing.T) {
 		t.Errorf("Shutdown with an ended context: %v", err)
 	}
 	e.shutDown = true
-	if _, err := busy.conn.Read(make([]byte, 1)); err == nil {
-		t.Error("connection left open after Shutdown gave up")
-	}
+	busy.expectHangUp(421, "4.3.2")
 	for range 2 {
 		if err := <-e.served; err != nil {
 			t.Errorf("Serve: %v", err)
@@ -1068,7 +1142,7 @@ func TestReadMessageLimit(t *testing.T) {
 		data := bytes.Repeat([]byte("x"), tt.size)
 		for _, r := range []io.Reader{bytes.NewReader(data), iotest.OneByteReader(bytes.NewReader(data))} {
 			buf := &buffer{}
-			got, err := readMessage(buf, r, int64(tt.limit))
+			got, err := readMessage(buf, r, int64(tt.limit), nil)
 			if tt.over {
 				if !errors.Is(err, errOverLimit) {
 					t.Errorf("%d bytes, limit %d: err %v, want over the limit", tt.size, tt.limit, err)
@@ -1080,5 +1154,54 @@ func TestReadMessageLimit(t *testing.T) {
 				t.Errorf("%d bytes, limit %d: buffer grew to %d", tt.size, tt.limit, cap(buf.b))
 			}
 		}
+	}
+}
+
+// A message that finds no room in the ingest budget before its deadline is
+// refused with 451 4.3.0 and not stored; with room again, it goes through.
+func TestBudgetFullIsATemporaryRefusal(t *testing.T) {
+	budget := admission.New(1 << 20)
+	e := newEnv(t, "team", Config{Budget: budget, AdmissionWait: 50 * time.Millisecond})
+	hold, err := budget.Reserve(t.Context(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.session(t)
+	r.must(250, "", "MAIL FROM:<a@example.com>")
+	r.must(250, "", "RCPT TO:<b@example.com>")
+	if code, msg := r.data(crlf("Subject: no room\n\nbody\n")); code != 451 || !strings.HasPrefix(msg, "4.3.0 ") {
+		t.Fatalf("DATA with the budget spent: %d %q", code, msg)
+	}
+	if n := e.count(t); n != 0 {
+		t.Fatalf("%d stored", n)
+	}
+	hold.Release()
+	r.must(250, "", "MAIL FROM:<a@example.com>")
+	r.must(250, "", "RCPT TO:<b@example.com>")
+	messageID(t)(r.data(crlf("Subject: room\n\nbody\n")))
+}
+
+// No log line, at any level, holds what a client sent as a password, even
+// when it swapped user name and password.
+func TestAuthLogsNoSecret(t *testing.T) {
+	var logs bytes.Buffer
+	e := newEnv(t, "team", Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	for _, pair := range [][2]string{
+		{e.inbox.SMTPPassword, e.inbox.ID}, // swapped
+		{e.inbox.ID, e.inbox.SMTPPassword + "x"},
+	} {
+		r := e.dialRaw(t, false)
+		r.must(250, "", "EHLO client.test")
+		r.startTLS(e.clientTLS())
+		r.must(250, "", "EHLO client.test")
+		r.must(535, "5.7.8", "AUTH PLAIN %s", plainIR(pair[0], pair[1]))
+		r.must(221, "", "QUIT")
+	}
+	e.shutdown(t)
+	if strings.Contains(logs.String(), e.inbox.SMTPPassword) {
+		t.Errorf("a password reached the log:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "smtp auth failed") {
+		t.Errorf("failed logins not logged:\n%s", logs.String())
 	}
 }

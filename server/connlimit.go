@@ -1,0 +1,173 @@
+package server
+
+import (
+	"container/list"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// connLimit caps the connections one HTTP listener holds, so that a flood
+// of idle connections can neither use up the process's file descriptors
+// (the database and the other listeners need some) nor its memory. At the
+// cap a new connection displaces the oldest one that is doing nothing (no
+// request yet, or idle between keep-alive requests): a real client always
+// gets in. Only when every connection is busy with a request is the new
+// one refused, with a 503, and closed at once.
+type connLimit struct {
+	net.Listener
+	max int
+
+	mu      sync.Mutex
+	conns   map[*limitedConn]struct{}
+	waiting list.List // of *limitedConn with no request in progress, oldest first
+	closing bool
+
+	refusing atomic.Int64
+}
+
+func newConnLimit(l net.Listener, max int) *connLimit {
+	return &connLimit{Listener: l, max: max, conns: make(map[*limitedConn]struct{})}
+}
+
+// limitedConn is a connection counted by its listener.
+type limitedConn struct {
+	net.Conn
+	l         *connLimit
+	waiting   *list.Element // in l.waiting; guarded by l.mu
+	closeOnce sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.l.mu.Lock()
+		c.l.forget(c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// forget stops counting c. Called with l.mu held.
+func (l *connLimit) forget(c *limitedConn) {
+	delete(l.conns, c)
+	if c.waiting != nil {
+		l.waiting.Remove(c.waiting)
+		c.waiting = nil
+	}
+}
+
+func (l *connLimit) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, displaced, ok := l.admit(nc)
+		if displaced != nil {
+			displaced.Close()
+		}
+		if ok {
+			return c, nil
+		}
+		if l.refusing.Add(1) > int64(l.max) {
+			l.refusing.Add(-1)
+			nc.Close()
+			continue
+		}
+		go l.refuse(nc)
+	}
+}
+
+func (l *connLimit) admit(nc net.Conn) (c, displaced *limitedConn, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		nc.Close()
+		return nil, nil, false
+	}
+	if len(l.conns) >= l.max {
+		oldest := l.waiting.Front()
+		if oldest == nil {
+			return nil, nil, false
+		}
+		displaced = oldest.Value.(*limitedConn)
+		l.forget(displaced)
+	}
+	c = &limitedConn{Conn: nc, l: l}
+	l.conns[c] = struct{}{}
+	c.waiting = l.waiting.PushBack(c)
+	return c, displaced, true
+}
+
+// refusedReply is the whole answer to a connection over the cap, in the
+// envelope every error uses.
+var refusedReply = func() string {
+	body := `{"error":{"code":"unavailable","message":"too many connections; try again shortly","fields":{}}}` + "\n"
+	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// refuse answers 503 to a connection over the cap, then lets it go. It
+// reads what the client sends meanwhile, so that closing does not reset
+// the connection before the client has read the answer.
+func (l *connLimit) refuse(nc net.Conn) {
+	defer l.refusing.Add(-1)
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(nc, refusedReply); err != nil {
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+}
+
+// track follows net/http's view of each connection (http.Server.ConnState):
+// a connection waiting for its first or next request may be displaced.
+func (l *connLimit) track(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, counted := l.conns[c]; !counted {
+		return
+	}
+	switch state {
+	case http.StateActive:
+		if c.waiting != nil {
+			l.waiting.Remove(c.waiting)
+			c.waiting = nil
+		}
+	case http.StateIdle:
+		if c.waiting == nil {
+			c.waiting = l.waiting.PushBack(c)
+		}
+	case http.StateHijacked, http.StateClosed:
+		l.forget(c)
+	}
+}
+
+// closeWaiting stops admitting and closes every connection with no request
+// in progress. http.Server.Shutdown closes idle keep-alive connections
+// itself but waits for ones that never sent a request (a browser's
+// preconnect, a port scan) until they are 5 s old; nothing is lost by
+// closing them now.
+func (l *connLimit) closeWaiting() {
+	l.mu.Lock()
+	l.closing = true
+	var waiting []*limitedConn
+	for e := l.waiting.Front(); e != nil; e = e.Next() {
+		waiting = append(waiting, e.Value.(*limitedConn))
+	}
+	l.mu.Unlock()
+	for _, c := range waiting {
+		c.Close()
+	}
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// limitedServer serves h on a loopback listener capped at max connections.
+func limitedServer(t *testing.T, max int, h http.Handler, timeouts func(*http.Server)) (string, *connLimit) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimit(ln, max)
+	srv := &http.Server{Handler: h, ConnState: l.track}
+	if timeouts != nil {
+		timeouts(srv)
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), l
+}
+
+func dialIdle(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// get sends one request on a connection of its own and reads the answer.
+func get(t *testing.T, addr, path string) (*http.Response, string) {
+	t.Helper()
+	c := dialIdle(t, addr)
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// A flood of connections that send nothing cannot keep a client out: at
+// the cap the oldest of them makes room. Only when every connection is
+// busy is a new one refused, with a 503 in the usual envelope.
+func TestConnLimit(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 3)
+	addr, _ := limitedServer(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			started <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}), nil)
+
+	var idle []net.Conn
+	for range 3 {
+		idle = append(idle, dialIdle(t, addr))
+	}
+	if resp, body := get(t, addr, "/"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("among idle connections: %d %q", resp.StatusCode, body)
+	}
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the oldest idle connection was not the one displaced")
+	}
+
+	// Three requests in progress hold every slot.
+	for range 3 {
+		c := dialIdle(t, addr)
+		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+		<-started
+	}
+	resp, body := get(t, addr, "/")
+	var env struct{ Error struct{ Code string } }
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || json.Unmarshal([]byte(body), &env) != nil ||
+		env.Error.Code != "unavailable" {
+		t.Errorf("over the cap: %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	close(release)
+}
+
+// At shutdown, connections that never sent a request are closed at once;
+// those with one in progress are left to finish.
+func TestCloseWaiting(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	addr, l := limitedServer(t, 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "finished")
+	}), nil)
+	busy := dialIdle(t, addr)
+	io.WriteString(busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	// Accepted before closeWaiting or after it, it is closed either way.
+	waiting := dialIdle(t, addr)
+	l.closeWaiting()
+	if _, err := waiting.Read(make([]byte, 1)); err == nil {
+		t.Error("connection without a request left open")
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request in progress: %v %v", resp, err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "finished" {
+		t.Errorf("got %q", b)
+	}
+}
+
+// Requests that rightly take long get deadlines of their own beyond the
+// server's write timeout; others are held to it.
+func TestLongRequests(t *testing.T) {
+	addr, _ := limitedServer(t, 10, longRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-time.After(300 * time.Millisecond) // a wait, a replay, a stream
+		io.WriteString(w, "done")
+	})), func(s *http.Server) { s.WriteTimeout, s.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond })
+
+	for _, req := range []string{
+		"GET /api/v1/endpoints/whe_x/requests?wait=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /api/v1/requests/req_x/replay HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+		"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+	} {
+		c := dialIdle(t, addr)
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Errorf("%q: %v", strings.SplitN(req, "\r", 2)[0], err)
+			continue
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != "done" {
+			t.Errorf("%q: got %q", strings.SplitN(req, "\r", 2)[0], b)
+		}
+	}
+	c := dialIdle(t, addr)
+	io.WriteString(c, "GET /api/v1/me HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+		if b, err := io.ReadAll(resp.Body); err == nil && string(b) == "done" {
+			t.Error("an ordinary request outlived the write timeout")
+		}
+	}
+}
