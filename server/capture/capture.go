@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/admission"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 

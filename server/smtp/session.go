@@ -16,8 +16,8 @@ import (
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
 
-	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/admission"
+	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
 )
