@@ -142,7 +142,7 @@ func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeError(w, e)
 		return
 	}
-	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), q.str("match"))
+	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), store.LinkFilter{Match: q.str("match")})
 	if err != nil {
 		a.fail(w, r, err)
 		return
