@@ -268,12 +268,7 @@ func (s *htmlScanner) run() {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			s.closeAnchor()
-			s.flush()
-			if s.opt.text {
-				s.res.visible = s.vis.String()
-			}
-			s.res.lines = s.lines.String()
+			s.finish()
 			return
 		case html.TextToken:
 			if skipText {
@@ -323,13 +318,20 @@ func (s *htmlScanner) run() {
 			}
 			if s.finished() {
 				// Nothing more to learn from the rest of the document.
-				s.closeAnchor()
-				s.flush()
-				s.res.lines = s.lines.String()
+				s.finish()
 				return
 			}
 		}
 	}
+}
+
+func (s *htmlScanner) finish() {
+	s.closeAnchor()
+	s.flush()
+	if s.opt.text {
+		s.res.visible = s.vis.String()
+	}
+	s.res.lines = s.lines.String()
 }
 
 // finished reports that the rest of the document cannot change the result.

@@ -184,6 +184,10 @@ func TestParseLinkHeavyMemory(t *testing.T) {
 		if len(m.Links) != maxLinks || !m.LinksTruncated {
 			t.Fatalf("%d links, truncated %v", len(m.Links), m.LinksTruncated)
 		}
+		// The scan stopped early; what it had gathered is still there.
+		if m.Snippet == "" || m.Links[maxLinks-1].Text == nil {
+			t.Errorf("snippet %q, last link %+v", m.Snippet, m.Links[maxLinks-1])
+		}
 		return after.TotalAlloc - before.TotalAlloc
 	}
 	for _, qp := range []bool{false, true} {
