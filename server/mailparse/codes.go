@@ -200,31 +200,30 @@ func (f *wordShapes) mayHave(first, last byte, n int) bool {
 
 // unspacedCues are matched inside runs of Chinese, Japanese and Korean
 // text, which does not separate words.
-var unspacedCues = []struct {
+var unspacedCues = func() []unspacedCue {
+	var cues []unspacedCue
+	add := func(c cueWord, words ...string) {
+		for _, w := range words {
+			cues = append(cues, unspacedCue{w, c})
+		}
+	}
+	add(cueWord{cueNoun, 3}, "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "确认码", "確認碼",
+		"安全码", "安全碼", "登录码", "认证码", "一次性密码", "动态密码", "動態密碼", "認証コード", "確認コード",
+		"認証番号", "ワンタイムパスワード", "セキュリティコード", "ログインコード", "ワンタイムコード", "検証コード",
+		"暗証番号", "인증번호", "인증코드", "확인코드", "보안코드")
+	add(cueWord{cueNoun, 2}, "コード", "코드", "代码")
+	add(cueWord{cueQualifier, 2}, "인증")
+	add(cueWord{cueNotCode, 0}, "クーポン", "プロモーション")
+	add(cueWord{cuePromo, 0}, "割引", "优惠", "折扣")
+	add(cueWord{cueNumberOf, 0}, "郵便番号", "邮编", "邮政编码", "订单", "訂單", "注文", "运单", "快递", "追跡",
+		"お問い合わせ番号", "電話", "电话", "金額", "金额", "合計", "合计", "주문", "전화")
+	add(cueWord{cueUnit, 0}, "分钟", "分間", "円", "元")
+	return cues
+}()
+
+type unspacedCue struct {
 	s string
 	cueWord
-}{
-	{"验证码", cueWord{cueNoun, 3}}, {"驗證碼", cueWord{cueNoun, 3}}, {"校验码", cueWord{cueNoun, 3}},
-	{"校驗碼", cueWord{cueNoun, 3}}, {"动态码", cueWord{cueNoun, 3}}, {"動態碼", cueWord{cueNoun, 3}},
-	{"确认码", cueWord{cueNoun, 3}}, {"確認碼", cueWord{cueNoun, 3}}, {"安全码", cueWord{cueNoun, 3}},
-	{"安全碼", cueWord{cueNoun, 3}}, {"登录码", cueWord{cueNoun, 3}}, {"一次性密码", cueWord{cueNoun, 3}},
-	{"动态密码", cueWord{cueNoun, 3}}, {"動態密碼", cueWord{cueNoun, 3}}, {"认证码", cueWord{cueNoun, 3}},
-	{"認証コード", cueWord{cueNoun, 3}}, {"確認コード", cueWord{cueNoun, 3}}, {"認証番号", cueWord{cueNoun, 3}},
-	{"ワンタイムパスワード", cueWord{cueNoun, 3}}, {"セキュリティコード", cueWord{cueNoun, 3}},
-	{"ログインコード", cueWord{cueNoun, 3}}, {"ワンタイムコード", cueWord{cueNoun, 3}},
-	{"検証コード", cueWord{cueNoun, 3}}, {"暗証番号", cueWord{cueNoun, 3}},
-	{"인증번호", cueWord{cueNoun, 3}}, {"인증코드", cueWord{cueNoun, 3}}, {"확인코드", cueWord{cueNoun, 3}},
-	{"보안코드", cueWord{cueNoun, 3}}, {"인증", cueWord{cueQualifier, 2}},
-	{"コード", cueWord{cueNoun, 2}}, {"코드", cueWord{cueNoun, 2}}, {"代码", cueWord{cueNoun, 2}},
-	{"クーポン", cueWord{cueNotCode, 0}}, {"プロモーション", cueWord{cueNotCode, 0}}, {"割引", cueWord{cuePromo, 0}},
-	{"优惠", cueWord{cuePromo, 0}}, {"折扣", cueWord{cuePromo, 0}}, {"郵便番号", cueWord{cueNumberOf, 0}},
-	{"邮编", cueWord{cueNumberOf, 0}}, {"邮政编码", cueWord{cueNumberOf, 0}}, {"订单", cueWord{cueNumberOf, 0}},
-	{"訂單", cueWord{cueNumberOf, 0}}, {"注文", cueWord{cueNumberOf, 0}}, {"运单", cueWord{cueNumberOf, 0}},
-	{"快递", cueWord{cueNumberOf, 0}}, {"追跡", cueWord{cueNumberOf, 0}}, {"お問い合わせ番号", cueWord{cueNumberOf, 0}},
-	{"電話", cueWord{cueNumberOf, 0}}, {"电话", cueWord{cueNumberOf, 0}}, {"金額", cueWord{cueNumberOf, 0}},
-	{"金额", cueWord{cueNumberOf, 0}}, {"合計", cueWord{cueNumberOf, 0}}, {"合计", cueWord{cueNumberOf, 0}},
-	{"分钟", cueWord{cueNumberOf, 0}}, {"分間", cueWord{cueNumberOf, 0}}, {"円", cueWord{cueNumberOf, 0}},
-	{"元", cueWord{cueNumberOf, 0}}, {"주문", cueWord{cueNumberOf, 0}}, {"전화", cueWord{cueNumberOf, 0}},
 }
 
 // compoundSuffix reports a word of five or more bytes that may end in a
