@@ -2,29 +2,62 @@ package store
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
+
+// openFromVersion writes a database as the migrations up to version left
+// it, runs stmts in it, and opens it, which migrates it the rest of the
+// way. It returns the store and the database's path.
+func openFromVersion(t *testing.T, version int, stmts ...string) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), DBFile)
+	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := migrations.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setup []string
+	for _, e := range entries {
+		num, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.Atoi(num); err != nil || v > version {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		setup = append(setup, string(body))
+	}
+	setup = append(setup, `CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, version))
+	for _, q := range append(setup, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
 
 // TestMigrateMessageRowsFromVersion1 opens a database written by the first
 // schema, where recipients and links were child tables, and reads its
 // messages back through the current schema.
 func TestMigrateMessageRowsFromVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	v1, err := os.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		string(v1),
-		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (version) VALUES (1)`,
+	s, path := openFromVersion(t, 1,
 		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
 		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
 			VALUES ('inb_1', 'prj_1', 'i', 'pw', 2, 0)`,
@@ -43,18 +76,7 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 			(1, 1, 'https://b.example/2', NULL, 'text'),
 			(1, 0, 'https://a.example/1?x=1&y=2', 'Confirm', 'html')`,
 		`INSERT INTO attachments VALUES ('att_1', 1, 0, 'a.txt', 'text/plain', NULL, 0, 2, x'6869')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	m, err := s.Message(t.Context(), "prj_1", "msg_rich")
 	if err != nil {
 		t.Fatal(err)
@@ -115,48 +137,14 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 // whose messages table carries a trigger and an index that another
 // migration made: rebuilding the table in 0004 must not lose them.
 func TestMigrationKeepsTriggersOfRebuiltTable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := migrations.ReadDir("migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() >= "0004" {
-			break
-		}
-		body, err := migrations.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(body)); err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-	}
-	for _, q := range []string{
-		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (version) VALUES (3)`,
+	s, _ := openFromVersion(t, 3,
 		`CREATE TABLE message_log (message_id TEXT NOT NULL)`,
 		`CREATE TRIGGER messages_logged AFTER INSERT ON messages BEGIN INSERT INTO message_log VALUES (new.id); END`,
 		`CREATE INDEX messages_by_subject ON messages(subject)`,
 		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
 		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
 			VALUES ('inb_1', 'prj_1', 'i', 'pw', 0, 0)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	var n int
 	s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('messages_logged', 'messages_by_subject')`).Scan(&n)
 	if n != 2 {
