@@ -68,7 +68,7 @@ type Message struct {
 	Headers         []Header
 	Text, HTML      *string // UTF-8; nil where absent
 	Attachments     []Attachment
-	Links           []Link // the first maxLinks
+	Links           []Link // the first 1,000
 	LinksTruncated  bool   // more links than Links holds
 	Codes           []Code // most likely first
 	Snippet         string
