@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -87,7 +88,15 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	links, err := json.Marshal(linksOf(m.Links))
+	stored, err := linksOf(m.Links)
+	if err != nil {
+		return "", nil, err
+	}
+	links, err := json.Marshal(stored)
+	if err != nil {
+		return "", nil, err
+	}
+	codes, err := codesOf(m.Codes)
 	if err != nil {
 		return "", nil, err
 	}
@@ -95,13 +104,13 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	return id, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
 			subject, date, message_id, size, attachment_count, snippet, headers, text_body, html_body, warnings,
-			search_from, search_to, search_subject, recipients, links, raw)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			search_from, search_to, search_subject, recipients, links, raw, codes, links_truncated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
 			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(headers),
 			nullStringPtr(m.Text), nullStringPtr(m.HTML), string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw)
+			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw, string(codes), m.LinksTruncated)
 		if err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
@@ -142,6 +151,13 @@ type storedLink struct {
 	URL    string  `json:"url"`
 	Text   *string `json:"text"`
 	Origin string  `json:"origin"`
+	Kind   string  `json:"kind"`
+}
+
+// storedCode is one element of the JSON of messages.codes.
+type storedCode struct {
+	Value   string `json:"value"`
+	Context string `json:"context"`
 }
 
 func recipientsOf(m *NewMessage) storedRecipients {
@@ -159,12 +175,36 @@ func recipientsOf(m *NewMessage) storedRecipients {
 	return storedRecipients{Envelope: env, To: conv(m.To), Cc: conv(m.Cc), ReplyTo: conv(m.ReplyTo)}
 }
 
-func linksOf(ls []Link) []storedLink {
+// linksOf checks each link's kind; a link without one is "other".
+func linksOf(ls []Link) ([]storedLink, error) {
 	out := make([]storedLink, len(ls))
 	for i, l := range ls {
+		if l.Kind == "" {
+			l.Kind = LinkOther
+		} else if err := checkLinkKind(l.Kind); err != nil {
+			return nil, err
+		}
 		out[i] = storedLink(l)
 	}
-	return out
+	return out, nil
+}
+
+func checkLinkKind(kind string) error {
+	if !slices.Contains(LinkKinds, kind) {
+		return fmt.Errorf("%w: link kind %q (want one of %s)", ErrInvalid, kind, strings.Join(LinkKinds, ", "))
+	}
+	return nil
+}
+
+func codesOf(cs []Code) ([]byte, error) {
+	out := make([]storedCode, len(cs))
+	for i, c := range cs {
+		if c.Value == "" {
+			return nil, fmt.Errorf("%w: code %d has no value", ErrInvalid, i)
+		}
+		out[i] = storedCode(c)
+	}
+	return json.Marshal(out)
 }
 
 func decodeRecipients(id, data string) (storedRecipients, error) {
@@ -254,16 +294,17 @@ func (s *Store) messageSeq(ctx context.Context, projectID, id string) (int64, st
 // Message returns one message of the project with everything parsed from it.
 func (s *Store) Message(ctx context.Context, projectID, id string) (Message, error) {
 	var base row
-	var envFrom, headers, warnings, links string
+	var envFrom, headers, warnings, links, codes string
 	var date sql.NullInt64
 	var msgID, text, html sql.NullString
 	var rcpts storedRecipients
+	var truncated bool
 	summary, err := scanMessageSummary(s.queryRow(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
-		messages.envelope_from, messages.date, messages.message_id, messages.headers, messages.text_body,
-		messages.html_body, messages.warnings, messages.links
+		messages.envelope_from, messages.date, messages.message_id, messages.codes, messages.links_truncated,
+		messages.headers, messages.text_body, messages.html_body, messages.warnings, messages.links
 		FROM messages JOIN inboxes ON inboxes.id = messages.inbox_id
 		WHERE messages.id = ? AND inboxes.project_id = ?`, id, projectID),
-		&base, &rcpts, &envFrom, &date, &msgID, &headers, &text, &html, &warnings, &links)
+		&base, &rcpts, &envFrom, &date, &msgID, &codes, &truncated, &headers, &text, &html, &warnings, &links)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Message{}, fmt.Errorf("%w: no message %q", ErrNotFound, id)
 	}
@@ -290,8 +331,17 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	if err := json.Unmarshal([]byte(warnings), &m.Warnings); err != nil {
 		return Message{}, fmt.Errorf("message %s warnings: %w", id, err)
 	}
-	if m.Links, err = decodeLinks(id, links, ""); err != nil {
+	if m.Links, err = decodeLinks(id, links, LinkFilter{}); err != nil {
 		return Message{}, err
+	}
+	m.LinksTruncated = truncated
+	var stored []storedCode
+	if err := json.Unmarshal([]byte(codes), &stored); err != nil {
+		return Message{}, fmt.Errorf("message %s codes: %w", id, err)
+	}
+	m.Codes = make([]Code, len(stored))
+	for i, c := range stored {
+		m.Codes[i] = Code(c)
 	}
 	m.Attachments = []Attachment{}
 	rows, err := s.query(ctx, `SELECT id, filename, content_type, content_id, inline, size
@@ -312,25 +362,29 @@ func (s *Store) Message(ctx context.Context, projectID, id string) (Message, err
 	return m, rows.Err()
 }
 
-// decodeLinks reads messages.links, keeping the links whose URL contains
-// match (all when match is "").
-func decodeLinks(id, data, match string) ([]Link, error) {
+// decodeLinks reads messages.links, keeping the links f selects.
+func decodeLinks(id, data string, f LinkFilter) ([]Link, error) {
 	var stored []storedLink
 	if err := json.Unmarshal([]byte(data), &stored); err != nil {
 		return nil, fmt.Errorf("message %s links: %w", id, err)
 	}
 	links := make([]Link, 0, len(stored))
 	for _, l := range stored {
-		if strings.Contains(l.URL, match) {
+		if strings.Contains(l.URL, f.Match) && (f.Kind == "" || l.Kind == f.Kind) {
 			links = append(links, Link(l))
 		}
 	}
 	return links, nil
 }
 
-// MessageLinks returns the links of a message of the project whose URL
-// contains match (all when match is "").
-func (s *Store) MessageLinks(ctx context.Context, projectID, id, match string) ([]Link, error) {
+// MessageLinks returns the links of a message of the project that f
+// selects.
+func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFilter) ([]Link, error) {
+	if f.Kind != "" {
+		if err := checkLinkKind(f.Kind); err != nil {
+			return nil, err
+		}
+	}
 	var links string
 	err := s.queryRow(ctx, `SELECT m.links FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&links)
@@ -340,7 +394,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id, match string) (
 	if err != nil {
 		return nil, err
 	}
-	return decodeLinks(id, links, match)
+	return decodeLinks(id, links, f)
 }
 
 // MessageRaw returns the message exactly as received.

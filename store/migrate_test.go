@@ -2,29 +2,62 @@ package store
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
+
+// openFromVersion writes a database as the migrations up to version left
+// it, runs stmts in it, and opens it, which migrates it the rest of the
+// way. It returns the store and the database's path.
+func openFromVersion(t *testing.T, version int, stmts ...string) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), DBFile)
+	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := migrations.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setup []string
+	for _, e := range entries {
+		num, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.Atoi(num); err != nil || v > version {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		setup = append(setup, string(body))
+	}
+	setup = append(setup, `CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, version))
+	for _, q := range append(setup, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
 
 // TestMigrateMessageRowsFromVersion1 opens a database written by the first
 // schema, where recipients and links were child tables, and reads its
 // messages back through the current schema.
 func TestMigrateMessageRowsFromVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	v1, err := os.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		string(v1),
-		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (version) VALUES (1)`,
+	s, path := openFromVersion(t, 1,
 		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
 		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
 			VALUES ('inb_1', 'prj_1', 'i', 'pw', 2, 0)`,
@@ -43,18 +76,7 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 			(1, 1, 'https://b.example/2', NULL, 'text'),
 			(1, 0, 'https://a.example/1?x=1&y=2', 'Confirm', 'html')`,
 		`INSERT INTO attachments VALUES ('att_1', 1, 0, 'a.txt', 'text/plain', NULL, 0, 2, x'6869')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	m, err := s.Message(t.Context(), "prj_1", "msg_rich")
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +90,13 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 		*m.Links[0].Text != "Confirm" || m.Links[0].Origin != "html" ||
 		m.Links[1].URL != "https://b.example/2" || m.Links[1].Text != nil || m.Links[1].Origin != "text" {
 		t.Errorf("links after migration: %+v", m.Links)
+	}
+	// Links stored before kinds existed were never judged: "other".
+	if m.Links[0].Kind != LinkOther || m.Links[1].Kind != LinkOther || len(m.Codes) != 0 || m.LinksTruncated {
+		t.Errorf("kinds and codes after migration: %+v, %+v, %v", m.Links, m.Codes, m.LinksTruncated)
+	}
+	if l, err := s.MessageLinks(t.Context(), "prj_1", "msg_rich", LinkFilter{Kind: LinkOther}); err != nil || len(l) != 2 {
+		t.Errorf("kind filter after migration: %+v, %v", l, err)
 	}
 	bare, err := s.Message(t.Context(), "prj_1", "msg_bare")
 	if err != nil {
@@ -104,6 +133,33 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 	}
 }
 
+// TestMigrationKeepsTriggersOfRebuiltTable opens a database of version 3
+// whose messages table carries a trigger and an index that another
+// migration made: rebuilding the table in 0004 must not lose them.
+func TestMigrationKeepsTriggersOfRebuiltTable(t *testing.T) {
+	s, _ := openFromVersion(t, 3,
+		`CREATE TABLE message_log (message_id TEXT NOT NULL)`,
+		`CREATE TRIGGER messages_logged AFTER INSERT ON messages BEGIN INSERT INTO message_log VALUES (new.id); END`,
+		`CREATE INDEX messages_by_subject ON messages(subject)`,
+		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
+		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
+			VALUES ('inb_1', 'prj_1', 'i', 'pw', 0, 0)`,
+	)
+	var n int
+	s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('messages_logged', 'messages_by_subject')`).Scan(&n)
+	if n != 2 {
+		t.Fatalf("%d of the trigger and index left after the rebuild", n)
+	}
+	id, err := s.InsertMessage(t.Context(), &NewMessage{InboxID: "inb_1", EnvelopeFrom: "a@x", Raw: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged string
+	if err := s.rdb.QueryRow(`SELECT message_id FROM message_log`).Scan(&logged); err != nil || logged != id {
+		t.Errorf("trigger after the rebuild: %q, %v", logged, err)
+	}
+}
+
 // TestLargeColumnsLast keeps what lists and filters read ahead of the
 // bodies and the raw message: SQLite reads a column stored after a large
 // value by walking that value's overflow pages.
@@ -122,5 +178,10 @@ func TestLargeColumnsLast(t *testing.T) {
 	}
 	if want := []string{"headers", "text_body", "html_body", "raw"}; !slices.Equal(cols[len(cols)-4:], want) {
 		t.Errorf("messages columns end with %v, want %v", cols[len(cols)-4:], want)
+	}
+	// The small per-message columns come before the large JSON ones.
+	if i, j := slices.Index(cols, "links_truncated"), slices.Index(cols, "links"); i < 0 || i > j ||
+		slices.Index(cols, "codes") > j {
+		t.Errorf("messages columns %v: codes and links_truncated after links", cols)
 	}
 }

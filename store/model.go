@@ -80,6 +80,32 @@ type Link struct {
 	URL    string
 	Text   *string
 	Origin string
+	Kind   string // one of LinkKinds; "" is stored as LinkOther
+}
+
+// Link kinds (SPEC §15).
+const (
+	LinkVerify      = "verify"
+	LinkReset       = "reset"
+	LinkLogin       = "login"
+	LinkUnsubscribe = "unsubscribe"
+	LinkOther       = "other"
+)
+
+// LinkKinds lists every link kind.
+var LinkKinds = []string{LinkVerify, LinkReset, LinkLogin, LinkUnsubscribe, LinkOther}
+
+// Code is a verification code found in a message (SPEC §15).
+type Code struct {
+	Value   string
+	Context string
+}
+
+// LinkFilter selects links of a message: URLs containing Match, of Kind
+// (any when empty).
+type LinkFilter struct {
+	Match string
+	Kind  string
 }
 
 type Attachment struct {
@@ -110,6 +136,10 @@ type NewMessage struct {
 	Snippet      string
 	Warnings     []string
 	Raw          []byte
+
+	// LinksTruncated says the message had more links than Links holds.
+	LinksTruncated bool
+	Codes          []Code // most likely first
 }
 
 type NewAttachment struct {
@@ -145,6 +175,9 @@ type Message struct {
 	Links        []Link
 	Attachments  []Attachment
 	Warnings     []string
+
+	LinksTruncated bool
+	Codes          []Code
 }
 
 // NewRequest is a captured webhook request ready to be stored.

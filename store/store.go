@@ -306,7 +306,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if err != nil {
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
+		attached, err := attachedObjects(ctx, tx)
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if err := restoreObjects(ctx, tx, attached, string(body)); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
@@ -326,6 +335,55 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	// the writer never checkpoints, so fold it back and shrink it now.
 	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return fmt.Errorf("migrate: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// schemaObject is an index or trigger as sqlite_schema records it.
+type schemaObject struct{ name, table, sql string }
+
+// attachedObjects lists the indexes and triggers that hang on tables, in
+// the order they were made (automatic indexes have no SQL and are left
+// out).
+func attachedObjects(ctx context.Context, tx *sql.Tx) ([]schemaObject, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name, tbl_name, sql FROM sqlite_schema
+		WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []schemaObject
+	for rows.Next() {
+		var o schemaObject
+		if err := rows.Scan(&o.name, &o.table, &o.sql); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// restoreObjects puts back the indexes and triggers that a migration lost
+// by rebuilding their table (SQLite drops them with the old table), so a
+// rebuild need not know what other migrations hung on the table. One the
+// migration names is its own business and is left as it is.
+func restoreObjects(ctx context.Context, tx *sql.Tx, before []schemaObject, migration string) error {
+	for _, o := range before {
+		if strings.Contains(migration, o.name) {
+			continue
+		}
+		var objects, tables int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name = ?1),
+			count(*) FILTER (WHERE type = 'table' AND name = ?2) FROM sqlite_schema`, o.name, o.table).Scan(&objects, &tables)
+		if err != nil {
+			return err
+		}
+		if objects > 0 || tables == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, o.sql); err != nil {
+			return fmt.Errorf("restore %s on %s: %w", o.name, o.table, err)
+		}
 	}
 	return nil
 }

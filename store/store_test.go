@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -412,7 +413,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		m.Attachments[1].ContentID != "img1" || m.AttachmentCount != 2 || m.Size != 11 || len(m.Headers) != 2 {
 		t.Fatalf("message %+v", m)
 	}
-	links, _ := s.MessageLinks(ctx, p.ID, id, "t=1")
+	links, _ := s.MessageLinks(ctx, p.ID, id, LinkFilter{Match: "t=1"})
 	if len(links) != 1 {
 		t.Fatalf("match: %v", links)
 	}
@@ -456,6 +457,92 @@ func TestMessagesRoundTrip(t *testing.T) {
 	s.rdb.QueryRow(`SELECT count(*) FROM attachments`).Scan(&n)
 	if n != 0 {
 		t.Fatalf("%d child rows left after delete", n)
+	}
+}
+
+func TestMessageCodesAndLinkKinds(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	in, _ := s.CreateInbox(ctx, p.ID, "in")
+	verify := "Verify email"
+	m := &NewMessage{
+		InboxID: in.ID, ReceivedAt: now(), EnvelopeFrom: "a@app.test", Subject: "482913 is your code",
+		Links: []Link{
+			{URL: "https://app.test/verify?t=1", Text: &verify, Origin: "https://app.test", Kind: LinkVerify},
+			{URL: "https://app.test/help", Origin: "https://app.test"}, // no kind: other
+			{URL: "https://app.test/u?t=1", Origin: "https://app.test", Kind: LinkUnsubscribe},
+		},
+		LinksTruncated: true,
+		Codes:          []Code{{"482913", "482913 is your code"}, {"118734", "the old code 118734"}},
+		Raw:            []byte("x"),
+	}
+	id, err := s.InsertMessage(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Message(ctx, p.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Codes, m.Codes) || !got.LinksTruncated {
+		t.Errorf("codes %+v, links truncated %v", got.Codes, got.LinksTruncated)
+	}
+	var kinds []string
+	for _, l := range got.Links {
+		kinds = append(kinds, l.Kind)
+	}
+	if !slices.Equal(kinds, []string{LinkVerify, LinkOther, LinkUnsubscribe}) || *got.Links[0].Text != verify {
+		t.Errorf("links %+v", got.Links)
+	}
+
+	for _, tt := range []struct {
+		f    LinkFilter
+		want []string
+	}{
+		{LinkFilter{}, []string{"https://app.test/verify?t=1", "https://app.test/help", "https://app.test/u?t=1"}},
+		{LinkFilter{Kind: LinkVerify}, []string{"https://app.test/verify?t=1"}},
+		{LinkFilter{Kind: LinkOther}, []string{"https://app.test/help"}},
+		{LinkFilter{Kind: LinkLogin}, nil},
+		{LinkFilter{Match: "t=1", Kind: LinkUnsubscribe}, []string{"https://app.test/u?t=1"}},
+		{LinkFilter{Match: "help", Kind: LinkVerify}, nil},
+	} {
+		links, err := s.MessageLinks(ctx, p.ID, id, tt.f)
+		if err != nil {
+			t.Fatalf("%+v: %v", tt.f, err)
+		}
+		var urls []string
+		for _, l := range links {
+			urls = append(urls, l.URL)
+		}
+		if !slices.Equal(urls, tt.want) {
+			t.Errorf("%+v: %q, want %q", tt.f, urls, tt.want)
+		}
+	}
+	if _, err := s.MessageLinks(ctx, p.ID, id, LinkFilter{Kind: "magic"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown kind filter: %v", err)
+	}
+
+	// A message without codes reads back an empty list, not nil.
+	plain, err := s.InsertMessage(ctx, &NewMessage{InboxID: in.ID, ReceivedAt: now(), EnvelopeFrom: "a@app.test", Raw: []byte("y")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Message(ctx, p.ID, plain); got.Codes == nil || len(got.Codes) != 0 || got.LinksTruncated {
+		t.Errorf("message without codes: %+v, %v", got.Codes, got.LinksTruncated)
+	}
+
+	// Bad input is refused and stores nothing.
+	for name, bad := range map[string]*NewMessage{
+		"link kind":  {InboxID: in.ID, EnvelopeFrom: "a@app.test", Links: []Link{{URL: "https://x.test/", Origin: "https://x.test", Kind: "magic"}}},
+		"empty code": {InboxID: in.ID, EnvelopeFrom: "a@app.test", Codes: []Code{{Value: "", Context: "x"}}},
+	} {
+		if _, err := s.InsertMessage(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if l, _ := s.Messages(ctx, in.ID, MessageFilter{}, Page{}); len(l.Items) != 2 {
+		t.Errorf("%d messages stored, want 2", len(l.Items))
 	}
 }
 

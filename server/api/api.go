@@ -31,7 +31,7 @@ type Store interface {
 	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
 	Messages(ctx context.Context, inboxID string, f store.MessageFilter, p store.Page) (store.List[store.MessageSummary], error)
 	Message(ctx context.Context, projectID, id string) (store.Message, error)
-	MessageLinks(ctx context.Context, projectID, id, match string) ([]store.Link, error)
+	MessageLinks(ctx context.Context, projectID, id string, f store.LinkFilter) ([]store.Link, error)
 	MessageRaw(ctx context.Context, projectID, id string) ([]byte, error)
 	AttachmentData(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, []byte, error)
 	DeleteMessage(ctx context.Context, projectID, id string) error

@@ -42,7 +42,14 @@ func NewMessage(inbox, from string, to []string, raw []byte, p *mailparse.Messag
 	if len(p.Links) > 0 {
 		m.Links = make([]store.Link, len(p.Links))
 		for i, l := range p.Links {
-			m.Links[i] = store.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
+			m.Links[i] = store.Link{URL: l.URL, Text: l.Text, Origin: l.Origin, Kind: l.Kind}
+		}
+	}
+	m.LinksTruncated = p.LinksTruncated
+	if len(p.Codes) > 0 {
+		m.Codes = make([]store.Code, len(p.Codes))
+		for i, c := range p.Codes {
+			m.Codes[i] = store.Code{Value: c.Value, Context: c.Context}
 		}
 	}
 	if len(p.Attachments) > 0 {

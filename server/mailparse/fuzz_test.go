@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse starts from the .eml corpus; checkInvariants states what must
@@ -17,20 +18,120 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// addCorpus seeds f with every .eml file of the corpus.
+// addCorpus seeds f with every .eml file of the corpora.
 func addCorpus(f *testing.F) {
 	f.Helper()
-	files, err := filepath.Glob(filepath.Join(corpusDir, "*.eml"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seed corpus in %s: %v", corpusDir, err)
-	}
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, raw := range corpusMessages(f) {
 		f.Add(raw)
 	}
+}
+
+func corpusMessages(f *testing.F) [][]byte {
+	f.Helper()
+	var out [][]byte
+	for _, dir := range []string{corpusDir, transactionalDir} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.eml"))
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no seed corpus in %s: %v", dir, err)
+		}
+		for _, name := range files {
+			raw, err := os.ReadFile(name)
+			if err != nil {
+				f.Fatal(err)
+			}
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// FuzzFindCodes feeds the code finder the subject, text and HTML lines of
+// the corpus messages and their mutations: whatever it reports must be a
+// code of the right shape that stands in one of the texts.
+func FuzzFindCodes(f *testing.F) {
+	for _, raw := range corpusMessages(f) {
+		m := Parse(raw)
+		var text, html string
+		if m.Text != nil {
+			text = *m.Text
+		}
+		if m.HTML != nil {
+			var ls linkSet
+			html = scanHTML(*m.HTML, &ls, scanHTMLOptions{}).lines
+		}
+		f.Add(m.Subject, text, html)
+	}
+	f.Add("Your code: 482 913", "Code: ４８２９１３ 验证码482913", "Your login code:\n\n4 8 2 9 1 3")
+	f.Add("K7Q-2XM", "code K7Q-2XM-", "PIN\u00a01234\u2011")
+	f.Fuzz(func(t *testing.T, subject, text, lines string) {
+		codes := findCodes(subject, &text, lines)
+		checkCodes(t, codes, subject, truncateRunes(text, maxCodeText), lines)
+	})
+}
+
+// checkCodes states what holds for any codes found in the given texts
+// (their presence is checked only when texts are given).
+func checkCodes(t *testing.T, codes []Code, texts ...string) {
+	t.Helper()
+	if len(codes) > maxCodes {
+		t.Errorf("%d codes", len(codes))
+	}
+	seen := map[string]bool{}
+	for _, c := range codes {
+		letters, digits := 0, 0
+		for _, r := range c.Value {
+			switch {
+			case '0' <= r && r <= '9':
+				digits++
+			case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+				letters++
+			default:
+				t.Errorf("code %q has %q", c.Value, r)
+			}
+		}
+		if n := letters + digits; n < 4 || n > 10 || digits == 0 {
+			t.Errorf("code %q has %d characters, %d digits", c.Value, n, digits)
+		}
+		if seen[c.Value] {
+			t.Errorf("code %q twice", c.Value)
+		}
+		seen[c.Value] = true
+		if !utf8.ValidString(c.Context) || c.Context == "" || utf8.RuneCountInString(c.Context) > contextRunes {
+			t.Errorf("code %q: context %q", c.Value, c.Context)
+		}
+		found := len(texts) == 0
+		for _, s := range texts {
+			found = found || strings.Contains(codeValue(s), c.Value)
+		}
+		if !found {
+			t.Errorf("code %q is in none of the texts", c.Value)
+		}
+	}
+}
+
+// FuzzLinkKind judges links of the corpus and their mutations: the kind is
+// always one of the five, and judging never panics.
+func FuzzLinkKind(f *testing.F) {
+	for _, raw := range corpusMessages(f) {
+		for _, l := range Parse(raw).Links {
+			text := ""
+			if l.Text != nil {
+				text = *l.Text
+			}
+			f.Add(l.URL, text, "")
+		}
+	}
+	f.Add("https://a.example/c/Xk2pQ9LmZ7", "click here", "To reset your password,")
+	f.Add("https://a.example/?token=%zz&utm_x=1#t=abc123", "ログイン", "")
+	f.Fuzz(func(t *testing.T, u, text, lead string) {
+		cue := linkCue{label: text, lead: lead}
+		if text != "" && strings.TrimSpace(text) == text {
+			cue.text = &text // anchor text comes trimmed
+		}
+		var ls linkSet
+		ls.add(u, cue, "")
+		checkLinks(t, ls.links)
+	})
 }
 
 func FuzzExtractLinks(f *testing.F) {
@@ -38,7 +139,8 @@ func FuzzExtractLinks(f *testing.F) {
 	f.Add(`<a href="HTTP://[::1]:80/">x<a href=//h/p>y</a>`, "(https://e.example/w_(x)) <http://h:1/>")
 	f.Add("<a href=\"\thttps://e.example/\n\">\u00a0</a><area href=rel>", "https://\u3000 http://")
 	f.Fuzz(func(t *testing.T, html, text string) {
-		checkLinks(t, ExtractLinks(&html, &text))
+		links, _ := ExtractLinks(&html, &text)
+		checkLinks(t, links)
 	})
 }
 
@@ -47,7 +149,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if m := Parse(raw); len(m.Links) != 3 {
+		if m := Parse(raw); len(m.Links) != 4 {
 			b.Fatalf("got %d links", len(m.Links))
 		}
 	}
@@ -72,7 +174,7 @@ func BenchmarkParsePlain(b *testing.B) {
 }
 
 // shortcutSeeds are single-part messages near the edge of what
-// plainTextBody accepts.
+// singleBody accepts.
 var shortcutSeeds = []string{
 	"From: a@example.com\r\nTo: b@example.com\r\nSubject: hi\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nhello https://example.com/x\r\n",
 	"Subject: no content type\r\n\r\nplain body\r\n",
@@ -103,6 +205,14 @@ var shortcutSeeds = []string{
 	"Subject: nbsp\r\nContent-Transfer-Encoding: 8bit\u00a0\r\n\r\nbody\r\n",
 	"Subject: nel\r\nContent-Type: text/plain; charset=\"utf-8\"\u0085\r\n\r\nbody\r\n",
 	"Subject: vt type\r\nContent-Type: text/plain; charset=\"utf-8\"\v\r\n\r\nbody\r\n",
+	"Subject: html no charset\r\nContent-Type: text/html\r\n\r\n<p>Code: <b>482913</b></p>\r\n",
+	"Subject: html flowed\r\nContent-Type: text/html; charset=utf-8; format=flowed\r\n\r\n<p>x</p>\r\n",
+	"Subject: html qp\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<a href=3D\"https://e.example/\">x</a>\r\n",
+	"Subject: html latin1\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<p>caf\xe9</p>\r\n",
+	"Subject: html meta\r\nContent-Type: text/html\r\n\r\n<meta charset=\"windows-1251\"><p>\xcf\xf0</p>\r\n",
+	"Subject: html empty\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n",
+	"Subject: html named\r\nContent-Type: text/html; name=page.html\r\n\r\n<p>x</p>\r\n",
+	"Subject: html cid\r\nContent-Type: text/html\r\n\r\n<img src=\"cid:x\"><a href=\"https://e.example/u\">Unsubscribe</a>\r\n",
 }
 
 // splitSeeds are multiparts near the edge of what splitMIME accepts.
@@ -148,14 +258,15 @@ func FuzzShortcutAgrees(f *testing.F) {
 // TestShortcutTaken keeps FuzzShortcutAgrees honest: the shortcut must
 // actually apply to the plain seeds, and to nothing that needs decoding.
 func TestShortcutTaken(t *testing.T) {
-	takes := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 6: true, 18: true, 19: true, 20: true, 23: true}
+	takes := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 6: true, 13: true, 18: true, 19: true, 20: true, 23: true,
+		29: true, 34: true, 36: true}
 	for i, s := range shortcutSeeds {
 		msg := []byte(s)
 		if n := mboxFromLine(msg); n > 0 {
 			msg = msg[n:]
 		}
 		hdr := scanHeader(msg)
-		if _, ok := plainTextBody(hdr, msg[hdr.body:]); ok != takes[i] {
+		if _, _, ok := singleBody(hdr, msg[hdr.body:]); ok != takes[i] {
 			t.Errorf("seed %d %q: shortcut %v, want %v", i, s, ok, takes[i])
 		}
 	}

@@ -1,6 +1,6 @@
 // Package mailparse decodes a raw RFC 5322 message into the form the read API
-// serves: decoded headers, addresses, bodies, attachments, links and a
-// snippet.
+// serves: decoded headers, addresses, bodies, attachments, links with their
+// kinds, verification codes and a snippet.
 //
 // It runs once per message on the SMTP ingest path, so each body is scanned
 // once and nothing is compiled per call. A message is never rejected: what
@@ -46,11 +46,13 @@ type Attachment struct {
 	Data   []byte
 }
 
-// Link is an http or https link found in a body.
+// Link is an http or https link found in a body or in the List-Unsubscribe
+// header.
 type Link struct {
 	URL    string  // absolute http/https URL, entities and transfer encodings decoded
 	Text   *string // anchor text, whitespace collapsed; nil for text-body links and empty anchors
 	Origin string  // scheme://host[:port] as the URL states it, scheme and host lowercased
+	Kind   string  // KindVerify, KindReset, KindLogin, KindUnsubscribe or KindOther
 }
 
 // Message is the decoded form of a raw message.
@@ -66,7 +68,9 @@ type Message struct {
 	Headers         []Header
 	Text, HTML      *string // UTF-8; nil where absent
 	Attachments     []Attachment
-	Links           []Link
+	Links           []Link // the first 1,000
+	LinksTruncated  bool   // more links than Links holds
+	Codes           []Code // most likely first
 	Snippet         string
 	Warnings        []string
 }
@@ -204,9 +208,13 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 	readHeaders(m, hdr.fields, hd)
 
 	var b bodies
-	if body, ok := plainTextBody(hdr, msg[hdr.body:]); shortcut && ok {
+	if body, html, ok := singleBody(hdr, msg[hdr.body:]); shortcut && ok {
 		b.parts = 1
-		if len(body) > 0 {
+		switch {
+		case len(body) == 0:
+		case html:
+			b.html, b.hasHTML = joinBody(nil, body), true
+		default:
 			b.text, b.hasText = joinBody(nil, body), true
 		}
 	} else {
@@ -221,7 +229,15 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 	}
 	var ls linkSet
 	res := scanAll(m.HTML, m.Text, &ls, sc)
-	m.Links = ls.links
+	for _, h := range m.Headers {
+		if h.Name == "List-Unsubscribe" {
+			for _, v := range h.Values {
+				ls.addUnsubscribe(v)
+			}
+		}
+	}
+	m.Links, m.LinksTruncated = ls.links, ls.truncated
+	m.Codes = findCodes(m.Subject, m.Text, res.lines)
 	m.Attachments = b.attachments(res.cids)
 	if sc.text {
 		m.Snippet = res.visible
@@ -262,16 +278,17 @@ func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings, split bool
 	}
 }
 
-// plainTextBody returns the body of a message that enmime would read as a
-// single text/plain UTF-8 part with nothing to decode, so that Parse can
-// skip it: for such a message enmime's part is the body's bytes as they
-// are, with no warning. Transactional mail from many frameworks is like
-// this. Anything else (a disposition, a file name, a transfer encoding,
-// another charset, invalid UTF-8, a header enmime would repair) goes
-// through enmime.
-func plainTextBody(hdr headerSection, body []byte) ([]byte, bool) {
+// singleBody returns the body of a message that enmime would read as a
+// single text/plain or text/html UTF-8 part with nothing to decode, so that
+// Parse can skip it: for such a message enmime's part is the body's bytes
+// as they are, with no warning. Transactional mail from many frameworks is
+// like this, and so is bulk HTML, where skipping enmime also spares a
+// growing copy of the body. Anything else (a disposition, a file name, a
+// transfer encoding, another charset, invalid UTF-8, a header enmime would
+// repair) goes through enmime.
+func singleBody(hdr headerSection, body []byte) (_ []byte, html, ok bool) {
 	if !hdr.plain || len(hdr.fields) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	var ctype, cte []byte
 	nCT, nCTE := 0, 0
@@ -282,29 +299,30 @@ func plainTextBody(hdr headerSection, body []byte) ([]byte, bool) {
 		case "Content-Transfer-Encoding":
 			cte, nCTE = f.value, nCTE+1
 		case "Content-Disposition":
-			return nil, false
+			return nil, false, false
 		}
 	}
 	if nCT > 1 || nCTE > 1 {
-		return nil, false
+		return nil, false, false
 	}
 	if nCT == 1 {
 		mtype, params, invalid, _ := parseMediaType(string(ctype))
-		if mtype != "text/plain" || !strings.EqualFold(params["charset"], "utf-8") || len(invalid) > 0 {
-			return nil, false
+		if mtype != "text/plain" && mtype != "text/html" || !strings.EqualFold(params["charset"], "utf-8") || len(invalid) > 0 {
+			return nil, false, false
 		}
+		html = mtype == "text/html"
 		for k := range params {
-			if k != "charset" && k != "format" && k != "delsp" {
-				return nil, false
+			if k != "charset" && (html || k != "format" && k != "delsp") {
+				return nil, false, false
 			}
 		}
 	}
 	switch strings.ToLower(string(cte)) {
 	case "", "7bit", "8bit", "binary":
 	default:
-		return nil, false
+		return nil, false, false
 	}
-	return body, utf8.Valid(body)
+	return body, html, utf8.Valid(body)
 }
 
 // readParts runs enmime with a recover of its own, so that a panic inside it

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,7 @@ type want struct {
 	htmlContains     []string // instead of html when the body is long
 	attachments      []Attachment
 	links            []Link
+	codes            []Code
 	snippet          string
 	warningsContains []string // each must be a substring of one warning, in order
 }
@@ -88,9 +90,9 @@ func TestParseCorpus(t *testing.T) {
 					`<a href="https://shop.example/unsubscribe?list=news&amp;id=7">Unsubscribe</a> — `,
 				},
 				links: []Link{
-					{"https://shop.example/confirm?token=abc123&user=42", ptr("confirm your address"), "https://shop.example"},
-					{"https://shop.example/unsubscribe?list=news&id=7", ptr("Unsubscribe"), "https://shop.example"},
-					{"https://shop.example/orders/42", nil, "https://shop.example"},
+					{"https://shop.example/confirm?token=abc123&user=42", ptr("confirm your address"), "https://shop.example", KindVerify},
+					{"https://shop.example/unsubscribe?list=news&id=7", ptr("Unsubscribe"), "https://shop.example", KindUnsubscribe},
+					{"https://shop.example/orders/42", nil, "https://shop.example", KindOther},
 				},
 				snippet: "Hi Alice, Please confirm your address: https://shop.example/confirm?token=abc123&user=42 " +
 					"Track your order at https://shop.example/orders/42. Thanks — the Shop team",
@@ -127,7 +129,7 @@ func TestParseCorpus(t *testing.T) {
 					},
 				},
 				links: []Link{
-					{"https://app.example/reports/2024-04", nil, "https://app.example"},
+					{"https://app.example/reports/2024-04", nil, "https://app.example", KindOther},
 				},
 				snippet: "Your report for April is attached.",
 			},
@@ -154,7 +156,7 @@ func TestParseCorpus(t *testing.T) {
 					"See the\n   “deal”</a>",
 				},
 				links: []Link{
-					{"https://deals.example/item?id=1&ref=mail", ptr("See the “deal”"), "https://deals.example"},
+					{"https://deals.example/item?id=1&ref=mail", ptr("See the “deal”"), "https://deals.example", KindOther},
 				},
 				// No text part: the snippet is the visible HTML text, without
 				// title, script or the invisible preview padding.
@@ -182,8 +184,8 @@ func TestParseCorpus(t *testing.T) {
 				},
 				text: ptr("Grüße aus München!\nVisit https://example.de/über?q=1, or (https://en.wikipedia.org/wiki/Foo_(bar)).\n"),
 				links: []Link{
-					{"https://example.de/über?q=1", nil, "https://example.de"},
-					{"https://en.wikipedia.org/wiki/Foo_(bar)", nil, "https://en.wikipedia.org"},
+					{"https://example.de/über?q=1", nil, "https://example.de", KindOther},
+					{"https://en.wikipedia.org/wiki/Foo_(bar)", nil, "https://en.wikipedia.org", KindOther},
 				},
 				snippet: "Grüße aus München! Visit https://example.de/über?q=1, or (https://en.wikipedia.org/wiki/Foo_(bar)).",
 			},
@@ -231,14 +233,14 @@ func TestParseCorpus(t *testing.T) {
 				subject:      "Account links",
 				htmlContains: []string{`<base href="https://app.example.com/account/">`},
 				links: []Link{
-					{"https://app.example.com/account/settings", ptr("Settings"), "https://app.example.com"},
-					{"https://app.example.com/help?topic=billing&lang=en", ptr("Help & support"), "https://app.example.com"},
-					{"https://app.example.com/legal/terms", ptr("Terms"), "https://app.example.com"},
-					{"https://cdn.example.org/file.pdf", ptr("PDF"), "https://cdn.example.org"},
-					{"https://other.example:8443/path", ptr("Other"), "https://other.example:8443"},
-					{"HTTPS://Mixed.Example.COM/Path", ptr("Mixed"), "https://mixed.example.com"},
-					{"https://app.example.com/x", nil, "https://app.example.com"},
-					{"https://app.example.com/account/map/1", nil, "https://app.example.com"},
+					{"https://app.example.com/account/settings", ptr("Settings"), "https://app.example.com", KindOther},
+					{"https://app.example.com/help?topic=billing&lang=en", ptr("Help & support"), "https://app.example.com", KindOther},
+					{"https://app.example.com/legal/terms", ptr("Terms"), "https://app.example.com", KindOther},
+					{"https://cdn.example.org/file.pdf", ptr("PDF"), "https://cdn.example.org", KindOther},
+					{"https://other.example:8443/path", ptr("Other"), "https://other.example:8443", KindOther},
+					{"HTTPS://Mixed.Example.COM/Path", ptr("Mixed"), "https://mixed.example.com", KindOther},
+					{"https://app.example.com/x", nil, "https://app.example.com", KindOther},
+					{"https://app.example.com/account/map/1", nil, "https://app.example.com", KindOther},
 				},
 				snippet: "Settings Help & support Terms PDF Other Mixed Mail JS Duplicate Empty",
 			},
@@ -257,18 +259,18 @@ Not links: ftp://example.com/nope xhttp://nope.example and http:// alone.
 Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://example.com/a again.
 `),
 				links: []Link{
-					{"https://example.com/a", nil, "https://example.com"},
-					{"https://example.com/b", nil, "https://example.com"},
-					{"https://example.com/c", nil, "https://example.com"},
-					{"https://example.com/d", nil, "https://example.com"},
-					{"https://example.com/e", nil, "https://example.com"},
-					{"https://example.com/f", nil, "https://example.com"},
-					{"https://example.com/g", nil, "https://example.com"},
-					{"https://en.wikipedia.org/wiki/Foo_(bar)", nil, "https://en.wikipedia.org"},
-					{"https://example.com/h?x=1&y=2", nil, "https://example.com"},
-					{"https://example.com/i", nil, "https://example.com"},
-					{"http://localhost:8080/path/", nil, "http://localhost:8080"},
-					{"HTTPS://EXAMPLE.com/Upper", nil, "https://example.com"},
+					{"https://example.com/a", nil, "https://example.com", KindOther},
+					{"https://example.com/b", nil, "https://example.com", KindOther},
+					{"https://example.com/c", nil, "https://example.com", KindOther},
+					{"https://example.com/d", nil, "https://example.com", KindOther},
+					{"https://example.com/e", nil, "https://example.com", KindOther},
+					{"https://example.com/f", nil, "https://example.com", KindOther},
+					{"https://example.com/g", nil, "https://example.com", KindOther},
+					{"https://en.wikipedia.org/wiki/Foo_(bar)", nil, "https://en.wikipedia.org", KindOther},
+					{"https://example.com/h?x=1&y=2", nil, "https://example.com", KindOther},
+					{"https://example.com/i", nil, "https://example.com", KindOther},
+					{"http://localhost:8080/path/", nil, "http://localhost:8080", KindOther},
+					{"HTTPS://EXAMPLE.com/Upper", nil, "https://example.com", KindOther},
 				},
 				snippet: `See https://example.com/a. And https://example.com/b, then (https://example.com/c) and <https://example.com/d>. ` +
 					`Quoted "https://example.com/e" and 'https://example.com/f'. Bracketed [https://example.c`,
@@ -282,7 +284,7 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 				subject: "Broken boundary",
 				text: ptr("--actual-boundary\nContent-Type: text/plain\n\n" +
 					"Body behind the wrong boundary https://example.com/broken\n--actual-boundary--\n"),
-				links: []Link{{"https://example.com/broken", nil, "https://example.com"}},
+				links: []Link{{"https://example.com/broken", nil, "https://example.com", KindOther}},
 				snippet: "--actual-boundary Content-Type: text/plain Body behind the wrong boundary " +
 					"https://example.com/broken --actual-boundary--",
 				warningsContains: []string{`no part found for MIME boundary "expected-boundary"`},
@@ -296,7 +298,7 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 				subject:          "Unclosed boundary",
 				text:             ptr("Plain part"),
 				html:             ptr(`<p>HTML <a href="https://example.com/unclosed">part</a></p>` + "\n"),
-				links:            []Link{{"https://example.com/unclosed", ptr("part"), "https://example.com"}},
+				links:            []Link{{"https://example.com/unclosed", ptr("part"), "https://example.com", KindOther}},
 				snippet:          "Plain part",
 				warningsContains: []string{`Boundary "b1" was not closed correctly`},
 			},
@@ -326,7 +328,7 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 			file: "no-headers.eml",
 			want: want{
 				text:             ptr("Hello there,\nthis message has no headers at all.\nhttps://example.com/no-headers\n"),
-				links:            []Link{{"https://example.com/no-headers", nil, "https://example.com"}},
+				links:            []Link{{"https://example.com/no-headers", nil, "https://example.com", KindOther}},
 				snippet:          "Hello there, this message has no headers at all. https://example.com/no-headers",
 				warningsContains: []string{"message has no header section"},
 			},
@@ -338,7 +340,7 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 				to:      []Address{{"", "user@example.com"}},
 				subject: "before\x00after",
 				text:    ptr("Hello\x00World https://example.com/nul\x00path\n"),
-				links:   []Link{{"https://example.com/nul", nil, "https://example.com"}},
+				links:   []Link{{"https://example.com/nul", nil, "https://example.com", KindOther}},
 				snippet: "HelloWorld https://example.com/nulpath",
 			},
 		},
@@ -355,9 +357,11 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 					"This link expires in 24 hours. If you did not sign up, ignore this email.\n\n— The App team\nhttps://app.example/help"),
 				htmlContains: []string{`href="https://app.example/verify?token=6b1f0c2e9d8a7b6c5d4e3f2a1b0c9d8e&amp;user=1842">Verify email</a>`},
 				links: []Link{
-					{"https://app.example/verify?token=6b1f0c2e9d8a7b6c5d4e3f2a1b0c9d8e&user=1842", ptr("Verify email"), "https://app.example"},
-					{"https://app.example/help", ptr("Help centre"), "https://app.example"},
-					{"https://app.example/settings/notifications?utm_source=email&utm_medium=welcome", ptr("Notification settings"), "https://app.example"},
+					{"https://app.example/verify?token=6b1f0c2e9d8a7b6c5d4e3f2a1b0c9d8e&user=1842", ptr("Verify email"), "https://app.example", KindVerify},
+					{"https://app.example/help", ptr("Help centre"), "https://app.example", KindOther},
+					{"https://app.example/settings/notifications?utm_source=email&utm_medium=welcome", ptr("Notification settings"), "https://app.example", KindUnsubscribe},
+					// From the List-Unsubscribe header; its mailto: is not a link.
+					{"https://app.example/unsubscribe?u=1842", nil, "https://app.example", KindUnsubscribe},
 				},
 				snippet: "Welcome to App, New User! Verify your email address to finish setting up your account: " +
 					"https://app.example/verify?token=6b1f0c2e9d8a7b6c5d4e3f2a1b0c9d8e&user=1842 This link expires in 24 hours. If you",
@@ -398,6 +402,8 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 			}
 			eq(t, "Attachments", m.Attachments, w.attachments)
 			eq(t, "Links", m.Links, w.links)
+			eq(t, "LinksTruncated", m.LinksTruncated, false)
+			eq(t, "Codes", m.Codes, w.codes)
 			eq(t, "Snippet", m.Snippet, w.snippet)
 			if len(m.Warnings) != len(w.warningsContains) {
 				t.Errorf("Warnings = %q, want %d matching %q", m.Warnings, len(w.warningsContains), w.warningsContains)
@@ -668,7 +674,7 @@ func TestParseHostileInput(t *testing.T) {
 			}
 		}},
 		{"deep nesting", deep.Bytes(), func(t *testing.T, m *Message) {
-			eq(t, "Links", m.Links, []Link{{"https://example.com/deep", nil, "https://example.com"}})
+			eq(t, "Links", m.Links, []Link{{"https://example.com/deep", nil, "https://example.com", KindOther}})
 			if !containsWarning(m.Warnings, "nested deeper than") {
 				t.Errorf("Warnings = %q", m.Warnings)
 			}
@@ -761,10 +767,19 @@ func checkInvariants(t *testing.T, m *Message) {
 		}
 	}
 	checkLinks(t, m.Links)
+	checkCodes(t, m.Codes)
 }
 
 func checkLinks(t *testing.T, links []Link) {
 	t.Helper()
+	if len(links) > maxLinks {
+		t.Errorf("%d links", len(links))
+	}
+	for _, l := range links {
+		if !slices.Contains([]string{KindVerify, KindReset, KindLogin, KindUnsubscribe, KindOther}, l.Kind) {
+			t.Errorf("link %q: kind %q", l.URL, l.Kind)
+		}
+	}
 	seen := map[string]bool{}
 	for _, l := range links {
 		u, err := url.Parse(l.URL)

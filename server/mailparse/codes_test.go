@@ -1,0 +1,175 @@
+package mailparse
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func codeValues(cs []Code) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Value)
+	}
+	return out
+}
+
+func TestFindCodes(t *testing.T) {
+	tests := []struct {
+		name    string
+		subject string
+		text    string
+		lines   string // visible HTML text, as scanHTML lays it out
+		want    []string
+	}{
+		{name: "cue before", text: "Your verification code is 482913.", want: []string{"482913"}},
+		{name: "cue after", subject: "482913 is your Acme code", want: []string{"482913"}},
+		{name: "colon, no space", text: "Code:4821", want: []string{"4821"}},
+		{name: "PIN that looks like a year", text: "Your PIN is 2019.", want: []string{"2019"}},
+		{name: "verb", text: "Enter 482913 to verify your account.", want: []string{"482913"}},
+		{name: "OTP five digits", text: "OTP: 48291", want: []string{"48291"}},
+		{name: "grouped with no-break space", text: "Your code: 482\u00a0913", want: []string{"482913"}},
+		{name: "two groups of four", text: "Security code 4829-1035", want: []string{"48291035"}},
+		{name: "alphanumeric", text: "Your one-time code: XK7P2Q", want: []string{"XK7P2Q"}},
+		{name: "lowercase needs a strong cue", text: "Your code: a7f3k9"},
+		{name: "lowercase with a strong cue", text: "Your verification code: a7f3k9", want: []string{"a7f3k9"}},
+		{name: "Russian", text: "Ваш код подтверждения: 4821", want: []string{"4821"}},
+		{name: "Chinese without punctuation", text: "验证码482913，请勿泄露", want: []string{"482913"}},
+		{name: "full-width digits", text: "認証コード：４８２９１３", want: []string{"482913"}},
+		{name: "German compound", text: "Ihr Sicherheitscode: 730114", want: []string{"730114"}},
+		{name: "isolated line below the cue", lines: "Use this code to sign in:\n\n482913\n\nIt expires soon.", want: []string{"482913"}},
+		{name: "cell beside the cue", lines: "Your code 482913", want: []string{"482913"}},
+		{name: "spaced digits alone", lines: "Your login code:\n\n4 8 2 9 1 3", want: []string{"482913"}},
+		{name: "subject and body merge", subject: "Your code: 482913", text: "Code: 482913", want: []string{"482913"}},
+		{name: "order number between", text: "Your verification code for order 4821 is 9931.", want: []string{"9931"}},
+		{name: "ranked", text: "Your new code is 664028. The old code 118734 no longer works.", want: []string{"664028", "118734"}},
+
+		{name: "phone", text: "Your code is below. Call us at 1-800-555-0199 or (415) 555-0132."},
+		{name: "order number", text: "Order #48213 has shipped. Order number: 48214."},
+		{name: "price", text: "Code valid on orders over $4821. Total: 4 821,00 €"},
+		{name: "promo", text: "Use promo code SAVE2024 for 20% off."},
+		{name: "promo without the word promo", text: "Use code WELCOME10 at checkout."},
+		{name: "postcode", text: "Postcode: SW1A 1AA. ZIP code 94103."},
+		{name: "error code", text: "Error code 0x80070005"},
+		{name: "code as a verb", text: "Learn to code in 2024."},
+		{name: "time and date", text: "Your code expires at 10:30 on 14.05.2024 (2024-05-14)."},
+		{name: "room", text: "Meeting code is in the invite. Room 4821."},
+		{name: "card", text: "Card ending 4242. Auth code: 004821"},
+		{name: "far away", text: "Here is your code.\n\nRegards,\nAcme\n\nAcme Inc., 1234 Market St, San Francisco, CA 94103"},
+		{name: "inside a URL", text: "Your code: https://example.com/verify/482913"},
+		{name: "inside an address", text: "Code sent to user482913@example.com"},
+		{name: "too long", text: "Your code: 12345678901"},
+		{name: "letters only", text: "Your code: ABCDEF"},
+		{name: "minutes", text: "The code is valid for 1440 minutes."},
+		{name: "unequal groups", text: "Your code: 555-0132"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var text *string
+			if tt.text != "" {
+				text = &tt.text
+			}
+			got := findCodes(tt.subject, text, tt.lines)
+			if !slices.Equal(codeValues(got), tt.want) {
+				t.Errorf("codes = %+v, want %q", got, tt.want)
+			}
+			for _, c := range got {
+				if n := utf8.RuneCountInString(c.Context); n == 0 || n > contextRunes {
+					t.Errorf("context of %s has %d characters: %q", c.Value, n, c.Context)
+				}
+			}
+		})
+	}
+}
+
+func TestCodeContext(t *testing.T) {
+	text := "Hello there, and welcome to the service that we built for you over many years. " +
+		"Your verification code is 482913. It expires in ten minutes, so please hurry up and enter it in the app now."
+	got := findCodes("", &text, "")
+	if len(got) != 1 {
+		t.Fatalf("codes = %+v", got)
+	}
+	ctx := got[0].Context
+	if !strings.Contains(ctx, "Your verification code is 482913.") || utf8.RuneCountInString(ctx) > contextRunes {
+		t.Errorf("context = %q", ctx)
+	}
+	if strings.HasPrefix(ctx, " ") || strings.HasSuffix(ctx, " ") {
+		t.Errorf("context has edge spaces: %q", ctx)
+	}
+}
+
+// TestFindCodesBounded feeds text crowded with cue words and numbers: the
+// work per number is bounded, and so is the number of codes.
+func TestFindCodesBounded(t *testing.T) {
+	text := strings.Repeat("code 482913 code 118734 PIN 5521 verification ", 5000)
+	got := findCodes(strings.Repeat("code 1234 ", 1000), &text, text)
+	if len(got) > maxCodes {
+		t.Errorf("%d codes", len(got))
+	}
+}
+
+func TestLinkKinds(t *testing.T) {
+	tests := []struct {
+		url, text, label, lead string
+		want                   string
+	}{
+		{url: "https://a.example/verify?token=abc123", want: KindVerify},
+		{url: "https://a.example/users/confirmation?confirmation_token=Zx8Kq2LmP4vR", want: KindVerify},
+		{url: "https://a.example/activate/5c2d8e3f-1a4b-4c6d-9e8f-0a1b2c3d4e5f", want: KindVerify},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Confirm your email", want: KindVerify},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", label: "Verify email", want: KindVerify},
+		{url: "https://a.example/password/reset?token=abc123", want: KindReset},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Restablecer contraseña", want: KindReset},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "click here", lead: "To reset your password,", want: KindReset},
+		{url: "https://a.example/auth/magic?token=eyJhbGciOiJIUzI1NiJ9", text: "Log in", want: KindLogin},
+		{url: "https://a.example/login?token=abc123def", want: KindLogin},
+		{url: "https://a.example/unsubscribe", want: KindUnsubscribe},
+		{url: "https://a.example/u/1", text: "Opt out", want: KindUnsubscribe},
+		{url: "https://a.example/prefs", text: "Manage your preferences", want: KindUnsubscribe},
+		{url: "https://a.example/x", text: "here", lead: "To stop receiving these emails, click", want: KindUnsubscribe},
+		{url: "https://a.example/x", text: "配信停止", want: KindUnsubscribe},
+
+		// No token: a page about the action, not the action.
+		{url: "https://help.example/articles/how-to-reset-your-password", text: "Reset your password", want: KindOther},
+		{url: "https://a.example/login", text: "Log in", want: KindOther},
+		{url: "https://a.example/login?redirect=%2Fdashboard&utm_source=email", text: "Log in", want: KindOther},
+		{url: "https://a.example/verify-your-email-2024.html", text: "Verify email", want: KindOther},
+		// An order's confirmation is not an address to confirm.
+		{url: "https://a.example/orders/48213/confirmation?key=abc123", want: KindOther},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "View order", lead: "Please confirm", want: KindOther},
+		// Campaign parameters do not speak for the link.
+		{url: "https://a.example/help?utm_campaign=password_reset&id=a1b2c3d4", text: "Help", want: KindOther},
+		{url: "https://a.example/verify/cancel?id=AbC123xYz987", want: KindOther},
+		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Confirm unsubscribe", want: KindUnsubscribe},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url+" "+tt.text, func(t *testing.T) {
+			var ls linkSet
+			cue := linkCue{label: tt.label, lead: tt.lead}
+			if tt.text != "" {
+				cue.text = &tt.text
+			}
+			ls.add(tt.url, cue, "")
+			if len(ls.links) != 1 || ls.links[0].Kind != tt.want {
+				t.Errorf("links = %+v, want kind %s", ls.links, tt.want)
+			}
+		})
+	}
+}
+
+func TestListUnsubscribe(t *testing.T) {
+	raw := crlf(`From: news@example.com
+List-Unsubscribe: <mailto:leave@example.com?subject=x>, <https://example.com/u/1?t=9>,
+ <https://example.com/u/2>
+Content-Type: text/html
+
+<a href="https://example.com/u/2">Manage</a> <a href="https://example.com/read">Read</a>
+`)
+	m := Parse(raw)
+	eq(t, "Links", m.Links, []Link{
+		{"https://example.com/u/2", ptr("Manage"), "https://example.com", KindUnsubscribe},
+		{"https://example.com/read", ptr("Read"), "https://example.com", KindOther},
+		{"https://example.com/u/1?t=9", nil, "https://example.com", KindUnsubscribe},
+	})
+}
