@@ -263,7 +263,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.APIBase(), s.APIBase())
 	})
 	httpSrv := &http.Server{
-		Handler:           mux,
+		Handler:           envelopeRoutes(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -12,6 +12,10 @@ var (
 	ErrInvalidCursor = errors.New("invalid cursor")
 	ErrInvalid       = errors.New("invalid")
 	ErrExists        = errors.New("already exists")
+	// ErrUnavailable: the database could not do the work in time (another
+	// process holds its write lock, or the store is stopping). Nothing was
+	// changed; the caller may try again shortly.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 type Project struct {

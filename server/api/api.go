@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,13 +93,21 @@ func New(st Store, cfg Config) *API {
 		waits:    make(map[string]int),
 	}
 	r := httprouter.New()
+	// A route is its exact path: a trailing slash, a doubled slash or
+	// another case is no route (404 in the envelope), never an HTML
+	// redirect a client would have to follow.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no such route"})
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		contract.WriteError(w, contract.NoRoute(req))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		contract.WriteError(w, contract.Errorf(contract.CodeMethodNotAllowed, "method %s is not allowed here", req.Method))
+		// httprouter lists OPTIONS among the allowed methods, but OPTIONS
+		// is not answered here.
+		allow := slices.DeleteFunc(strings.Split(w.Header().Get("Allow"), ", "), func(m string) bool { return m == http.MethodOptions })
+		contract.WriteError(w, contract.MethodNotAllowed(req, allow))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
@@ -107,6 +117,7 @@ func New(st Store, cfg Config) *API {
 
 	page := []string{"limit", "before", "after"}
 	r.GET(Prefix+"/schema/", a.schema)
+	r.HEAD(Prefix+"/schema/", a.schema)
 	a.handle("GET", "/me", nil, a.me)
 	a.handle("GET", "/inboxes", page, a.listInboxes)
 	a.handle("GET", "/inboxes/:id/messages", append([]string{"to", "from", "subject", "since", "wait"}, page...), a.listMessages)
@@ -142,8 +153,10 @@ type route func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c c
 
 // handle registers h at Prefix+path; params are the query parameters the
 // route takes, every other one is refused.
+// A GET route also answers HEAD, as HTTP asks of every GET: the same status
+// and headers, and net/http drops the body.
 func (a *API) handle(method, path string, params []string, h route) {
-	a.router.Handle(method, Prefix+path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	serve := func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		c, err := a.authenticate(r)
 		if err == nil {
 			q := parseQuery(r, params...)
@@ -154,7 +167,11 @@ func (a *API) handle(method, path string, params []string, h route) {
 		if err != nil {
 			a.error(w, r, err)
 		}
-	})
+	}
+	a.router.Handle(method, Prefix+path, serve)
+	if method == http.MethodGet {
+		a.router.Handle(http.MethodHead, Prefix+path, serve)
+	}
 }
 
 // authenticate checks the Bearer key (never a cookie), then applies the
