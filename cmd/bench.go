@@ -85,7 +85,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.WaitLatency(c.Context(), n)
-				fprintf(c.OutOrStdout(), "wait wake-up (%d): p50 %s p99 %s max %s\n", l.N, l.P50, l.P99, l.Max)
+				fprintf(c.OutOrStdout(), "wait wake-up (%d): p50 %.2f ms p99 %.2f ms max %.2f ms\n", l.N, ms(l.P50), ms(l.P99), ms(l.Max))
 				return err
 			})
 		},
@@ -103,8 +103,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.ListLatency(c.Context(), n, conns, captures)
-				fprintf(c.OutOrStdout(), "list (%d calls, %d conns, %d captures): %.0f calls/s, p50 %s p99 %s\n",
-					l.N, conns, captures, l.PerSecond(), l.P50, l.P99)
+				fprintf(c.OutOrStdout(), "list (%d calls, %d conns, %d captures): %.0f calls/s, p50 %.2f ms p99 %.2f ms\n",
+					l.N, conns, captures, l.PerSecond(), ms(l.P50), ms(l.P99))
 				return err
 			})
 		},
@@ -152,7 +152,7 @@ func (m *cpuMeter) report(c *cobra.Command, n int, unit string) {
 	if m.err != nil || err != nil || n == 0 {
 		return
 	}
-	fprintf(c.OutOrStdout(), "server CPU: %.0f µs per %s\n", float64((end-m.start).Microseconds())/float64(n), unit)
+	fprintf(c.OutOrStdout(), "server CPU: %.3f ms per %s\n", ms(end-m.start)/float64(n), unit)
 }
 
 func joinErr(a, b error) error {
@@ -164,3 +164,6 @@ func joinErr(a, b error) error {
 	}
 	return nil
 }
+
+// ms is a duration in the one unit every benchmark prints times in.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
