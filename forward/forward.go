@@ -461,9 +461,11 @@ func (f *forwarder) record(ctx context.Context, r result) {
 	if _, err := url.Parse(r.URL); err != nil {
 		target = f.to
 	}
+	// The server keeps what fits its caps, and refuses more.
+	target = contract.Clip(target, contract.MaxDeliveryTargetURL)
 	rep := contract.DeliveryReport{TargetURL: &target, DurationMS: &ms}
 	if r.Err != nil {
-		msg := r.Class + ": " + r.ErrText
+		msg := contract.Clip(r.Class+": "+r.ErrText, contract.MaxDeliveryError)
 		rep.Error = &msg
 	} else {
 		status := r.Status

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server"
+	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/server/servertest"
 )
 
@@ -38,6 +39,23 @@ func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 	go func() { done <- srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	v, err := openapitest.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// check validates an exchange on a path the OpenAPI document has
+	// against it.
+	documented := map[string]bool{"/api/v1/me": true, "/api/v1/requests/req_x": true, "/api/v1/requests/req_x/replay": true,
+		"/api/v1/messages/msg_nope": true, "/api/v1/schema/": true, "/api/v1/inboxes/" + boot.Inbox.ID + "/messages": true}
+	check := func(req *http.Request, resp *http.Response, body []byte) {
+		t.Helper()
+		if !documented[req.URL.Path] {
+			return
+		}
+		if err := v.Check(req, resp.StatusCode, resp.Header, body); err != nil {
+			t.Error(err)
+		}
+	}
 	base := strings.TrimSuffix(srv.APIBase(), "/api/v1")
 	// A client that follows no redirect, so that one shows as it is.
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -77,6 +95,7 @@ func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		check(req, resp, b)
 		var env envelope
 		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" ||
 			json.Unmarshal(b, &env) != nil || env.Error == nil || env.Error.Code != tt.code ||
@@ -107,6 +126,7 @@ func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		check(req, resp, b)
 		if resp.StatusCode != tt.status || len(b) != 0 || resp.Header.Get("Content-Type") == "" {
 			t.Errorf("HEAD %s: %d %v %q, want %d", tt.path, resp.StatusCode, resp.Header, b, tt.status)
 		}
@@ -125,6 +145,10 @@ func TestWaitAtShutdownIsUnavailable(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 
+	v, err := openapitest.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitURL := srv.APIBase() + "/endpoints/" + boot.Endpoint.ID + "/requests?path=/never&wait="
 	get := func(wait string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("GET", waitURL+wait, nil)
@@ -136,6 +160,9 @@ func TestWaitAtShutdownIsUnavailable(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err := v.Check(req, resp.StatusCode, resp.Header, b); err != nil {
+			t.Error(err)
+		}
 		return resp, b
 	}
 	type answer struct {

@@ -109,12 +109,13 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 	}
 
 	res := Result{Sent: *out}
-	nd := store.NewDelivery{Kind: store.DeliveryReplay, TargetURL: out.URL}
+	// The history keeps what fits the delivery caps; the answer has it all.
+	nd := store.NewDelivery{Kind: store.DeliveryReplay, TargetURL: contract.Clip(out.URL, contract.MaxDeliveryTargetURL)}
 	start := time.Now()
 	resp, sendErr := r.send(ctx, out)
 	nd.Duration = time.Since(start)
 	if sendErr != nil {
-		msg := sendErr.Error()
+		msg := contract.Clip(sendErr.Error(), contract.MaxDeliveryError)
 		nd.Error = &msg
 	} else {
 		status := resp.Status
