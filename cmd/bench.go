@@ -22,6 +22,7 @@ ports, drives it, prints what it measured and the server's peak memory, and
 stops it. Every capture counted was acknowledged only after its commit.`,
 	}
 	c.PersistentFlags().Int("conns", 8, "concurrent connections")
+	c.PersistentFlags().String("server", "", "binary to run as the server, to compare builds (default: this one)")
 
 	smtp := &cobra.Command{
 		Use: "smtp", Short: "SMTP ingest over STARTTLS + AUTH (or --mode tls)", Args: cobra.NoArgs,
@@ -112,18 +113,47 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	list.Flags().Int("n", 5000, "list calls")
 	list.Flags().Int("captures", 1000, "captures stored before listing")
 
-	c.AddCommand(smtp, webhook, wait, list)
+	slowread := &cobra.Command{
+		Use:     "slowread",
+		Short:   "Memory under API clients that request a large message and never read the answer",
+		Args:    cobra.NoArgs,
+		Example: "  capture bench slowread --clients 60 --size 7500000 --links 200000",
+		RunE: func(c *cobra.Command, _ []string) error {
+			clients, _ := c.Flags().GetInt("clients")
+			size, _ := c.Flags().GetInt("size")
+			links, _ := c.Flags().GetInt("links")
+			if clients < 1 || size < 1 || links < 0 || size > 10<<20 {
+				return usagef("want --clients ≥ 1, --size from 1 to 10485760 (the free plan's message size), --links ≥ 0")
+			}
+			return withTarget(c, func(t *bench.Target) error {
+				res, err := t.SlowRead(c.Context(), clients, size, links)
+				if err == nil {
+					fprintf(c.OutOrStdout(), "slowread: %s\n", res)
+				}
+				return err
+			})
+		},
+	}
+	slowread.Flags().Int("clients", 60, "connections that request the message and never read")
+	slowread.Flags().Int("size", 7_500_000, "message bytes")
+	slowread.Flags().Int("links", 200_000, "links in the message")
+
+	c.AddCommand(smtp, webhook, wait, list, slowread)
 	return c
 }
 
 // withTarget runs fn against a fresh server started from this binary and
 // reports its peak memory afterwards.
 func withTarget(c *cobra.Command, fn func(*bench.Target) error) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	server, _ := c.Flags().GetString("server")
+	if server == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		server = self
 	}
-	t, err := bench.Start(c.Context(), self)
+	t, err := bench.Start(c.Context(), server)
 	if err != nil {
 		return err
 	}

@@ -325,6 +325,7 @@ func TestBenchAgainstItsOwnServer(t *testing.T) {
 		{"bench", "webhook", "--duration", "300ms", "--conns", "4"},
 		{"bench", "smtp", "--msgs", "40", "--conns", "2"},
 		{"bench", "smtp", "--msgs", "10", "--conns", "1", "--mode", "tls"},
+		{"bench", "slowread", "--clients", "3", "--size", "300000", "--links", "2000"},
 	} {
 		r := capture(t, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "server peak RSS") || strings.Contains(r.stdout, "errors 1") {

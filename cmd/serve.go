@@ -18,6 +18,9 @@ import (
 const (
 	defaultHTTPAddr    = "127.0.0.1:7780"
 	defaultCaptureAddr = "127.0.0.1:7781"
+	// memoryLimit is the Go heap's soft limit; SQLite's memory, stacks and
+	// the binary come on top.
+	memoryLimit = 128 << 20
 )
 
 func newServeCmd() *cobra.Command {
@@ -84,9 +87,14 @@ func runServe(c *cobra.Command, _ []string) error {
 		}
 	}
 	// Memory stays small (tens of MiB) while ingest allocates quickly, so a
-	// lazier collector buys throughput; an explicit GOGC still wins.
+	// lazier collector buys throughput; an explicit GOGC still wins. The
+	// soft limit makes it collect in time under a heavy load all the same,
+	// well under the 256 MiB serve must stay within (SPEC §13).
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	dir, err := dataDir(c)

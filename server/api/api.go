@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/capturedev/capture/server/api/contract"
@@ -32,10 +33,10 @@ type Store interface {
 	Inboxes(ctx context.Context, projectID string, p store.Page) (store.List[store.Inbox], error)
 	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
 	Messages(ctx context.Context, inboxID string, f store.MessageFilter, p store.Page) (store.List[store.MessageSummary], error)
-	Message(ctx context.Context, projectID, id string) (store.Message, error)
+	MessageDetail(ctx context.Context, projectID, id string) (store.MessageDetail, error)
 	MessageLinks(ctx context.Context, projectID, id, match string) ([]store.Link, error)
-	MessageRaw(ctx context.Context, projectID, id string) ([]byte, error)
-	AttachmentData(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, []byte, error)
+	RawPart(ctx context.Context, projectID, id string) (*store.Part, error)
+	AttachmentPart(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, *store.Part, error)
 	DeleteMessage(ctx context.Context, projectID, id string) error
 	PurgeInbox(ctx context.Context, projectID, inboxID string) error
 
@@ -74,6 +75,9 @@ type API struct {
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by key id
 	waits    map[string]int           // active waits by project id
+
+	// sliceReads holds what the slice queries running load (sliceBudget).
+	sliceReads *semaphore.Weighted
 }
 
 // Prefix is where the API is mounted.
@@ -85,12 +89,13 @@ func New(st Store, cfg Config) *API {
 		cfg.Logger = slog.Default()
 	}
 	a := &API{
-		store:    st,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		replay:   replay.New(st, cfg.ReplayClient),
-		limiters: make(map[string]*rate.Limiter),
-		waits:    make(map[string]int),
+		store:      st,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		replay:     replay.New(st, cfg.ReplayClient),
+		limiters:   make(map[string]*rate.Limiter),
+		waits:      make(map[string]int),
+		sliceReads: semaphore.NewWeighted(sliceBudget),
 	}
 	r := httprouter.New()
 	// A route is its exact path: a trailing slash, a doubled slash or
@@ -110,6 +115,9 @@ func New(st Store, cfg Config) *API {
 		contract.WriteError(w, contract.MethodNotAllowed(req, allow))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			panic(v) // a response cut short on purpose; net/http closes the connection
+		}
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
 		contract.WriteError(w, errInternal)
 	}
