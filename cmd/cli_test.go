@@ -249,15 +249,8 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	get := func(key, path string) (int, string) {
-		req, _ := http.NewRequest("GET", api+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		code, body := apiGet(t, api, key, path)
+		return code, string(body)
 	}
 	if code, body := get(key, "/me"); code != 200 || !strings.Contains(body, `"name":"default"`) {
 		t.Fatalf("/me: %d %s", code, body)
