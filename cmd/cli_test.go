@@ -397,7 +397,8 @@ func TestPrivilegedPortsFallBackWithoutRoot(t *testing.T) {
 
 func TestUnusableDataDir(t *testing.T) {
 	_, run := asNobody(t)
-	private := t.TempDir() // 0700, owned by root
+	private := t.TempDir()
+	os.Chmod(private, 0o700) // owned by root: nobody may not look inside
 	out, err := run("project", "list", "--data-dir", filepath.Join(private, "data")).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "permission denied") || !strings.Contains(string(out), private) {
 		t.Errorf("data dir nobody may not create: %v %s", err, out)
