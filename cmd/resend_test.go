@@ -102,9 +102,17 @@ func TestReplayAndForwardSendWhatWasCaptured(t *testing.T) {
 	if got := <-target.Requests(); got != want {
 		t.Errorf("forward arrived as\n%q\nwant\n%q", got, want)
 	}
+	// Stopped once it has reported the delivery, not while it reads the
+	// answer.
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "→ 200") {
+		out.WriteString(sc.Text() + "\n")
+	}
 	fwd.Process.Signal(syscall.SIGINT)
-	out, _ := io.ReadAll(stdout)
-	if err := fwd.Wait(); err != nil || !strings.Contains(string(out), "1 forwarded") {
-		t.Errorf("forward: %v\n%s", err, out)
+	rest, _ := io.ReadAll(stdout)
+	out.Write(rest)
+	if err := fwd.Wait(); err != nil || !strings.Contains(out.String(), "1 forwarded") {
+		t.Errorf("forward: %v\n%s", err, out.String())
 	}
 }
