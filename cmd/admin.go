@@ -3,21 +3,39 @@ package cmd
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/server"
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/datadir"
 )
 
-// Without a running server to ask, administration commands describe SMTP
-// ports and capture URLs by the serve defaults.
-func defaultAPIConfig() api.Config {
-	return api.Config{SMTPHost: "localhost", StartTLSPorts: []int{587, 2587}, TLSPorts: []int{465},
-		CaptureBase: "http://" + defaultCaptureAddr}
+// addresses describes SMTP and capture URLs as the running serve announced
+// them, or with none running the last one did (SPEC §2a); by the serve
+// defaults on a database no serve has run on yet.
+func addresses(c *cobra.Command, st *store.Store) (api.Config, error) {
+	a, ok, err := st.Addresses(c.Context())
+	if err != nil {
+		return api.Config{}, err
+	}
+	if !ok {
+		a = store.Addresses{SMTPHost: "localhost", StartTLSPorts: []int{587, 2587}, TLSPorts: []int{465},
+			CaptureBase: "http://" + defaultCaptureAddr}
+	}
+	return api.Config{SMTPHost: a.SMTPHost, StartTLSPorts: a.StartTLSPorts, TLSPorts: a.TLSPorts,
+		CaptureBase: a.CaptureBase}, nil
+}
+
+// smtpLine says where to send mail, as serve's banner does.
+func smtpLine(cfg api.Config) string {
+	return server.SMTPSummary(cfg.SMTPHost, cfg.StartTLSPorts, cfg.TLSPorts)
 }
 
 func newTable(c *cobra.Command) *tabwriter.Writer {
@@ -126,18 +144,33 @@ func newKeyCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The key is printed before it is saved, so that it is not
+				// lost when saving fails.
 				if wantJSON(c) {
 					out := renderKey(k)
 					out.Secret = secret
-					return printJSON(c.OutOrStdout(), out)
+					if err := printJSON(c.OutOrStdout(), out); err != nil {
+						return err
+					}
+				} else {
+					fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
 				}
-				fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
+				if save, _ := c.Flags().GetBool("save"); save {
+					path, err := saveKey(c, st, secret)
+					if err != nil {
+						return fmt.Errorf("key %s not saved: %w", k.ID, err)
+					}
+					if !wantJSON(c) {
+						fprintf(c.OutOrStdout(), "saved in %s: tui, forward and mcp use it from now on\n", path)
+					}
+				}
 				return nil
 			})
 		},
 	}
 	projectFlag(create)
 	jsonFlag(create)
+	create.Flags().Bool("save", false, "write the new key into the data dir's credentials.json, for tui, forward and mcp")
 
 	list := &cobra.Command{
 		Use: "list", Short: "List a project's API keys", Args: cobra.NoArgs,
@@ -174,17 +207,66 @@ func newKeyCmd() *cobra.Command {
 		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withStore(c, func(st *store.Store) error {
+				// Which key credentials.json holds can only be told
+				// before it is revoked.
+				saved, path := savedKeyID(c, st)
 				k, err := st.RevokeKey(c.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				fprintf(c.OutOrStdout(), "revoked key %s\n", k.ID)
+				if saved == k.ID {
+					fprintf(c.OutOrStdout(), "it was the key in %s: tui, forward and mcp fail with it until you run `capture key create --save`\n", path)
+				}
 				return nil
 			})
 		},
 	}
 	c.AddCommand(create, list, revoke)
 	return c
+}
+
+// savedKeyID is the id of the active key credentials.json holds, and the
+// file's path; "" when there is none.
+func savedKeyID(c *cobra.Command, st *store.Store) (id, path string) {
+	dir, err := dataDir(c)
+	if err != nil {
+		return "", ""
+	}
+	creds, err := datadir.ReadCredentials(dir)
+	if err != nil || creds.Key == "" {
+		return "", ""
+	}
+	k, _, err := st.Authenticate(c.Context(), creds.Key)
+	if err != nil {
+		return "", ""
+	}
+	return k.ID, filepath.Join(dir, datadir.CredentialsFile)
+}
+
+// saveKey writes secret into credentials.json (SPEC §2a), keeping its API
+// URL, else the one serve announced; it returns the file's path.
+func saveKey(c *cobra.Command, st *store.Store, secret string) (string, error) {
+	dir, err := dataDir(c)
+	if err != nil {
+		return "", err
+	}
+	creds, _ := datadir.ReadCredentials(dir)
+	if creds.API == "" {
+		a, ok, err := st.Addresses(c.Context())
+		if err != nil {
+			return "", err
+		}
+		creds.API = apiclient.DefaultAPI
+		if ok {
+			creds.API = a.APIBase
+		}
+	}
+	creds.Key = secret
+	if err := datadir.WriteCredentials(dir, creds); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, datadir.CredentialsFile), nil
 }
 
 func newInboxCmd() *cobra.Command {
@@ -204,12 +286,16 @@ func newInboxCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				cfg, err := addresses(c, st)
+				if err != nil {
+					return err
+				}
 				if wantJSON(c) {
 					return printJSON(c.OutOrStdout(), contract.NewInbox{
-						Inbox: api.RenderInbox(in, defaultAPIConfig()), SMTPPassword: in.SMTPPassword})
+						Inbox: api.RenderInbox(in, cfg), SMTPPassword: in.SMTPPassword})
 				}
-				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP username: %s\nSMTP password: %s\n",
-					in.Name, in.ID, in.ID, in.SMTPPassword)
+				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP: %s\nSMTP username: %s\nSMTP password: %s\n",
+					in.Name, in.ID, smtpLine(cfg), in.ID, in.SMTPPassword)
 				return nil
 			})
 		},
@@ -233,11 +319,16 @@ func newInboxCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				cfg, err := addresses(c, st)
+				if err != nil {
+					return err
+				}
 				if wantJSON(c) {
 					return printJSON(c.OutOrStdout(), renderAll(items, func(in store.Inbox) contract.Inbox {
-						return api.RenderInbox(in, defaultAPIConfig())
+						return api.RenderInbox(in, cfg)
 					}))
 				}
+				fprintf(c.OutOrStdout(), "SMTP: %s\n\n", smtpLine(cfg))
 				tw := newTable(c)
 				fmt.Fprintln(tw, "ID\tNAME\tMESSAGES\tCREATED")
 				for _, in := range items {
@@ -300,11 +391,15 @@ func newEndpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				cfg, err := addresses(c, st)
+				if err != nil {
+					return err
+				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, defaultAPIConfig().CaptureBase))
+					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, cfg.CaptureBase))
 				}
 				fprintf(c.OutOrStdout(), "created endpoint %s (%s)\ncapture URL: %s\n", e.Name, e.ID,
-					api.CaptureURL(defaultAPIConfig().CaptureBase, e.ID))
+					api.CaptureURL(cfg.CaptureBase, e.ID))
 				return nil
 			})
 		},
@@ -329,7 +424,11 @@ func newEndpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				base := defaultAPIConfig().CaptureBase
+				cfg, err := addresses(c, st)
+				if err != nil {
+					return err
+				}
+				base := cfg.CaptureBase
 				if wantJSON(c) {
 					return printJSON(c.OutOrStdout(), renderAll(items, func(e store.Endpoint) contract.Endpoint {
 						return api.RenderEndpoint(e, base)
@@ -367,22 +466,26 @@ func newEndpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				cfg, err := addresses(c, st)
+				if err != nil {
+					return err
+				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, defaultAPIConfig().CaptureBase))
+					return printJSON(c.OutOrStdout(), api.RenderEndpoint(e, cfg.CaptureBase))
 				}
 				target := "none"
 				if e.TargetURL != nil {
 					target = *e.TargetURL
 				}
-				fprintf(c.OutOrStdout(), "endpoint %s: target %s; responds %d after %s\n",
-					e.ID, target, e.Response.Status, e.Response.Delay)
+				fprintf(c.OutOrStdout(), "endpoint %s (%s): target %s; responds %d after %s\n",
+					e.ID, api.CaptureURL(cfg.CaptureBase, e.ID), target, e.Response.Status, e.Response.Delay)
 				return nil
 			})
 		},
 	}
 	set.Flags().String("target", "", "saved replay target URL")
 	set.Flags().Bool("no-target", false, "remove the saved target")
-	set.Flags().Int("response-status", 0, "status code answered to senders (100–599)")
+	set.Flags().Int("response-status", 0, "status code answered to senders (200–599)")
 	set.Flags().StringArray("response-header", nil, "header answered to senders, 'Name: value' (repeatable; replaces all)")
 	set.Flags().String("response-body", "", "body answered to senders")
 	set.Flags().Duration("response-delay", 0, "delay before answering, up to 10s (e.g. 250ms)")

@@ -22,6 +22,7 @@ ports, drives it, prints what it measured and the server's peak memory, and
 stops it. Every capture counted was acknowledged only after its commit.`,
 	}
 	c.PersistentFlags().Int("conns", 8, "concurrent connections")
+	c.PersistentFlags().String("server", "", "binary to run as the server, to compare builds (default: this one)")
 
 	smtp := &cobra.Command{
 		Use: "smtp", Short: "SMTP ingest over STARTTLS + AUTH (or --mode tls)", Args: cobra.NoArgs,
@@ -85,7 +86,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.WaitLatency(c.Context(), n)
-				fprintf(c.OutOrStdout(), "wait wake-up (%d): p50 %s p99 %s max %s\n", l.N, l.P50, l.P99, l.Max)
+				fprintf(c.OutOrStdout(), "wait wake-up (%d): p50 %.2f ms p99 %.2f ms max %.2f ms\n", l.N, ms(l.P50), ms(l.P99), ms(l.Max))
 				return err
 			})
 		},
@@ -103,8 +104,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.ListLatency(c.Context(), n, conns, captures)
-				fprintf(c.OutOrStdout(), "list (%d calls, %d conns, %d captures): %.0f calls/s, p50 %s p99 %s\n",
-					l.N, conns, captures, l.PerSecond(), l.P50, l.P99)
+				fprintf(c.OutOrStdout(), "list (%d calls, %d conns, %d captures): %.0f calls/s, p50 %.2f ms p99 %.2f ms\n",
+					l.N, conns, captures, l.PerSecond(), ms(l.P50), ms(l.P99))
 				return err
 			})
 		},
@@ -141,18 +142,47 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	forward.Flags().Int("n", 100, "captures to forward")
 	forward.Flags().String("client", "both", "go (capture forward), python (capture-forward.py) or both")
 
-	c.AddCommand(smtp, webhook, wait, list, forward)
+	slowread := &cobra.Command{
+		Use:     "slowread",
+		Short:   "Memory under API clients that request a large message and never read the answer",
+		Args:    cobra.NoArgs,
+		Example: "  capture bench slowread --clients 60 --size 7500000 --links 200000",
+		RunE: func(c *cobra.Command, _ []string) error {
+			clients, _ := c.Flags().GetInt("clients")
+			size, _ := c.Flags().GetInt("size")
+			links, _ := c.Flags().GetInt("links")
+			if clients < 1 || size < 1 || links < 0 || size > 10<<20 {
+				return usagef("want --clients ≥ 1, --size from 1 to 10485760 (the free plan's message size), --links ≥ 0")
+			}
+			return withTarget(c, func(t *bench.Target) error {
+				res, err := t.SlowRead(c.Context(), clients, size, links)
+				if err == nil {
+					fprintf(c.OutOrStdout(), "slowread: %s\n", res)
+				}
+				return err
+			})
+		},
+	}
+	slowread.Flags().Int("clients", 60, "connections that request the message and never read")
+	slowread.Flags().Int("size", 7_500_000, "message bytes")
+	slowread.Flags().Int("links", 200_000, "links in the message")
+
+	c.AddCommand(smtp, webhook, wait, list, forward, slowread)
 	return c
 }
 
 // withTarget runs fn against a fresh server started from this binary and
 // reports its peak memory afterwards.
 func withTarget(c *cobra.Command, fn func(*bench.Target) error) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	server, _ := c.Flags().GetString("server")
+	if server == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		server = self
 	}
-	t, err := bench.Start(c.Context(), self)
+	t, err := bench.Start(c.Context(), server)
 	if err != nil {
 		return err
 	}
@@ -181,7 +211,7 @@ func (m *cpuMeter) report(c *cobra.Command, n int, unit string) {
 	if m.err != nil || err != nil || n == 0 {
 		return
 	}
-	fprintf(c.OutOrStdout(), "server CPU: %.0f µs per %s\n", float64((end-m.start).Microseconds())/float64(n), unit)
+	fprintf(c.OutOrStdout(), "server CPU: %.3f ms per %s\n", ms(end-m.start)/float64(n), unit)
 }
 
 func joinErr(a, b error) error {
@@ -193,3 +223,6 @@ func joinErr(a, b error) error {
 	}
 	return nil
 }
+
+// ms is a duration in the one unit every benchmark prints times in.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -2,8 +2,12 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -18,10 +22,15 @@ func dataDir(c *cobra.Command) (string, error) {
 }
 
 // openStore opens the data dir's database for an administration command.
+// A data dir without one is refused, not created: a mistyped --data-dir
+// must not leave an empty database behind (SPEC §2a).
 func openStore(c *cobra.Command) (*store.Store, error) {
 	dir, err := dataDir(c)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, store.DBFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no capture data in %s: run `capture serve` first (or pass --data-dir)", dir)
 	}
 	return store.OpenDir(c.Context(), dir)
 }

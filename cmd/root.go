@@ -50,10 +50,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ee exitError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+		// One line: what was wrong, and where the usage is.
+		path := "capture"
 		if cmd != nil {
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+			path = cmd.CommandPath()
 		}
+		fmt.Fprintf(stderr, "capture: %v (see '%s --help')\n", err, path)
 		return 2
 	case errors.As(err, &ee):
 		if ee.err != nil && ee.err.Error() != "" {
@@ -78,6 +80,10 @@ Start with:   capture serve
 Then point your app's SMTP settings and webhook URLs at the addresses it prints.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
+		// Without it cobra reports an unknown command itself, as an error
+		// that is not a usage error; RunE names it instead.
+		Args: cobra.ArbitraryArgs,
 		// A bare `capture` shows help rather than doing something surprising.
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -88,6 +94,8 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 	}
 	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else ~/.local/share/capture)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// `capture --version` prints what `capture version` does.
+	root.SetVersionTemplate("capture {{.Version}}\n")
 	root.AddCommand(
 		newServeCmd(),
 		newProjectCmd(),

@@ -50,15 +50,18 @@ the first line of stdin. Browsers signed in with the old password sign in again.
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
-				base, err := st.ServeAddress(c.Context(), store.ServeHTTPBase)
+				addrs, ok, err := st.Addresses(c.Context())
 				if err != nil {
 					return err
+				}
+				if !ok || addrs.HTTPBase == "" {
+					return fmt.Errorf("no address of the web interface recorded: run `capture serve` first")
 				}
 				token, err := st.CreateLoginToken(c.Context())
 				if err != nil {
 					return err
 				}
-				fprintf(c.OutOrStdout(), "%s\n", web.LoginURL(base, token))
+				fprintf(c.OutOrStdout(), "%s\n", web.LoginURL(addrs.HTTPBase, token))
 				return nil
 			})
 		},

@@ -44,6 +44,9 @@ RECORD_TIMEOUT = 10.0
 # Answers that ask to call again after Retry-After (rate limited, busy).
 COME_BACK_LATER = (429, 503)
 MAX_RESPONSE_DRAIN = 1 << 20
+# Caps of a recorded delivery's fields, in bytes.
+MAX_TARGET_URL = 2 << 10
+MAX_ERROR = 4 << 10
 
 EXIT_START = 2
 
@@ -446,6 +449,44 @@ def forward_headers(headers):
     return out
 
 
+def dot_segment(seg):
+    """1 for ".", 2 for "..", 0 otherwise, reading %2e as "."."""
+    s = seg.lower().replace("%2e", ".")
+    return {".": 1, "..": 2}.get(s, 0)
+
+
+def resolve_dots(path):
+    """The captured path as sent: its dot segments ("." and "..", also %2e)
+    resolved within it as RFC 3986 does, so that it never climbs above the
+    handler's base path. A path without dot segments comes back as it is."""
+    if not path:
+        return "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    segs = path[1:].split("/")
+    if not any(dot_segment(s) for s in segs):
+        return path
+    out = []
+    for i, seg in enumerate(segs):
+        last = i == len(segs) - 1
+        kind = dot_segment(seg)
+        if kind == 2 and out:
+            out.pop()
+        if kind == 0:
+            out.append(seg)
+        elif last:
+            out.append("")
+    return "/" + "/".join(out)
+
+
+def clip(s, n):
+    """s cut to at most n UTF-8 bytes at a character boundary, marked "..."."""
+    b = s.encode("utf-8")
+    if len(b) <= n:
+        return s
+    return b[:max(n - 3, 0)].decode("utf-8", "ignore") + "..."
+
+
 def deliver_http(to, method, target, headers, body):
     """Sends one request; returns (status, reason). Raises on no answer."""
     u = urllib.parse.urlsplit(to)
@@ -708,9 +749,11 @@ class Forwarder:
         self.record(res)
 
     def send(self, req):
-        target = req["path"] + ("?" + req["query"] if req["query"] else "")
+        query = "?" + req["query"] if req["query"] else ""
+        target = req["path"] + query
+        sent = resolve_dots(req["path"]) + query
         res = {"at": datetime.now(timezone.utc), "id": req["id"], "method": req["method"], "target": target,
-               "url": self.to + target, "status": None, "reason": "", "error": None, "class": None,
+               "url": self.to + sent, "status": None, "reason": "", "error": None, "class": None,
                "duration_ms": 0, "bytes": 0}
         try:
             if req.get("body") is not None:
@@ -726,7 +769,7 @@ class Forwarder:
         headers = forward_headers(req.get("headers") or {})
         start = time.monotonic()
         try:
-            res["status"], res["reason"] = deliver_http(self.to, req["method"], target, headers, body)
+            res["status"], res["reason"] = deliver_http(self.to, req["method"], sent, headers, body)
         except Exception as e:  # every failure to get an answer is reported, never retried
             res["class"] = classify(e)
             res["error"] = f"no answer within {int(DELIVERY_TIMEOUT)}s" if res["class"] == "timeout" else (
@@ -753,10 +796,11 @@ class Forwarder:
             self.handler_down = down
 
     def record(self, r):
-        report = {"target_url": r["url"], "duration_ms": r["duration_ms"],
+        # The server keeps what fits its caps, and refuses more.
+        report = {"target_url": clip(r["url"], MAX_TARGET_URL), "duration_ms": r["duration_ms"],
                   "response_status": r["status"], "error": None}
         if r["error"] is not None:
-            report["error"] = f"{r['class']}: {r['error']}"
+            report["error"] = clip(f"{r['class']}: {r['error']}", MAX_ERROR)
             report["response_status"] = None
         deadline = time.monotonic() + RECORD_TIMEOUT
         while True:

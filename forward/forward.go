@@ -17,6 +17,7 @@ import (
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/api/resend"
 )
 
 // Limits of the pull interval and the delivery timeout.
@@ -157,13 +158,8 @@ func newForwarder(cfg Config) (*forwarder, error) {
 // newDeliveryClient reports what the handler answered, redirects included,
 // and never goes through a proxy: the handler is local by design.
 func newDeliveryClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	// The captured headers are sent as they are; the transport must not
-	// add an Accept-Encoding of its own.
-	t.DisableCompression = true
 	return &http.Client{
-		Transport:     t,
+		Transport:     resend.Transport(nil),
 		Timeout:       DeliveryTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -525,9 +521,11 @@ func (f *forwarder) record(ctx context.Context, r result) {
 	if _, err := url.Parse(r.URL); err != nil {
 		target = f.to
 	}
+	// The server keeps what fits its caps, and refuses more.
+	target = contract.Clip(target, contract.MaxDeliveryTargetURL)
 	rep := contract.DeliveryReport{TargetURL: &target, DurationMS: &ms}
 	if r.Err != nil {
-		msg := r.Class + ": " + r.ErrText
+		msg := contract.Clip(r.Class+": "+r.ErrText, contract.MaxDeliveryError)
 		rep.Error = &msg
 	} else {
 		status := r.Status

@@ -39,13 +39,15 @@ func TestForwardRequests(t *testing.T) {
 			t.Errorf("ready = %v", ready)
 		}
 
+		// uri is what the handler gets after the base path, "" for target.
 		type sent struct {
 			id, method, target string
 			body               []byte
+			uri                string
 		}
 		var want []sent
 		post := func(method, target string, header http.Header, body []byte) {
-			want = append(want, sent{srv.Post(t, method, target, header, body), method, target, body})
+			want = append(want, sent{srv.Post(t, method, target, header, body), method, target, body, ""})
 		}
 		raw := "POST /{endpoint}/raw/path?z=%20&a=1 HTTP/1.1\r\n" +
 			"Host: sender.example\r\n" +
@@ -58,12 +60,15 @@ func TestForwardRequests(t *testing.T) {
 			"X-Keep: yes\r\n" +
 			"Content-Type: text/plain\r\n" +
 			"Content-Length: 5\r\n\r\nhello"
-		want = append(want, sent{srv.PostRaw(t, raw), "POST", "/raw/path?z=%20&a=1", []byte("hello")})
+		want = append(want, sent{srv.PostRaw(t, raw), "POST", "/raw/path?z=%20&a=1", []byte("hello"), ""})
 		post("PUT", "/ci/42/hook?x=1&y=%2F", http.Header{"X-Multi": {"1", "2"}, "Content-Type": {"application/json"}}, []byte(`{"a":1}`))
 		post("GET", "", nil, nil)
 		post("DELETE", "/a%2Fb/c", nil, nil)
 		post("PATCH", "/p?flag", http.Header{"User-Agent": {"sender/1.0"}}, []byte("x"))
 		post("PURGE", "/custom-method", nil, nil)
+		// A path that climbs stays under the handler's base path.
+		climb := "GET /{endpoint}/a/../../%2e%2E/admin?q HTTP/1.1\r\nHost: sender.example\r\n\r\n"
+		want = append(want, sent{srv.PostRaw(t, climb), "GET", "/a/../../%2e%2E/admin?q", nil, "/admin?q"})
 
 		hits := h.waitFor(t, len(want))
 		if len(hits) != len(want) {
@@ -75,6 +80,9 @@ func TestForwardRequests(t *testing.T) {
 			target := w.target
 			if target == "" {
 				target = "/"
+			}
+			if w.uri != "" {
+				target = w.uri
 			}
 			if got.Method != w.method || got.URI != "/base"+target {
 				t.Errorf("hit %d = %s %s, want %s /base%s", i, got.Method, got.URI, w.method, target)
@@ -107,11 +115,14 @@ func TestForwardRequests(t *testing.T) {
 		events := s.waitDeliveries(t, len(want))
 		for i, w := range want {
 			e := events[i]
-			target := w.target
+			target, uri := w.target, w.uri
 			if target == "" {
 				target = "/"
 			}
-			if e["request_id"] != w.id || e["method"] != w.method || e["path"] != target || e["url"] != to+target ||
+			if uri == "" {
+				uri = target
+			}
+			if e["request_id"] != w.id || e["method"] != w.method || e["path"] != target || e["url"] != to+uri ||
 				e["status"] != float64(200) || e["error"] != nil || e["error_class"] != nil ||
 				e["bytes"] != float64(len(w.body)) {
 				t.Errorf("delivery %d = %v", i, e)
@@ -125,7 +136,7 @@ func TestForwardRequests(t *testing.T) {
 			ds := waitRecorded(t, api, w.id, 1)
 			d := ds[0]
 			if len(ds) != 1 || d.Kind != contract.KindForward || d.Status != contract.StatusDelivered ||
-				d.ResponseStatus == nil || *d.ResponseStatus != 200 || d.Error != nil || d.TargetURL != to+target {
+				d.ResponseStatus == nil || *d.ResponseStatus != 200 || d.Error != nil || d.TargetURL != to+uri {
 				t.Errorf("recorded delivery of %s = %+v", w.id, ds)
 			}
 		}

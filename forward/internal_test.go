@@ -2,9 +2,6 @@ package forward
 
 import (
 	"testing"
-
-	"github.com/capturedev/capture/forward/apiclient"
-	"github.com/capturedev/capture/server/api/contract"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -32,36 +29,5 @@ func TestFormatBytes(t *testing.T) {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-func TestTargetURL(t *testing.T) {
-	for _, tt := range []struct{ to, path, query, wantURI string }{
-		{"http://h:1", "/a/b", "x=1", "/a/b?x=1"},
-		{"http://h:1/base", "/a%2Fb", "", "/base/a%2Fb"},
-		{"http://h:1", "/", "", "/"},
-		{"http://h:1", "//double", "q", "//double?q"},
-	} {
-		f, err := newForwarder(Config{Endpoint: "whe_x", To: tt.to, Client: apiclient.New("http://api", "k", nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := f.targetURL(tt.path, tt.query)
-		if got := u.RequestURI(); got != tt.wantURI || u.Host != "h:1" {
-			t.Errorf("targetURL(%q, %q, %q) = %q on %q, want %q", tt.to, tt.path, tt.query, got, u.Host, tt.wantURI)
-		}
-	}
-}
-
-func TestForwardHeaders(t *testing.T) {
-	got := forwardHeaders(contract.Headers{
-		{Name: "Connection", Values: []string{"close, X-Private"}},
-		{Name: "X-Private", Values: []string{"1"}},
-		{Name: "x-public", Values: []string{"a", "b"}},
-		{Name: "Host", Values: []string{"sender"}},
-		{Name: "Transfer-Encoding", Values: []string{"chunked"}},
-	})
-	if len(got) != 2 || len(got["X-Public"]) != 2 || got["User-Agent"][0] != "" {
-		t.Errorf("forwardHeaders = %v", got)
 	}
 }

@@ -30,18 +30,34 @@ type ServeConfig struct {
 	Banner io.Writer
 }
 
-// Serve runs capture from a data dir until ctx ends: it opens the database,
-// makes sure the local CA and the SMTP certificate exist, binds every
-// listener, creates the first project, inbox, endpoint and key on a first
-// start, leaves credentials.json for the clients, prints the banner and
-// serves.
+// Serve runs capture from a data dir until ctx ends: it binds every
+// listener, opens the database, makes sure the local CA and the SMTP
+// certificate exist, creates the first project, inbox, endpoint and key on
+// a first start, records the addresses it serves on, leaves
+// credentials.json for the clients, prints the banner and serves.
+//
+// Binding comes first: a port in use must stop serve before it writes
+// anything to the data dir, so that a failed first start leaves a first
+// start still to come, its banner and key included (SPEC §3).
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := cfg.Logger
+	srv, err := Listen(nil, cfg.Config)
+	if err != nil {
+		return err
+	}
+	serving := false
+	defer func() {
+		if !serving {
+			srv.closeListeners()
+		}
+	}()
+
 	st, err := store.OpenDir(ctx, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	srv.store = st
 
 	caPath := ""
 	if cfg.TLSCertFile != "" {
@@ -49,7 +65,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		if err != nil {
 			return err
 		}
-		cfg.TLSConfig = certs.ServerConfig(cert)
+		srv.cfg.TLSConfig = certs.ServerConfig(cert)
 	} else {
 		res, err := certs.Ensure(filepath.Join(cfg.DataDir, "tls"), []string{cfg.SMTPHost})
 		if err != nil {
@@ -61,19 +77,19 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			log.Info("renewed SMTP certificate", "path", res.CertPath)
 		}
 		caPath = res.CAPath
-		cfg.TLSConfig = certs.ServerConfig(res.Certificate)
+		srv.cfg.TLSConfig = certs.ServerConfig(res.Certificate)
 	}
 
 	boot, err := st.EnsureBootstrap(ctx)
 	if err != nil {
 		return err
 	}
-	srv, err := Listen(st, cfg.Config)
-	if err != nil {
-		return err
+	if w := srv.Warnings(); len(w) > 0 {
+		// One line for every privileged port skipped (SPEC §3).
+		log.Warn(strings.Join(w, ", "))
 	}
-	for _, w := range srv.Warnings() {
-		log.Warn(w)
+	if err := st.SetAddresses(ctx, srv.Addresses()); err != nil {
+		return err
 	}
 
 	creds := datadir.Credentials{API: srv.APIBase()}
@@ -87,10 +103,6 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return err
 		}
 	}
-	// Commands run beside serve (user login-link) print links to this address.
-	if err := st.RecordServeAddress(ctx, store.ServeHTTPBase, srv.HTTPBase()); err != nil {
-		return err
-	}
 	signIn, err := st.CreateLoginToken(ctx)
 	if err != nil {
 		return err
@@ -102,9 +114,17 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
 		"email_api", srv.EmailAPIBase(), "data_dir", cfg.DataDir)
 
+	serving = true
 	err = srv.Run(ctx)
 	log.Info("stopped")
 	return err
+}
+
+// Addresses are the addresses the server announces: the API, capture URLs
+// and SMTP as bound.
+func (s *Server) Addresses() store.Addresses {
+	return store.Addresses{HTTPBase: s.HTTPBase(), APIBase: s.APIBase(), CaptureBase: s.CaptureBase(), SMTPHost: s.cfg.SMTPHost,
+		StartTLSPorts: ports(s.StartTLSAddrs()), TLSPorts: ports(s.TLSAddrs())}
 }
 
 func joinAddrs(as []net.Addr) string {
@@ -115,15 +135,18 @@ func joinAddrs(as []net.Addr) string {
 	return strings.Join(s, ",")
 }
 
-func portList(as []net.Addr) string {
-	s := []string{}
-	for _, a := range as {
-		if t, ok := a.(*net.TCPAddr); ok {
-			s = append(s, strconv.Itoa(t.Port))
-		}
-	}
-	if len(s) == 0 {
+// SMTPSummary says where to send mail: the host and each listener's port.
+func SMTPSummary(host string, startTLSPorts, tlsPorts []int) string {
+	return fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", host, portList(startTLSPorts), portList(tlsPorts))
+}
+
+func portList(ports []int) string {
+	if len(ports) == 0 {
 		return "none"
+	}
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
 	}
 	return strings.Join(s, ", ")
 }
@@ -139,7 +162,7 @@ func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caP
 	if b.Created {
 		row("API key", b.Secret+"   (shown once; saved in "+filepath.Join(dir, datadir.CredentialsFile)+")")
 	}
-	row("SMTP", fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", smtpHost, portList(srv.StartTLSAddrs()), portList(srv.TLSAddrs())))
+	row("SMTP", SMTPSummary(smtpHost, ports(srv.StartTLSAddrs()), ports(srv.TLSAddrs())))
 	if b.Inbox.ID != "" {
 		row("Inbox", b.Inbox.ID+"   (the SMTP username)")
 		if b.Created {

@@ -344,7 +344,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Logger:        s.log,
 	}))
 	httpSrv := &http.Server{
-		Handler:           longRequests(mux),
+		Handler:           longRequests(envelopeRoutes(mux)),
 		ReadHeaderTimeout: apiReadHeaderTimeout,
 		ReadTimeout:       apiReadTimeout,
 		WriteTimeout:      apiWriteTimeout,

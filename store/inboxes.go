@@ -32,8 +32,7 @@ func (s *Store) CreateInbox(ctx context.Context, projectID, name string) (Inbox,
 	}
 	in := Inbox{ID: NewID("inb_"), ProjectID: projectID, Name: name, SMTPPassword: newSMTPPassword(), CreatedAt: now()}
 	err := s.write(ctx, func(t *wtx) error {
-		err := checkQuota(t, projectID, "inboxes", `SELECT count(*) FROM inboxes WHERE project_id = ?`,
-			func(p Plan) int64 { return p.Inboxes })
+		err := checkQuota(t, projectID, quotaInboxes)
 		if err != nil {
 			return err
 		}
@@ -132,8 +131,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, projectID, name string, targ
 	e := Endpoint{ID: NewID("whe_"), ProjectID: projectID, Name: name, TargetURL: target,
 		Response: DefaultResponse(), CreatedAt: now()}
 	err := s.write(ctx, func(t *wtx) error {
-		err := checkQuota(t, projectID, "endpoints", `SELECT count(*) FROM endpoints WHERE project_id = ?`,
-			func(p Plan) int64 { return p.Endpoints })
+		err := checkQuota(t, projectID, quotaEndpoints)
 		if err != nil {
 			return err
 		}
@@ -186,8 +184,10 @@ func (u EndpointUpdate) Validate() error {
 			return err
 		}
 	}
-	if u.Status != nil && (*u.Status < 100 || *u.Status > 599) {
-		return fmt.Errorf("%w: response status %d must be 100–599", ErrInvalid, *u.Status)
+	// A 1xx is an interim answer: the sender would see it, then net/http's
+	// own 200 (or a broken connection for 101).
+	if u.Status != nil && (*u.Status < 200 || *u.Status > 599) {
+		return fmt.Errorf("%w: response status %d: want a final status from 200 to 599", ErrInvalid, *u.Status)
 	}
 	if u.Delay != nil && (*u.Delay < 0 || *u.Delay > MaxResponseDelay) {
 		return fmt.Errorf("%w: response delay %s must be 0–10s", ErrInvalid, *u.Delay)

@@ -29,9 +29,7 @@ func (s *Store) CreateKey(ctx context.Context, projectID string) (Key, string, e
 	secret := newKeySecret()
 	k := Key{ID: NewID("key_"), ProjectID: projectID, CreatedAt: now()}
 	err := s.write(ctx, func(t *wtx) error {
-		err := checkQuota(t, projectID, "active API keys",
-			`SELECT count(*) FROM api_keys WHERE project_id = ? AND revoked_at IS NULL`,
-			func(p Plan) int64 { return p.APIKeys })
+		err := checkQuota(t, projectID, quotaKeys)
 		if err != nil {
 			return err
 		}

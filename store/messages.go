@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -291,90 +292,39 @@ func (s *Store) messageSeq(ctx context.Context, projectID, id string) (int64, st
 	return seq, inboxID, err
 }
 
-// Message returns one message of the project with everything parsed from it.
+// Message returns one message of the project with everything parsed from
+// it, its bodies and links read whole.
 func (s *Store) Message(ctx context.Context, projectID, id string) (Message, error) {
-	var base row
-	var envFrom, headers, warnings, links, codes string
-	var date sql.NullInt64
-	var msgID, text, html sql.NullString
-	var rcpts storedRecipients
-	var truncated bool
-	summary, err := scanMessageSummary(s.queryRow(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
-		messages.envelope_from, messages.date, messages.message_id, messages.codes, messages.links_truncated,
-		messages.headers, messages.text_body, messages.html_body, messages.warnings, messages.links
-		FROM messages JOIN inboxes ON inboxes.id = messages.inbox_id
-		WHERE messages.id = ? AND inboxes.project_id = ?`, id, projectID),
-		&base, &rcpts, &envFrom, &date, &msgID, &codes, &truncated, &headers, &text, &html, &warnings, &links)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Message{}, fmt.Errorf("%w: no message %q", ErrNotFound, id)
-	}
+	d, err := s.MessageDetail(ctx, projectID, id)
 	if err != nil {
 		return Message{}, err
 	}
-	m := Message{MessageSummary: summary}
-	m.EnvelopeFrom = envFrom
-	m.EnvelopeTo, m.ReplyTo = rcpts.Envelope, addressesOf(rcpts.ReplyTo)
-	if m.EnvelopeTo == nil {
-		m.EnvelopeTo = []string{}
-	}
-	if date.Valid {
-		t := fromMS(date.Int64)
-		m.Date = &t
-	}
-	m.MessageID = msgID.String
-	m.Text, m.HTML = strPtr(text), strPtr(html)
-	var pairs [][2]any
-	if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
-		return Message{}, fmt.Errorf("message %s headers: %w", id, err)
-	}
-	m.Headers = headersFromPairs(pairs)
-	if err := json.Unmarshal([]byte(warnings), &m.Warnings); err != nil {
-		return Message{}, fmt.Errorf("message %s warnings: %w", id, err)
-	}
-	if m.Links, err = decodeLinks(id, links, LinkFilter{}); err != nil {
+	m := d.Message
+	if m.Text, err = readString(d.TextPart); err != nil {
 		return Message{}, err
 	}
-	m.LinksTruncated = truncated
-	var stored []storedCode
-	if err := json.Unmarshal([]byte(codes), &stored); err != nil {
-		return Message{}, fmt.Errorf("message %s codes: %w", id, err)
-	}
-	m.Codes = make([]Code, len(stored))
-	for i, c := range stored {
-		m.Codes[i] = Code(c)
-	}
-	m.Attachments = []Attachment{}
-	rows, err := s.query(ctx, `SELECT id, filename, content_type, content_id, inline, size
-		FROM attachments WHERE message_seq = ? ORDER BY position`, base.seq)
-	if err != nil {
+	if m.HTML, err = readString(d.HTMLPart); err != nil {
 		return Message{}, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var a Attachment
-		var cid sql.NullString
-		if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size); err != nil {
-			return Message{}, err
-		}
-		a.ContentID = cid.String
-		m.Attachments = append(m.Attachments, a)
-	}
-	return m, rows.Err()
+	m.Links = []Link{}
+	err = ReadLinks(id, d.LinksPart, func(l Link) error {
+		m.Links = append(m.Links, l)
+		return nil
+	})
+	return m, err
 }
 
-// decodeLinks reads messages.links, keeping the links f selects.
-func decodeLinks(id, data string, f LinkFilter) ([]Link, error) {
-	var stored []storedLink
-	if err := json.Unmarshal([]byte(data), &stored); err != nil {
-		return nil, fmt.Errorf("message %s links: %w", id, err)
+// readString reads a whole part; nil stays nil.
+func readString(p *Part) (*string, error) {
+	if p == nil {
+		return nil, nil
 	}
-	links := make([]Link, 0, len(stored))
-	for _, l := range stored {
-		if strings.Contains(l.URL, f.Match) && (f.Kind == "" || l.Kind == f.Kind) {
-			links = append(links, Link(l))
-		}
+	b, err := io.ReadAll(p)
+	if err != nil {
+		return nil, err
 	}
-	return links, nil
+	s := string(b)
+	return &s, nil
 }
 
 // MessageLinks returns the links of a message of the project that f
@@ -385,45 +335,40 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 			return nil, err
 		}
 	}
-	var links string
-	err := s.queryRow(ctx, `SELECT m.links FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&links)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
-	}
+	seq, _, err := s.messageSeq(ctx, projectID, id)
 	if err != nil {
 		return nil, err
 	}
-	return decodeLinks(id, links, f)
+	var size int64
+	if err := s.queryRow(ctx, `SELECT octet_length(links) FROM messages WHERE seq = ?`, seq).Scan(&size); err != nil {
+		return nil, err
+	}
+	links := []Link{}
+	err = ReadLinks(id, s.part(ctx, "messages", "links", seq, size, "message "+id), func(l Link) error {
+		if f.selects(l) {
+			links = append(links, l)
+		}
+		return nil
+	})
+	return links, err
 }
 
 // MessageRaw returns the message exactly as received.
 func (s *Store) MessageRaw(ctx context.Context, projectID, id string) ([]byte, error) {
-	var raw []byte
-	err := s.queryRow(ctx, `SELECT m.raw FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
+	p, err := s.RawPart(ctx, projectID, id)
+	if err != nil {
+		return nil, err
 	}
-	return raw, err
+	return io.ReadAll(p)
 }
 
 // AttachmentData returns one attachment of a message of the project.
 func (s *Store) AttachmentData(ctx context.Context, projectID, messageID, attachmentID string) (Attachment, []byte, error) {
-	seq, _, err := s.messageSeq(ctx, projectID, messageID)
+	a, p, err := s.AttachmentPart(ctx, projectID, messageID, attachmentID)
 	if err != nil {
 		return Attachment{}, nil, err
 	}
-	var a Attachment
-	var cid sql.NullString
-	var data []byte
-	err = s.queryRow(ctx, `SELECT id, filename, content_type, content_id, inline, size, data
-		FROM attachments WHERE id = ? AND message_seq = ?`, attachmentID, seq).
-		Scan(&a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Attachment{}, nil, fmt.Errorf("%w: no attachment %q in message %q", ErrNotFound, attachmentID, messageID)
-	}
-	a.ContentID = cid.String
+	data, err := io.ReadAll(p)
 	return a, data, err
 }
 

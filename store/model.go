@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -104,8 +105,15 @@ type Code struct {
 // LinkFilter selects links of a message: URLs containing Match, of Kind
 // (any when empty).
 type LinkFilter struct {
+	// Match is a substring of the URL, compared without regard to case.
 	Match string
 	Kind  string
+}
+
+// selects reports whether f keeps l.
+func (f LinkFilter) selects(l Link) bool {
+	return (f.Kind == "" || l.Kind == f.Kind) &&
+		(f.Match == "" || strings.Contains(strings.ToLower(l.URL), strings.ToLower(f.Match)))
 }
 
 type Attachment struct {

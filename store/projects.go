@@ -97,8 +97,9 @@ func (s *Store) Project(ctx context.Context, idOrName string) (Project, error) {
 	return p, err
 }
 
-// SetPlan moves a project to another plan. Counts already above the new
-// plan's quotas stay; only new keys, inboxes and endpoints are refused.
+// SetPlan moves a project to another plan. A plan whose countable quotas
+// the project already exceeds is refused with ErrQuotaExceeded naming each
+// one, and the plan stays as it was.
 func (s *Store) SetPlan(ctx context.Context, idOrName, plan string) (Project, error) {
 	pl, err := LookupPlan(plan)
 	if err != nil {
@@ -109,6 +110,20 @@ func (s *Store) SetPlan(ctx context.Context, idOrName, plan string) (Project, er
 		return Project{}, err
 	}
 	err = s.write(ctx, func(t *wtx) error {
+		var over []string
+		for _, q := range countables {
+			var n int64
+			if err := t.queryRow(q.count, p.ID).Scan(&n); err != nil {
+				return err
+			}
+			if limit := q.limit(pl); n > limit {
+				over = append(over, fmt.Sprintf("%s (it allows %d)", q.of(n), limit))
+			}
+		}
+		if len(over) > 0 {
+			return fmt.Errorf("%w: project %s holds more than the %s plan allows: %s; it stays on plan %s",
+				ErrQuotaExceeded, p.Name, pl.Name, strings.Join(over, ", "), p.Plan.Name)
+		}
 		_, err := t.exec(`UPDATE projects SET plan = ? WHERE id = ?`, pl.Name, p.ID)
 		return err
 	})
@@ -132,9 +147,35 @@ func (s *Store) Usage(ctx context.Context, projectID string) (Usage, error) {
 	return u, err
 }
 
+// countable is a quota on how many of something a project holds.
+type countable struct {
+	one, many string // what is counted, singular and plural
+	// count counts the project's (its id the only argument).
+	count string
+	limit func(Plan) int64
+}
+
+var (
+	quotaKeys = countable{"active API key", "active API keys",
+		`SELECT count(*) FROM api_keys WHERE project_id = ? AND revoked_at IS NULL`, func(p Plan) int64 { return p.APIKeys }}
+	quotaInboxes = countable{"inbox", "inboxes",
+		`SELECT count(*) FROM inboxes WHERE project_id = ?`, func(p Plan) int64 { return p.Inboxes }}
+	quotaEndpoints = countable{"endpoint", "endpoints",
+		`SELECT count(*) FROM endpoints WHERE project_id = ?`, func(p Plan) int64 { return p.Endpoints }}
+	countables = []countable{quotaKeys, quotaInboxes, quotaEndpoints}
+)
+
+// of says n of them: "1 active API key", "2 active API keys".
+func (q countable) of(n int64) string {
+	if n == 1 {
+		return "1 " + q.one
+	}
+	return fmt.Sprintf("%d %s", n, q.many)
+}
+
 // checkQuota fails with ErrQuotaExceeded when the project already holds
-// the plan's number of things counted by countQuery.
-func checkQuota(t *wtx, projectID, what, countQuery string, limit func(Plan) int64) error {
+// the plan's number of q.
+func checkQuota(t *wtx, projectID string, q countable) error {
 	var planName string
 	if err := t.queryRow(`SELECT plan FROM projects WHERE id = ?`, projectID).Scan(&planName); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -147,11 +188,11 @@ func checkQuota(t *wtx, projectID, what, countQuery string, limit func(Plan) int
 		return err
 	}
 	var n int64
-	if err := t.queryRow(countQuery, projectID).Scan(&n); err != nil {
+	if err := t.queryRow(q.count, projectID).Scan(&n); err != nil {
 		return err
 	}
-	if max := limit(plan); n >= max {
-		return fmt.Errorf("%w: the %s plan allows %d %s", ErrQuotaExceeded, plan.Name, max, what)
+	if max := q.limit(plan); n >= max {
+		return fmt.Errorf("%w: the %s plan allows %s", ErrQuotaExceeded, plan.Name, q.of(max))
 	}
 	return nil
 }

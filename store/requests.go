@@ -159,8 +159,13 @@ func (s *Store) deliveries(ctx context.Context, requestSeq int64) ([]Delivery, e
 	return out, rows.Err()
 }
 
-// AddDelivery records the outcome of sending a captured request somewhere.
-// A delivery is "delivered" when the target answered 2xx.
+// DeliveriesKept is how many deliveries a request keeps, the newest: a
+// client that records without end must not grow one request without end.
+const DeliveriesKept = 100
+
+// AddDelivery records the outcome of sending a captured request somewhere,
+// dropping the request's oldest beyond DeliveriesKept. A delivery is
+// "delivered" when the target answered 2xx.
 func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd NewDelivery) (Delivery, error) {
 	if nd.Kind != DeliveryReplay && nd.Kind != DeliveryForward {
 		return Delivery{}, fmt.Errorf("%w: delivery kind %q", ErrInvalid, nd.Kind)
@@ -195,6 +200,11 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 		_, err = t.exec(`INSERT INTO deliveries (id, request_seq, kind, target_url, status, response_status, error, duration_ms, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, seq, d.Kind, d.TargetURL, d.Status, status, nullStringPtr(d.Error), d.DurationMS, ms(d.CreatedAt))
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`DELETE FROM deliveries WHERE request_seq = ?1 AND seq <=
+			(SELECT seq FROM deliveries WHERE request_seq = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`, seq, DeliveriesKept)
 		return err
 	})
 	if err != nil {

@@ -158,28 +158,3 @@ func (s *Store) EndSession(ctx context.Context, token string) error {
 		return err
 	})
 }
-
-// ServeHTTPBase names the web interface's base URL among the addresses a
-// running serve records.
-const ServeHTTPBase = "http_base"
-
-// RecordServeAddress keeps an address serve bound, for commands run beside
-// it to print.
-func (s *Store) RecordServeAddress(ctx context.Context, name, value string) error {
-	return s.write(ctx, func(t *wtx) error {
-		_, err := t.exec(`INSERT INTO serve_addresses (name, value) VALUES (?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, name, value)
-		return err
-	})
-}
-
-// ServeAddress returns the address serve last recorded under name, or
-// ErrNotFound when no serve recorded one.
-func (s *Store) ServeAddress(ctx context.Context, name string) (string, error) {
-	var v string
-	err := s.queryRow(ctx, `SELECT value FROM serve_addresses WHERE name = ?`, name).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("%w: no address %q recorded: run `capture serve` first", ErrNotFound, name)
-	}
-	return v, err
-}

@@ -107,22 +107,6 @@ func TestSessions(t *testing.T) {
 	}
 }
 
-func TestServeAddresses(t *testing.T) {
-	s := newStore(t)
-	ctx := t.Context()
-	if _, err := s.ServeAddress(ctx, ServeHTTPBase); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unrecorded address: %v", err)
-	}
-	for _, v := range []string{"http://127.0.0.1:7780", "http://127.0.0.1:20001"} {
-		if err := s.RecordServeAddress(ctx, ServeHTTPBase, v); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.ServeAddress(ctx, ServeHTTPBase); err != nil || got != v {
-			t.Errorf("got %q, %v; want %q", got, err, v)
-		}
-	}
-}
-
 // expireAll moves every row of table into the past.
 func expireAll(t *testing.T, s *Store, table string) {
 	t.Helper()

@@ -36,6 +36,7 @@ type Target struct {
 	TLSAddr      string
 
 	binary  string
+	args    []string
 	cmd     *exec.Cmd
 	dataDir string
 	done    chan error
@@ -55,18 +56,48 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 	}
 	args := append([]string{"serve", "--data-dir", dir, "--log-level", "warn", "--http", "127.0.0.1:0",
 		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0"}, extraArgs...)
-	cmd := exec.Command(binary, args...)
+	t := &Target{binary: binary, args: args, dataDir: dir}
+	if err := t.start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if t.Key == "" || t.StartTLSAddr == "" {
+		t.Stop()
+		return nil, errors.New("serve's banner lacked the key or SMTP ports: was the data dir new?")
+	}
+	// Benchmarks make many API calls; the free plan's rate limit would
+	// measure the limiter instead of the server.
+	set := exec.CommandContext(ctx, binary, "project", "set-plan", "default", "team", "--data-dir", dir)
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Stop()
+		return nil, fmt.Errorf("set plan: %v: %s", err, out)
+	}
+	return t, nil
+}
+
+// Restart stops the server and starts it again on the same data dir, so
+// that what a load measures starts from a fresh process.
+func (t *Target) Restart(ctx context.Context) error {
+	if err := t.stop(); err != nil {
+		return err
+	}
+	return t.start(ctx)
+}
+
+// start runs the server and reads its banner into t; a later start's
+// banner has no key or password, and t keeps the first ones.
+func (t *Target) start(ctx context.Context) error {
+	cmd := exec.Command(t.binary, t.args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s serve: %w", binary, err)
+		return fmt.Errorf("start %s serve: %w", t.binary, err)
 	}
-	t := &Target{binary: binary, cmd: cmd, dataDir: dir, done: make(chan error, 1)}
+	t.cmd, t.done, t.CAFile = cmd, make(chan error, 1), ""
 	rows := make(chan [2]string)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -85,8 +116,8 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 		select {
 		case row, ok := <-rows:
 			if !ok {
-				t.Stop()
-				return nil, fmt.Errorf("serve exited before it was ready: %s", strings.TrimSpace(stderr.String()))
+				t.stop()
+				return fmt.Errorf("serve exited before it was ready: %s", strings.TrimSpace(stderr.String()))
 			}
 			whole := row[1]
 			first := strings.Fields(whole)[0]
@@ -110,25 +141,14 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 				}
 			}
 		case <-timeout:
-			t.Stop()
-			return nil, errors.New("serve did not print its banner within 30 s")
+			t.stop()
+			return errors.New("serve did not print its banner within 30 s")
 		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+			t.stop()
+			return ctx.Err()
 		}
 	}
-	if t.Key == "" || t.StartTLSAddr == "" {
-		t.Stop()
-		return nil, errors.New("serve's banner lacked the key or SMTP ports: was the data dir new?")
-	}
-	// Benchmarks make many API calls; the free plan's rate limit would
-	// measure the limiter instead of the server.
-	set := exec.CommandContext(ctx, binary, "project", "set-plan", "default", "team", "--data-dir", dir)
-	if out, err := set.CombinedOutput(); err != nil {
-		t.Stop()
-		return nil, fmt.Errorf("set plan: %v: %s", err, out)
-	}
-	return t, nil
+	return nil
 }
 
 // PID is the server's process id.
@@ -136,18 +156,11 @@ func (t *Target) PID() int { return t.cmd.Process.Pid }
 
 // PeakRSS reads the server's peak resident memory (VmHWM) in bytes.
 func (t *Target) PeakRSS() (int64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(t.PID()), "status"))
+	n, err := t.status("VmHWM")
 	if err != nil {
 		return 0, fmt.Errorf("peak RSS: %w", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("peak RSS: no VmHWM line")
+	return n, nil
 }
 
 // CPUTime reads the user plus system CPU time the server has used so far,
@@ -178,12 +191,17 @@ func (t *Target) CPUTime() (time.Duration, error) {
 // Stop ends the server gracefully and removes its data dir.
 func (t *Target) Stop() error {
 	defer os.RemoveAll(t.dataDir)
+	return t.stop()
+}
+
+func (t *Target) stop() error {
 	t.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-t.done:
 		return err
 	case <-time.After(15 * time.Second):
 		t.cmd.Process.Kill()
+		<-t.done
 		return errors.New("serve did not stop within 15 s of SIGTERM")
 	}
 }

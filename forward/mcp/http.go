@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,83 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID})
-		perKey.ServeHTTP(w, r.WithContext(ctx))
+		ew := &envelopeWriter{ResponseWriter: w}
+		perKey.ServeHTTP(ew, r.WithContext(ctx))
+		ew.finish(r)
 	})
+}
+
+// envelopeWriter passes the SDK's answers through, except its plain-text
+// HTTP errors, which it holds back so that finish answers them in the API's
+// error envelope like every other error of serve (SPEC §8). JSON-RPC errors
+// (application/json) are the protocol's own and pass unchanged.
+type envelopeWriter struct {
+	http.ResponseWriter
+	wroteHeader bool
+	// held is the status of a plain-text error being held back, 0 if none.
+	held int
+	text []byte
+}
+
+func (w *envelopeWriter) WriteHeader(status int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	if status >= 400 && !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		w.held = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *envelopeWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	if w.held != 0 {
+		if room := 512 - len(w.text); room > 0 {
+			w.text = append(w.text, b[:min(room, len(b))]...)
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps server-sent events streaming through the wrapper.
+func (w *envelopeWriter) Flush() {
+	if w.held == 0 {
+		http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish answers a held-back error with the code its status means.
+func (w *envelopeWriter) finish(r *http.Request) {
+	if w.held == 0 {
+		return
+	}
+	h := w.Header()
+	h.Del("X-Content-Type-Options")
+	text := strings.TrimSpace(string(w.text))
+	var e *contract.Error
+	switch w.held {
+	case http.StatusUnauthorized:
+		e = contract.Errorf(contract.CodeUnauthorized, "mcp: %s", text)
+	case http.StatusNotFound, http.StatusForbidden:
+		// A session id of another key is answered as an unknown one: the
+		// session does not exist for this key (SPEC §8, another project's
+		// objects are not_found).
+		e = contract.Errorf(contract.CodeNotFound,
+			"mcp: no session %q for this API key; start a new session (initialize without Mcp-Session-Id)", r.Header.Get("Mcp-Session-Id"))
+	case http.StatusMethodNotAllowed:
+		allow := strings.Split(h.Get("Allow"), ", ")
+		e = contract.MethodNotAllowed(r, allow)
+	default:
+		if w.held >= 500 {
+			e = contract.Errorf(contract.CodeInternal, "mcp: %s", text)
+		} else {
+			e = contract.Errorf(contract.CodeInvalidParameter, "mcp: %s", text)
+		}
+	}
+	contract.WriteError(w.ResponseWriter, e)
 }

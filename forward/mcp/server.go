@@ -36,8 +36,17 @@ func New(client *apiclient.Client, version string) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "capture", Title: "capture", Version: version},
 		&mcpsdk.ServerOptions{Instructions: instructions})
 	t := tools{c: client}
-	t.register(s)
+	reg := registry{server: s, inputs: inputs{}}
+	t.register(reg)
+	s.AddReceivingMiddleware(reg.inputs.checkArguments)
 	return s
+}
+
+// registry is where add registers a tool: the server, and the input
+// schemas checkArguments checks calls against.
+type registry struct {
+	server *mcpsdk.Server
+	inputs inputs
 }
 
 // schemaTypes corrects schema inference for types whose JSON is not what
@@ -70,7 +79,7 @@ type tool struct {
 // add registers a typed tool. Schemas are inferred here rather than by the
 // SDK so that schemaTypes and the input adjustments apply, and every error
 // the handler returns becomes a tool error the model can read.
-func add[In, Out any](s *mcpsdk.Server, t tool, h func(context.Context, In) (Out, error)) {
+func add[In, Out any](reg registry, t tool, h func(context.Context, In) (Out, error)) {
 	opts := &jsonschema.ForOptions{TypeSchemas: schemaTypes}
 	in, err := jsonschema.For[In](opts)
 	if err != nil {
@@ -79,6 +88,7 @@ func add[In, Out any](s *mcpsdk.Server, t tool, h func(context.Context, In) (Out
 	if t.input != nil {
 		t.input(in)
 	}
+	reg.inputs[t.name] = in
 	out, err := jsonschema.For[Out](opts)
 	if err != nil {
 		panic("mcp: output schema of " + t.name + ": " + err.Error())
@@ -90,7 +100,7 @@ func add[In, Out any](s *mcpsdk.Server, t tool, h func(context.Context, In) (Out
 		ann.DestructiveHint = new(false)
 		ann.OpenWorldHint = new(true)
 	}
-	mcpsdk.AddTool(s, &mcpsdk.Tool{
+	mcpsdk.AddTool(reg.server, &mcpsdk.Tool{
 		Name: t.name, Title: t.title, Description: t.description,
 		InputSchema: in, OutputSchema: out, Annotations: ann,
 	}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, args In) (*mcpsdk.CallToolResult, Out, error) {

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server/api/contract"
@@ -24,7 +23,7 @@ const maxBody = 64 << 10
 
 type tools struct{ c *apiclient.Client }
 
-func (t tools) register(s *mcpsdk.Server) {
+func (t tools) register(s registry) {
 	add(s, tool{
 		name: "list_inboxes", title: "List inboxes", readOnly: true,
 		description: "List the project's inboxes: where captured email lands. An inbox id is also the SMTP username " +

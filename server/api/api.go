@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/capturedev/capture/server/api/contract"
@@ -30,10 +33,10 @@ type Store interface {
 	Inboxes(ctx context.Context, projectID string, p store.Page) (store.List[store.Inbox], error)
 	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
 	Messages(ctx context.Context, inboxID string, f store.MessageFilter, p store.Page) (store.List[store.MessageSummary], error)
-	Message(ctx context.Context, projectID, id string) (store.Message, error)
+	MessageDetail(ctx context.Context, projectID, id string) (store.MessageDetail, error)
 	MessageLinks(ctx context.Context, projectID, id string, f store.LinkFilter) ([]store.Link, error)
-	MessageRaw(ctx context.Context, projectID, id string) ([]byte, error)
-	AttachmentData(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, []byte, error)
+	RawPart(ctx context.Context, projectID, id string) (*store.Part, error)
+	AttachmentPart(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, *store.Part, error)
 	DeleteMessage(ctx context.Context, projectID, id string) error
 	PurgeInbox(ctx context.Context, projectID, inboxID string) error
 
@@ -74,6 +77,9 @@ type API struct {
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by key id
 	waits    map[string]int           // active waits by project id
+
+	// sliceReads holds what the slice queries running load (sliceBudget).
+	sliceReads *semaphore.Weighted
 }
 
 // Prefix is where the API is mounted.
@@ -85,23 +91,35 @@ func New(st Store, cfg Config) *API {
 		cfg.Logger = slog.Default()
 	}
 	a := &API{
-		store:    st,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		replay:   replay.New(st, cfg.ReplayClient),
-		limiters: make(map[string]*rate.Limiter),
-		waits:    make(map[string]int),
+		store:      st,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		replay:     replay.New(st, cfg.ReplayClient),
+		limiters:   make(map[string]*rate.Limiter),
+		waits:      make(map[string]int),
+		sliceReads: semaphore.NewWeighted(sliceBudget),
 	}
 	r := httprouter.New()
+	// A route is its exact path: a trailing slash, a doubled slash or
+	// another case is no route (404 in the envelope), never an HTML
+	// redirect a client would have to follow.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		a.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no such route"})
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		contract.WriteError(w, contract.NoRoute(req))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		a.writeError(w, contract.Errorf(contract.CodeMethodNotAllowed, "method %s is not allowed here", req.Method))
+		// httprouter lists OPTIONS among the allowed methods, but OPTIONS
+		// is not answered here.
+		allow := slices.DeleteFunc(strings.Split(w.Header().Get("Allow"), ", "), func(m string) bool { return m == http.MethodOptions })
+		contract.WriteError(w, contract.MethodNotAllowed(req, allow))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			panic(v) // a response cut short on purpose; net/http closes the connection
+		}
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
 		contract.WriteError(w, errInternal)
 	}
@@ -109,6 +127,7 @@ func New(st Store, cfg Config) *API {
 
 	page := []string{"limit", "before", "after"}
 	r.GET(Prefix+"/schema/", a.schema)
+	r.HEAD(Prefix+"/schema/", a.schema)
 	a.handle("GET", "/me", nil, a.me)
 	a.handle("GET", "/inboxes", page, a.listInboxes)
 	a.handle("GET", "/inboxes/:id/messages", append([]string{"to", "from", "subject", "since", "wait"}, page...), a.listMessages)
@@ -144,8 +163,10 @@ type route func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c c
 
 // handle registers h at Prefix+path; params are the query parameters the
 // route takes, every other one is refused.
+// A GET route also answers HEAD, as HTTP asks of every GET: the same status
+// and headers, and net/http drops the body.
 func (a *API) handle(method, path string, params []string, h route) {
-	a.router.Handle(method, Prefix+path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	serve := func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		c, err := a.authenticate(r)
 		if err == nil {
 			q := parseQuery(r, params...)
@@ -156,7 +177,11 @@ func (a *API) handle(method, path string, params []string, h route) {
 		if err != nil {
 			a.error(w, r, err)
 		}
-	})
+	}
+	a.router.Handle(method, Prefix+path, serve)
+	if method == http.MethodGet {
+		a.router.Handle(http.MethodHead, Prefix+path, serve)
+	}
 }
 
 // authenticate checks the Bearer key (never a cookie), then applies the

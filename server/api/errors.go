@@ -1,10 +1,10 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
@@ -26,9 +26,14 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		e = &contract.Error{Code: contract.CodeQuotaExceeded, Message: detail(err, store.ErrQuotaExceeded)}
 	case errors.Is(err, store.ErrInvalid):
 		e = &contract.Error{Code: contract.CodeInvalidParameter, Message: detail(err, store.ErrInvalid)}
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away; nobody reads the reply.
-		return
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
+		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = errUnavailable("the database cannot commit in time")
+	case r.Context().Err() != nil:
+		// The request's context ends when the client goes away (nobody
+		// reads this) or when serve shuts down: a wait in progress must
+		// then say so, never end as an empty 200.
+		e = errUnavailable("the server is shutting down")
 	default:
 		a.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errInternal
@@ -45,6 +50,15 @@ func (a *API) writeError(w http.ResponseWriter, e *contract.Error) {
 }
 
 var errInternal = &contract.Error{Code: contract.CodeInternal, Message: "internal error"}
+
+// retryUnavailable is how long a client is asked to wait after a 503: long
+// enough for a lock holder or a restart, short enough for a test.
+const retryUnavailable = time.Second
+
+func errUnavailable(why string) *contract.Error {
+	return &contract.Error{Code: contract.CodeUnavailable, Message: why + "; nothing was changed, retry after 1 s",
+		RetryAfter: retryUnavailable}
+}
 
 // detail strips the sentinel's own text from a wrapped error message.
 func detail(err, sentinel error) string {

@@ -1,5 +1,7 @@
 package api
 
+import "github.com/capturedev/capture/store"
+
 // ActiveWaits is how many list calls of the project are holding for new
 // captures right now: tests wait for it before sending the capture that
 // should wake them.
@@ -8,3 +10,7 @@ func (a *API) ActiveWaits(projectID string) int {
 	defer a.mu.Unlock()
 	return a.waits[projectID]
 }
+
+// MessageJSON is GET /messages/{id}'s answer for m encoded whole, as it
+// was before it was streamed: what the stream must equal byte for byte.
+func MessageJSON(m store.Message) []byte { return append(marshal(renderMessage(m)), '\n') }

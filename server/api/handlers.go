@@ -102,11 +102,11 @@ func (a *API) listMessages(w http.ResponseWriter, r *http.Request, ps httprouter
 }
 
 func (a *API) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
-	m, err := a.store.Message(r.Context(), c.project.ID, ps.ByName("id"))
+	d, err := a.store.MessageDetail(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderMessage(m))
+	a.writeMessage(w, r, d)
 	return nil
 }
 
@@ -120,18 +120,17 @@ func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter
 }
 
 func (a *API) messageRaw(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
-	raw, err := a.store.MessageRaw(r.Context(), c.project.ID, ps.ByName("id"))
+	raw, err := a.store.RawPart(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "message/rfc822")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
-	w.Write(raw)
+	a.writePart(w, r, raw)
 	return nil
 }
 
 func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
-	att, data, err := a.store.AttachmentData(r.Context(), c.project.ID, ps.ByName("id"), ps.ByName("att"))
+	att, data, err := a.store.AttachmentPart(r.Context(), c.project.ID, ps.ByName("id"), ps.ByName("att"))
 	if err != nil {
 		return err
 	}
@@ -140,12 +139,11 @@ func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httpr
 		ct = "application/octet-stream"
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if att.Filename != "" {
 		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": att.Filename}))
 	}
-	w.Write(data)
+	a.writePart(w, r, data)
 	return nil
 }
 

@@ -87,10 +87,14 @@ func renderMessageSummary(m store.MessageSummary) contract.MessageSummary {
 	return out
 }
 
+func renderLink(l store.Link) contract.Link {
+	return contract.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
+}
+
 func renderLinks(ls []store.Link) []contract.Link {
 	out := make([]contract.Link, len(ls))
 	for i, l := range ls {
-		out[i] = contract.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
+		out[i] = renderLink(l)
 	}
 	return out
 }

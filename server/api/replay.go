@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,17 +16,24 @@ import (
 	"github.com/capturedev/capture/store"
 )
 
-const maxJSONBody = 32 << 20
+// maxDeliveryBody bounds the body of POST /requests/{id}/deliveries: its
+// capped fields, with room for JSON escapes.
+const maxDeliveryBody = 64 << 10
 
-// decodeJSON reads a strict JSON body: unknown fields and trailing data are
-// errors. An empty body leaves v as it is.
-func decodeJSON(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+// maxReplayBody bounds the body of POST /requests/{id}/replay for a plan:
+// an edited body as large as the plan captures, in base64, with room for
+// the other edits.
+func maxReplayBody(p store.Plan) int64 { return p.RequestBodyBytes/3*4 + 1<<20 }
+
+// decodeJSON reads a strict JSON body of at most limit bytes: unknown
+// fields and trailing data are errors. An empty body leaves v as it is.
+func decodeJSON(r *http.Request, v any, limit int64) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return contract.Invalid(map[string]string{"body": "could not read the body: " + err.Error()})
 	}
-	if len(body) > maxJSONBody {
-		return contract.Invalid(map[string]string{"body": "larger than 32 MiB"})
+	if int64(len(body)) > limit {
+		return contract.Invalid(map[string]string{"body": "larger than " + strconv.FormatInt(limit, 10) + " bytes"})
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
@@ -51,7 +59,7 @@ func decodeJSON(r *http.Request, v any) error {
 
 func (a *API) replayRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	var edits contract.ReplayEdits
-	if err := decodeJSON(r, &edits); err != nil {
+	if err := decodeJSON(r, &edits, maxReplayBody(c.project.Plan)); err != nil {
 		return err
 	}
 	res, err := a.replay.Replay(r.Context(), c.project.ID, ps.ByName("id"), edits)
@@ -70,23 +78,29 @@ func (a *API) replayRequest(w http.ResponseWriter, r *http.Request, ps httproute
 
 func (a *API) recordDelivery(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
 	var rep contract.DeliveryReport
-	if err := decodeJSON(r, &rep); err != nil {
+	if err := decodeJSON(r, &rep, maxDeliveryBody); err != nil {
 		return err
 	}
 	bad := map[string]string{}
-	if rep.TargetURL == nil || *rep.TargetURL == "" {
+	switch {
+	case rep.TargetURL == nil || *rep.TargetURL == "":
 		bad["target_url"] = "required"
-	} else if err := store.ValidateTarget(*rep.TargetURL); err != nil {
+	case len(*rep.TargetURL) > contract.MaxDeliveryTargetURL:
+		bad["target_url"] = "longer than " + strconv.Itoa(contract.MaxDeliveryTargetURL) + " bytes"
+	case store.ValidateTarget(*rep.TargetURL) != nil:
 		bad["target_url"] = "must be an absolute http:// or https:// URL"
 	}
-	if rep.DurationMS == nil || *rep.DurationMS < 0 {
-		bad["duration_ms"] = "required, a whole number of milliseconds ≥ 0"
+	if rep.DurationMS == nil || *rep.DurationMS < 0 || *rep.DurationMS > contract.MaxDeliveryDurationMS {
+		bad["duration_ms"] = "required, a whole number of milliseconds from 0 to " + strconv.Itoa(contract.MaxDeliveryDurationMS)
 	}
 	if rep.ResponseStatus != nil && (*rep.ResponseStatus < 100 || *rep.ResponseStatus > 599) {
 		bad["response_status"] = "must be an HTTP status from 100 to 599"
 	}
-	if rep.ResponseStatus == nil && (rep.Error == nil || *rep.Error == "") {
+	switch {
+	case rep.ResponseStatus == nil && (rep.Error == nil || *rep.Error == ""):
 		bad["error"] = "required when there is no response_status"
+	case rep.Error != nil && len(*rep.Error) > contract.MaxDeliveryError:
+		bad["error"] = "longer than " + strconv.Itoa(contract.MaxDeliveryError) + " bytes"
 	}
 	if len(bad) > 0 {
 		return contract.Invalid(bad)

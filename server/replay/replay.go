@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/api/resend"
 	"github.com/capturedev/capture/store"
 )
 
@@ -24,14 +26,6 @@ const (
 	// MaxResponse bounds the target's response body kept in the result.
 	MaxResponse = 64 << 10
 )
-
-// hopByHop headers describe one connection, not the request, so a replay
-// never copies them; Host and Content-Length follow the new target and body.
-var hopByHop = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
-	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Host": true, "Content-Length": true,
-}
 
 // Store is what a replay needs from the database.
 type Store interface {
@@ -49,11 +43,13 @@ type Replayer struct {
 }
 
 // New returns a Replayer over st that sends with client; nil means a
-// client with Timeout that follows no redirects.
+// client with Timeout that follows no redirects and adds nothing to what
+// it sends.
 func New(st Store, client *http.Client) *Replayer {
 	if client == nil {
 		client = &http.Client{
-			Timeout: Timeout,
+			Transport: resend.Transport(http.ProxyFromEnvironment),
+			Timeout:   Timeout,
 			// A replay reports what the target answered, redirects included.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
@@ -67,6 +63,8 @@ type Sent struct {
 	URL    string
 	Header http.Header
 	Body   []byte
+	// url is URL as it is sent: its path byte for byte.
+	url *url.URL
 }
 
 // Response is what the target answered.
@@ -111,12 +109,13 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 	}
 
 	res := Result{Sent: *out}
-	nd := store.NewDelivery{Kind: store.DeliveryReplay, TargetURL: out.URL}
+	// The history keeps what fits the delivery caps; the answer has it all.
+	nd := store.NewDelivery{Kind: store.DeliveryReplay, TargetURL: contract.Clip(out.URL, contract.MaxDeliveryTargetURL)}
 	start := time.Now()
 	resp, sendErr := r.send(ctx, out)
 	nd.Duration = time.Since(start)
 	if sendErr != nil {
-		msg := sendErr.Error()
+		msg := contract.Clip(sendErr.Error(), contract.MaxDeliveryError)
 		nd.Error = &msg
 	} else {
 		status := resp.Status
@@ -167,12 +166,12 @@ func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, er
 		out.Body = b
 	}
 
+	captured := http.Header{}
 	for _, h := range req.Headers {
 		name := http.CanonicalHeaderKey(h.Name)
-		if !hopByHop[name] {
-			out.Header[name] = append(out.Header[name], h.Values...)
-		}
+		captured[name] = append(captured[name], h.Values...)
 	}
+	out.Header = resend.Header(captured)
 	for name, edit := range ed.Headers {
 		field := "headers." + name
 		if !store.ValidHeaderName(name) {
@@ -180,7 +179,7 @@ func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, er
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if hopByHop[canon] {
+		if resend.IsHopByHop(canon) {
 			bad[field] = "a hop-by-hop header cannot be set"
 			continue
 		}
@@ -199,26 +198,25 @@ func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, er
 		}
 		out.Header[canon] = edit.Values
 	}
+	base, err := url.Parse(target)
+	if err != nil {
+		// Saved targets are checked when saved; one that no longer parses
+		// is the user's to fix.
+		return nil, contract.Errorf(contract.CodeNoTarget, "the saved target %q is not a URL: %v", target, err)
+	}
 	if len(bad) > 0 {
 		return nil, contract.Invalid(bad)
 	}
-	out.URL = strings.TrimSuffix(target, "/") + path
-	if rawQuery != "" {
-		out.URL += "?" + rawQuery
-	}
+	out.url, out.URL = resend.Join(base, path, rawQuery)
 	return out, nil
 }
 
 func (r *Replayer) send(ctx context.Context, out *Sent) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, out.Method, out.URL, bytes.NewReader(out.Body))
+	req, err := resend.NewRequest(ctx, out.Method, out.url, out.Header, out.Body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header = out.Header.Clone()
-	if len(out.Body) == 0 {
-		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {

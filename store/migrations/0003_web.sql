@@ -18,10 +18,3 @@ CREATE TABLE web_login_tokens (
     hash       BLOB PRIMARY KEY,
     expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
-
--- What the running serve bound, so that commands run beside it (such as
--- `capture user login-link`) print its live addresses.
-CREATE TABLE serve_addresses (
-    name  TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;

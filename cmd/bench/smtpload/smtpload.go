@@ -59,7 +59,7 @@ func (r Result) Rate() float64 {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d msgs in %.2fs = %.0f msg/s, p50 %.1fms p99 %.1fms, errors %d",
+	return fmt.Sprintf("%d msgs in %.2f s = %.0f msg/s, p50 %.2f ms p99 %.2f ms, errors %d",
 		r.Msgs, r.Elapsed.Seconds(), r.Rate(), ms(r.P50), ms(r.P99), r.Errors)
 }
 

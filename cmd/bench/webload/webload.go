@@ -55,8 +55,9 @@ func (r Result) PerSecond() float64 {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d requests in %s = %.0f req/s, p50 %s p99 %s, errors %d",
-		r.Requests, r.Elapsed.Round(time.Millisecond), r.PerSecond(), r.P50, r.P99, r.Errors)
+	// Every figure of every benchmark in the same units: s, ms, per second.
+	return fmt.Sprintf("%d requests in %.2f s = %.0f req/s, p50 %.2f ms p99 %.2f ms, errors %d",
+		r.Requests, r.Elapsed.Seconds(), r.PerSecond(), ms(r.P50), ms(r.P99), r.Errors)
 }
 
 // Run sends load as o describes and returns what it measured. It fails
@@ -313,3 +314,5 @@ func readResponse(br *bufio.Reader) (status int, keep bool, err error) {
 		return status, false, err
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -427,14 +427,21 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "before": "msg_gone"}, []string{"invalid_cursor"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "since": "yesterday"}, []string{"invalid_parameter", "since"}},
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "before": "req_a", "after": "req_b"}, []string{"invalid_parameter"}},
-		{"list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 500}, []string{"limit"}},
-		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 31}, []string{"wait"}},
-		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "timeout_seconds": 60}, []string{"timeout_seconds"}},
-		{"get_message", map[string]any{}, []string{"message_id"}},
-		{"get_request", map[string]any{"request_id": "req_x", "bogus": 1}, []string{"bogus"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 500}, []string{"limit must be from 1 to 100 (got 500)"}},
+		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 31},
+			[]string{"invalid_parameter: wait must be from 0 to 30 (got 31). What to do: call again"}},
+		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 2.5}, []string{"wait must be a whole number (got 2.5)"}},
+		{"list_requests", map[string]any{"endpoint_id": 7}, []string{"endpoint_id must be a string"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "timeout_seconds": 60}, []string{"timeout_seconds must be from 0 to 30"}},
+		{"get_message", map[string]any{}, []string{"message_id is required"}},
+		{"get_request", map[string]any{"request_id": "req_x", "bogus": 1}, []string{"bogus is not an argument of this tool (it takes request_id)"}},
 		{"replay_request", map[string]any{"request_id": "req_x", "body": "a", "body_base64": "YQ=="}, []string{"not_found"}},
 	} {
-		Fails(t, sess, c.tool, c.args, c.want...)
+		// A model reads sentences that say what to do, never a schema
+		// validator's output.
+		if text := Fails(t, sess, c.tool, c.args, c.want...); strings.Contains(text, "validat") || !strings.Contains(text, "What to do") {
+			t.Errorf("%s %v: %q", c.tool, c.args, text)
+		}
 	}
 }
 

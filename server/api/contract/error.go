@@ -81,6 +81,8 @@ type Error struct {
 	// decoded error always has it, and an answer that was not an envelope
 	// (a proxy's error page) has it with an empty Code.
 	Status int
+	// Allow lists the methods the route takes, for method_not_allowed.
+	Allow []string
 }
 
 // HTTPStatus is the status the error is, or is answered with.
@@ -132,4 +134,27 @@ func Invalid(fields map[string]string) *Error {
 func IsCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
+}
+
+// NoRoute is the not_found answer to a request no route takes. The usual
+// slips (a trailing or doubled slash) are named, since the route the caller
+// meant exists.
+func NoRoute(r *http.Request) *Error {
+	p := r.URL.Path
+	hint := "the routes are listed in " + Prefix + "/schema/"
+	switch {
+	case strings.Contains(p, "//"):
+		hint = "the path has a doubled slash"
+	case len(p) > 1 && strings.HasSuffix(p, "/") && p != Prefix+"/schema/":
+		hint = "routes have no trailing slash"
+	}
+	return Errorf(CodeNotFound, "no route %s %s: %s", r.Method, p, hint)
+}
+
+// MethodNotAllowed is the method_not_allowed answer to a request whose path
+// is a route that does not take its method; allow lists the ones it does.
+func MethodNotAllowed(r *http.Request, allow []string) *Error {
+	e := Errorf(CodeMethodNotAllowed, "%s does not take %s (allowed: %s)", r.URL.Path, r.Method, strings.Join(allow, ", "))
+	e.Allow = allow
+	return e
 }

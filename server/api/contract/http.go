@@ -40,6 +40,9 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	if status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="capture"`)
 	}
+	if len(e.Allow) > 0 {
+		h.Set("Allow", strings.Join(e.Allow, ", "))
+	}
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}

@@ -417,6 +417,33 @@ const (
 	StatusFailed    = "failed"
 )
 
+// Caps of a delivery's fields, in bytes. POST /requests/{id}/deliveries
+// refuses longer ones; a replay or a forwarding client keeps what fits
+// (Clip).
+const (
+	MaxDeliveryTargetURL = 2 << 10
+	MaxDeliveryError     = 4 << 10
+	// MaxDeliveryDurationMS is a day: no delivery waits that long.
+	MaxDeliveryDurationMS = 24 * 60 * 60 * 1000
+)
+
+// Clip cuts s to at most n bytes at a UTF-8 character boundary, marking a
+// cut with "..." within the n bytes (ASCII, so a clipped URL stays one).
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	cut := n - len(mark)
+	if cut < 0 {
+		return ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
 // DeliveryReport is the body of POST /requests/{id}/deliveries: what a
 // forwarding client tells the server about one local delivery, a response
 // status or the error that prevented one.

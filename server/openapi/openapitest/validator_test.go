@@ -43,7 +43,8 @@ func TestErrorCodesMatchContract(t *testing.T) {
 		t.Errorf("Error.code enum = %v, want %v", documented, spec)
 	}
 	statuses := map[string]int{"BadRequest": 400, "Unauthorized": 401, "Forbidden": 403, "NotFound": 404,
-		"MethodNotAllowed": 405, "Conflict": 409, "PayloadTooLarge": 413, "TooManyRequests": 429, "Internal": 500}
+		"MethodNotAllowed": 405, "Conflict": 409, "PayloadTooLarge": 413, "TooManyRequests": 429, "Internal": 500,
+		"Unavailable": 503}
 	for name, resp := range doc.Components.Responses {
 		mt := resp.Value.Content.Get("application/json")
 		if mt == nil {

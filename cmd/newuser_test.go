@@ -1,0 +1,269 @@
+package cmd
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// apiGet calls the read API of a running serve with key.
+func apiGet(t *testing.T, api, key, path string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", api+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// A first start that fails on a port in use writes nothing, so the next
+// start is still the first: it shows the key and writes credentials.json
+// (SPEC §3).
+func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, flag := range []string{"--http", "--capture", "--smtp-starttls", "--smtp-tls"} {
+		r := capture(t, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", flag, busy.Addr().String())
+		if r.code != 1 || !strings.Contains(r.stderr, busy.Addr().String()) || strings.Contains(r.stdout, "cap_") {
+			t.Errorf("%s in use: %+v", flag, r)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("a failed start (%s in use) created the data dir: %v", flag, err)
+		}
+	}
+	_, banner := startServeProcess(t, dir)
+	key := banner["API key"]
+	b, err := os.ReadFile(filepath.Join(dir, "credentials.json"))
+	if !strings.HasPrefix(key, "cap_") || err != nil || !strings.Contains(string(b), key) {
+		t.Fatalf("the start after a failed one: banner %v, credentials.json %s %v", banner, b, err)
+	}
+}
+
+// Administration commands on a data dir without a database fail, say
+// what to do, and create nothing (SPEC §2a).
+func TestAdministrationNeedsADatabase(t *testing.T) {
+	empty := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, dir := range []string{empty, missing} {
+		for _, args := range [][]string{
+			{"project", "list"}, {"project", "create", "x"}, {"project", "set-plan", "default", "pro"},
+			{"key", "create"}, {"key", "list"}, {"key", "revoke", "key_x"},
+			{"inbox", "create"}, {"inbox", "list"}, {"inbox", "password", "inb_x"},
+			{"endpoint", "create"}, {"endpoint", "list"}, {"endpoint", "set", "whe_x", "--response-status", "201"},
+		} {
+			r := capture(t, append(args, "--data-dir", dir)...)
+			want := "capture: no capture data in " + dir + ": run `capture serve` first (or pass --data-dir)\n"
+			if r.code != 1 || r.stderr != want {
+				t.Errorf("%v on %s: %+v", args, dir, r)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("created in an empty data dir: %v", entries)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("a mistyped data dir was created: %v", err)
+	}
+}
+
+// Usage errors are one line that names the mistake and points to --help,
+// with exit code 2; other errors one "capture: …" line with exit code 1.
+func TestUsageErrorsAreOneLine(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bogus"}, 2, "capture: unknown command \"bogus\" for \"capture\" (see 'capture --help')\n"},
+		{[]string{"--bogus"}, 2, "capture: unknown flag: --bogus (see 'capture --help')\n"},
+		{[]string{"key", "frob"}, 2, "capture: unknown command \"frob\" for \"capture key\" (see 'capture key --help')\n"},
+		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
+		{[]string{"key", "revoke"}, 2, "capture: accepts 1 arg(s), received 0 (see 'capture key revoke --help')\n"},
+		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2, "--response-status"},
+		{[]string{"key", "revoke", "key_nope", "--data-dir", dir}, 1, "capture: not found: no key \"key_nope\"\n"},
+	} {
+		r := capture(t, tt.args...)
+		if r.code != tt.code || !strings.HasPrefix(r.stderr, "capture: ") || strings.Count(r.stderr, "\n") != 1 ||
+			!strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "Error:") {
+			t.Errorf("%v: %+v", tt.args, r)
+		}
+	}
+	v := capture(t, "version")
+	if r := capture(t, "--version"); r.code != 0 || r.stdout != v.stdout || !strings.HasPrefix(r.stdout, "capture ") {
+		t.Errorf("--version: %+v, version: %+v", r, v)
+	}
+}
+
+// A custom response status is a final one: 200–599. Anything else is
+// refused with exit code 2 and the endpoint stays as it was.
+func TestEndpointResponseStatusIsFinal(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	r := capture(t, "endpoint", "list", "--json", "--data-dir", dir)
+	var eps struct{ Items []struct{ ID string } }
+	if json.Unmarshal([]byte(r.stdout), &eps) != nil || len(eps.Items) != 1 {
+		t.Fatalf("endpoint list: %+v", r)
+	}
+	id := eps.Items[0].ID
+	for _, status := range []string{"100", "101", "199", "600", "0"} {
+		r := capture(t, "endpoint", "set", id, "--response-status", status, "--data-dir", dir)
+		if r.code != 2 || !strings.Contains(r.stderr, "response status "+status+": want a final status from 200 to 599") {
+			t.Errorf("--response-status %s: %+v", status, r)
+		}
+	}
+	for _, status := range []string{"200", "599"} {
+		if r := capture(t, "endpoint", "set", id, "--response-status", status, "--data-dir", dir); r.code != 0 {
+			t.Errorf("--response-status %s: %+v", status, r)
+		}
+	}
+	r = capture(t, "endpoint", "list", "--json", "--data-dir", dir)
+	if !strings.Contains(r.stdout, `"status": 599`) {
+		t.Errorf("after refused settings: %s", r.stdout)
+	}
+}
+
+// A plan the project does not fit is refused, naming each quota over, and
+// the message counts in good grammar.
+func TestSetPlanRefusesWhatDoesNotFit(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	d := "--data-dir=" + dir
+	if r := capture(t, "key", "create", d); r.code != 1 || !strings.Contains(r.stderr, "quota_exceeded: the free plan allows 1 active API key\n") {
+		t.Errorf("second key on free: %+v", r)
+	}
+	if r := capture(t, "project", "set-plan", "default", "pro", d); r.code != 0 {
+		t.Fatal(r)
+	}
+	capture(t, "key", "create", d)
+	for range 5 {
+		capture(t, "inbox", "create", d)
+	}
+	r := capture(t, "project", "set-plan", "default", "free", d)
+	want := "capture: quota_exceeded: project default holds more than the free plan allows: " +
+		"2 active API keys (it allows 1), 6 inboxes (it allows 5); it stays on plan pro\n"
+	if r.code != 1 || r.stderr != want {
+		t.Errorf("set-plan free with 2 keys and 6 inboxes: %+v", r)
+	}
+	if r := capture(t, "project", "list", d); !strings.Contains(r.stdout, "pro") {
+		t.Errorf("the plan changed anyway: %+v", r)
+	}
+}
+
+// Administration commands print the addresses the running serve bound and
+// announces, and with none running, the last one's (SPEC §2a).
+func TestAdministrationPrintsLiveAddresses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cmd, banner := startServeProcess(t, dir, "--public-url", "https://hooks.example.test/base/", "--smtp-host", "mail.test")
+	api, key := banner["Read API"], banner["API key"]
+	_, served := apiGet(t, api, key, "/inboxes")
+	_, servedEndpoints := apiGet(t, api, key, "/endpoints")
+	var inboxes struct {
+		Items []struct {
+			SMTP json.RawMessage `json:"smtp"`
+		}
+	}
+	if json.Unmarshal(served, &inboxes) != nil || len(inboxes.Items) != 1 {
+		t.Fatalf("GET /inboxes: %s", served)
+	}
+	var endpoints struct {
+		Items []struct {
+			CaptureURL string `json:"capture_url"`
+		}
+	}
+	if json.Unmarshal(servedEndpoints, &endpoints) != nil || len(endpoints.Items) != 1 ||
+		!strings.HasPrefix(endpoints.Items[0].CaptureURL, "https://hooks.example.test/base/whe_") {
+		t.Fatalf("GET /endpoints: %s", servedEndpoints)
+	}
+	check := func(when string) {
+		r := capture(t, "inbox", "list", "--json", "--data-dir", dir)
+		var got struct {
+			Items []struct {
+				SMTP json.RawMessage `json:"smtp"`
+			}
+		}
+		if json.Unmarshal([]byte(r.stdout), &got) != nil || len(got.Items) != 1 ||
+			compactJSON(got.Items[0].SMTP) != compactJSON(inboxes.Items[0].SMTP) {
+			t.Errorf("%s: inbox list %s, the API says %s", when, r.stdout, inboxes.Items[0].SMTP)
+		}
+		r = capture(t, "endpoint", "list", "--data-dir", dir)
+		if !strings.Contains(r.stdout, endpoints.Items[0].CaptureURL) {
+			t.Errorf("%s: endpoint list %s, want %s", when, r.stdout, endpoints.Items[0].CaptureURL)
+		}
+		r = capture(t, "endpoint", "create", "--name", "second", "--data-dir", dir)
+		if !strings.Contains(r.stdout, "capture URL: https://hooks.example.test/base/whe_") {
+			t.Errorf("%s: endpoint create %s", when, r.stdout)
+		}
+		r = capture(t, "inbox", "list", "--data-dir", dir)
+		if !strings.Contains(r.stdout, "SMTP: mail.test  STARTTLS: ") || strings.Contains(r.stdout, "STARTTLS: 587, 2587") {
+			t.Errorf("%s: inbox list %s", when, r.stdout)
+		}
+	}
+	check("while serve runs")
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	check("after serve stopped")
+}
+
+func compactJSON(b []byte) string {
+	var v any
+	json.Unmarshal(b, &v)
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// Revoking the key credentials.json holds says so, and `key create --save`
+// puts a working key in its place (SPEC §2a).
+func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
+	clearCaptureEnv(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	_, banner := startServeProcess(t, dir)
+	api, old := banner["Read API"], banner["API key"]
+	r := capture(t, "key", "list", "--json", "--data-dir", dir)
+	var keys struct{ Items []struct{ ID string } }
+	if json.Unmarshal([]byte(r.stdout), &keys) != nil || len(keys.Items) != 1 {
+		t.Fatalf("key list: %+v", r)
+	}
+	r = capture(t, "key", "revoke", keys.Items[0].ID, "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "it was the key in "+filepath.Join(dir, "credentials.json")) ||
+		!strings.Contains(r.stdout, "capture key create --save") {
+		t.Errorf("revoke the saved key: %+v", r)
+	}
+	if code, _ := apiGet(t, api, old, "/me"); code != 401 {
+		t.Errorf("revoked key: %d", code)
+	}
+	r = capture(t, "key", "create", "--save", "--json", "--data-dir", dir)
+	var created struct{ Key string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &created) != nil || !strings.HasPrefix(created.Key, "cap_") {
+		t.Fatalf("key create --save: %+v", r)
+	}
+	var creds struct{ API, Key string }
+	b, _ := os.ReadFile(filepath.Join(dir, "credentials.json"))
+	if json.Unmarshal(b, &creds) != nil || creds.Key != created.Key || creds.API != api {
+		t.Errorf("credentials.json after --save: %s", b)
+	}
+	// The clients that read credentials.json work again.
+	r = capture(t, "forward", "--data-dir", dir, "--endpoint", "whe_nope", "--to", "localhost:1")
+	if r.code != 2 || !strings.Contains(r.stderr, "whe_nope not found") {
+		t.Errorf("forward with the saved key: %+v", r)
+	}
+	// Revoking another key says nothing of credentials.json.
+	r = capture(t, "key", "list", "--json", "--data-dir", dir)
+	json.Unmarshal([]byte(r.stdout), &keys)
+	if r := capture(t, "key", "revoke", keys.Items[0].ID, "--data-dir", dir); r.code != 1 || strings.Contains(r.stdout, "credentials.json") {
+		t.Errorf("revoke an already revoked key: %+v", r)
+	}
+}

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Addresses are where a running serve takes email, webhooks and API calls,
+// as it announces them: what it bound, not what its flags defaulted to.
+// serve records them at start, so that the administration commands print
+// the live ones (SPEC §2a).
+type Addresses struct {
+	// HTTPBase is the --http listener's base URL (the web interface's);
+	// APIBase is the read API's under it.
+	HTTPBase string `json:"http_base"`
+	APIBase  string `json:"api_base"`
+	// CaptureBase is the base of capture URLs (--public-url, else the
+	// capture listener), without a trailing slash.
+	CaptureBase   string `json:"capture_base"`
+	SMTPHost      string `json:"smtp_host"`
+	StartTLSPorts []int  `json:"smtp_starttls_ports"`
+	TLSPorts      []int  `json:"smtp_tls_ports"`
+}
+
+const addressesSetting = "addresses"
+
+// SetAddresses records the addresses serve announces, replacing the last.
+func (s *Store) SetAddresses(ctx context.Context, a Addresses) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(t *wtx) error {
+		_, err := t.exec(`INSERT INTO settings (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, addressesSetting, string(b))
+		return err
+	})
+}
+
+// Addresses returns the addresses the last serve recorded; ok is false
+// when no serve has run on this database.
+func (s *Store) Addresses(ctx context.Context) (a Addresses, ok bool, err error) {
+	var v string
+	err = s.queryRow(ctx, `SELECT value FROM settings WHERE name = ?`, addressesSetting).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Addresses{}, false, nil
+	}
+	if err != nil {
+		return Addresses{}, false, err
+	}
+	if err := json.Unmarshal([]byte(v), &a); err != nil {
+		return Addresses{}, false, fmt.Errorf("settings %s: %w", addressesSetting, err)
+	}
+	return a, true, nil
+}
