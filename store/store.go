@@ -36,6 +36,8 @@ type Store struct {
 	cdb    *sql.DB // checkpoints
 	cpDone chan struct{}
 
+	indexDone chan struct{}
+
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
 	notify    *notifier
@@ -56,6 +58,12 @@ const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMA
 // Open opens (creating when missing) the database at path and brings its
 // schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, indexInterval)
+}
+
+// open is Open with the interval at which staged index rows move into
+// FTS5 (search.go).
+func open(ctx context.Context, path string, indexEvery time.Duration) (*Store, error) {
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
 	// connection checkpoints in the background instead (checkpointLoop).
@@ -103,15 +111,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		wdb:        wdb,
 		cdb:        cdb,
 		cpDone:     make(chan struct{}),
+		indexDone:  make(chan struct{}),
 		rdb:        rdb,
 		notify:     newNotifier(),
 		ops:        make(chan *writeOp, 4096),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), vocab: newVocabulary()}
 	go s.runWriter(w)
 	go s.checkpointLoop()
+	go s.indexLoop(indexEvery)
 	return s, nil
 }
 
@@ -122,6 +132,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
+		<-s.indexDone
 		<-s.writerDone
 		<-s.cpDone
 		s.readStmts.Range(func(_, st any) bool {
@@ -146,17 +157,24 @@ const checkpointInterval = 200 * time.Millisecond
 // checkpointLoop copies committed WAL pages into the database file without
 // blocking the writer (PASSIVE never waits for it), so the WAL stays small.
 func (s *Store) checkpointLoop() {
-	defer close(s.cpDone)
-	t := time.NewTicker(checkpointInterval)
+	s.every(checkpointInterval, s.cpDone, func() {
+		// A checkpoint that cannot finish (a reader still on old pages)
+		// copies what it can; the next tick continues.
+		s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+	})
+}
+
+// every runs fn at each interval until Close, then closes done.
+func (s *Store) every(interval time.Duration, done chan struct{}, fn func()) {
+	defer close(done)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-t.C:
-			// A checkpoint that cannot finish (a reader still on old
-			// pages) copies what it can; the next tick continues.
-			s.cdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+			fn()
 		}
 	}
 }

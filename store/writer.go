@@ -26,6 +26,7 @@ type writeOp struct {
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	vocab *vocabulary
 }
 
 // wtx is the write transaction an operation runs in. Statements are
@@ -203,6 +204,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
 	err := s.runTx(ctx, w, batch)
 	if err == nil {
+		w.vocab.committed()
 		var wake []string
 		for _, op := range batch {
 			wake = append(wake, op.wake...)
@@ -211,6 +213,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		s.notify.notify(wake)
 		return
 	}
+	w.vocab.forget()
 	if len(batch) == 1 {
 		batch[0].done <- err
 		return
@@ -233,10 +236,10 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 		}
 	}()
 	bumps := make(map[bump]int64)
-	var rows [][]any
+	var rows []*requestRow
 	for _, op := range batch {
 		if op.request != nil {
-			rows = append(rows, op.request.args)
+			rows = append(rows, op.request)
 			bumps[bump{"endpoints", "request_count", op.request.endpointID}]++
 			op.wake = []string{op.request.endpointID}
 			continue
@@ -247,7 +250,10 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (err err
 		}
 		op.wake = t.wake
 	}
-	if err := t.insertRows("requests", requestColumns, rows); err != nil {
+	if err := t.insertRequests(rows); err != nil {
+		return err
+	}
+	if err := t.flushTerms(); err != nil {
 		return err
 	}
 	for b, n := range bumps {
