@@ -101,6 +101,11 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	attNames := make([]string, len(m.Attachments))
+	for i, a := range m.Attachments {
+		attNames[i] = a.Filename
+	}
+	tokens := searchTokens(messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames))
 
 	return id, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
@@ -115,11 +120,14 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 		if err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if err := t.indexMessage(seq, tokens); err != nil {
+			return fmt.Errorf("index message: %w", err)
+		}
 		if len(m.Attachments) > 0 {
-			seq, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
 			for i, a := range m.Attachments {
 				if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
 					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -274,9 +282,18 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.where = append(k.where, "messages.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	return page(ctx, s, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
-		return scanMessageSummary(r, base, nil)
-	})
+	scan := scanMessageRow
+	if f.Q != "" {
+		var err error
+		if scan, err = s.searchMessages(ctx, &k, f.Q); err != nil {
+			return List[MessageSummary]{}, err
+		}
+	}
+	return page(ctx, s, k, p, scan)
+}
+
+func scanMessageRow(r *sql.Rows, base *row) (MessageSummary, error) {
+	return scanMessageSummary(r, base, nil)
 }
 
 // messageSeq finds a message of the project (any project when projectID

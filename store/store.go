@@ -38,6 +38,8 @@ type Store struct {
 	cdb    *sql.DB // checkpoints
 	cpDone chan struct{}
 
+	indexDone chan struct{}
+
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
 	notify    *notifier
@@ -65,6 +67,12 @@ const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMA
 // readable by their owner only: they hold revealable SMTP passwords.
 func Open(ctx context.Context, path string) (*Store, error) {
 	ownerOnly(path)
+	return open(ctx, path, indexInterval)
+}
+
+// open is Open with the interval at which staged index rows move into
+// FTS5 (search.go).
+func open(ctx context.Context, path string, indexEvery time.Duration) (*Store, error) {
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
 	// connection checkpoints in the background instead (checkpointLoop).
@@ -127,6 +135,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		wdb:        wdb,
 		cdb:        cdb,
 		cpDone:     make(chan struct{}),
+		indexDone:  make(chan struct{}),
 		rdb:        rdb,
 		notify:     newNotifier(),
 		ops:        make(chan *writeOp, 4096),
@@ -134,9 +143,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writerDone: make(chan struct{}),
 		settings:   settings,
 	}
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), vocab: newVocabulary()}
 	go s.runWriter(w)
 	go s.checkpointLoop()
+	go s.indexLoop(indexEvery)
 	return s, nil
 }
 
@@ -147,6 +157,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
+		<-s.indexDone
 		<-s.writerDone
 		<-s.cpDone
 		s.readStmts.Range(func(_, st any) bool {
@@ -184,22 +195,14 @@ const restartFrames = 16384
 // that the next commit starts the WAL from its beginning; when the writer
 // is idle it truncates the file to nothing.
 func (s *Store) checkpointLoop() {
-	defer close(s.cpDone)
-	t := time.NewTicker(checkpointInterval)
-	defer t.Stop()
 	var lastCommits uint64
 	truncated := false
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
+	s.every(checkpointInterval, s.cpDone, func() {
 		commits := s.commits.Load()
 		idle := commits == lastCommits
 		lastCommits = commits
 		if idle && truncated {
-			continue
+			return
 		}
 		mode := "PASSIVE"
 		if idle {
@@ -213,6 +216,21 @@ func (s *Store) checkpointLoop() {
 			err = s.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
 		}
 		truncated = idle && err == nil && busy == 0
+	})
+}
+
+// every runs fn at each interval until Close, then closes done.
+func (s *Store) every(interval time.Duration, done chan struct{}, fn func()) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			fn()
+		}
 	}
 }
 

@@ -58,6 +58,7 @@ func (op *writeOp) claim() bool {
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	vocab *vocabulary
 }
 
 // wtx is the write transaction an operation runs in. Statements are
@@ -298,6 +299,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
 	batch, err := s.runTx(ctx, w, batch)
 	if err == nil {
+		w.vocab.committed()
 		// Observed before any caller hears of its commit, so that what a
 		// caller does next is never counted in this batch's stead.
 		s.observeCommit(batch)
@@ -310,6 +312,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		s.notify.notify(wake)
 		return
 	}
+	w.vocab.forget()
 	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
 		for _, op := range batch {
 			op.done <- err
@@ -375,11 +378,11 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 		return err
 	}
 	bumps := make(map[bump]int64)
-	var rows [][]any
+	var rows []*requestRow
 	for _, op := range batch {
 		readSettings = readSettings || op.request == nil
 		if op.request != nil {
-			rows = append(rows, op.request.args)
+			rows = append(rows, op.request)
 			bumps[bump{"endpoints", "request_count", op.request.endpointID}]++
 			op.wake = []string{op.request.endpointID}
 			continue
@@ -391,7 +394,10 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 		op.wake = t.wake
 		op.capture, op.collection = t.capture, t.collection
 	}
-	if err := t.insertRows("requests", requestColumns, rows); err != nil {
+	if err := t.insertRequests(rows); err != nil {
+		return err
+	}
+	if err := t.flushTerms(); err != nil {
 		return err
 	}
 	for b, n := range bumps {
