@@ -53,7 +53,7 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(p.bin, append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
-		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0"}, args...)...)
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, args...)...)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -527,7 +527,7 @@ func BenchmarkServeStop(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		cmd := exec.Command(bin, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
