@@ -19,6 +19,11 @@ type Finder struct {
 	// PollWait bounds each long-poll; zero means the API's maximum, 30 s.
 	// Waits longer than that are chained.
 	PollWait time.Duration
+	// Until, when set, is when the wait ends, in place of ctx's deadline:
+	// no long-poll holds past it, and once it has passed with nothing
+	// found the answer is ErrTimedOut. ctx then bounds only the calls, so
+	// that a wait that ends at once still looks at what is there.
+	Until time.Time
 	// polled hears of every filtered list call that returned, with how
 	// long it was asked to hold and how many captures it found.
 	polled func(hold time.Duration, found int)
@@ -26,12 +31,20 @@ type Finder struct {
 	retryBase time.Duration
 }
 
+// SinceStart is the since= that keeps exactly the captures received from
+// start on: since keeps captures strictly after it, and capture times are
+// whole milliseconds, so it is one millisecond before start's.
+func SinceStart(start time.Time) time.Time {
+	return start.Truncate(time.Millisecond).Add(-time.Millisecond)
+}
+
 // NextMessage returns the oldest message of the inbox that matches q's
-// filters and was received strictly after q.Since, waiting for one until
-// ctx ends; ErrTimedOut when its deadline passed first. q's paging fields
-// are ignored.
+// filters and was received strictly after q.Since (and, when q.After is
+// set, after that message), waiting for one until ctx ends or Until;
+// ErrTimedOut when that came first. q's other paging fields are ignored.
 func (f *Finder) NextMessage(ctx context.Context, inboxID string, q apiclient.MessageQuery) (contract.MessageSummary, error) {
 	return next(ctx, f, collection[contract.MessageSummary]{
+		after: q.After,
 		newest: func(ctx context.Context) (string, error) {
 			l, err := f.Client.Messages(ctx, inboxID, apiclient.MessageQuery{Limit: 1})
 			return firstID(l, err, func(m contract.MessageSummary) string { return m.ID })
@@ -46,6 +59,7 @@ func (f *Finder) NextMessage(ctx context.Context, inboxID string, q apiclient.Me
 // NextRequest is NextMessage for the requests of an endpoint.
 func (f *Finder) NextRequest(ctx context.Context, endpointID string, q apiclient.RequestQuery) (contract.RequestSummary, error) {
 	return next(ctx, f, collection[contract.RequestSummary]{
+		after: q.After,
 		newest: func(ctx context.Context) (string, error) {
 			l, err := f.Client.Requests(ctx, endpointID, apiclient.RequestQuery{Limit: 1})
 			return firstID(l, err, func(r contract.RequestSummary) string { return r.ID })
@@ -67,6 +81,8 @@ func firstID[T any](l contract.List[T], err error, id func(T) string) (string, e
 // collection is one inbox or endpoint as next reads it: its newest
 // capture, and its captures that match the filters (since included).
 type collection[T any] struct {
+	// after is the capture to start after, if any.
+	after  string
 	newest func(ctx context.Context) (string, error)
 	list   func(ctx context.Context, p apiclient.Page, hold time.Duration) (contract.List[T], error)
 }
@@ -81,14 +97,15 @@ type collection[T any] struct {
 // every capture up to the one read first was checked, since it existed
 // before the list ran: it becomes the cursor, and the next round's
 // waiting call looks only at what is newer. The first round has no cursor
-// yet and does not hold, so the whole collection is filtered once only.
+// yet (unless the caller gave one) and does not hold, so the whole
+// collection is filtered once only.
 func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 	var zero T
 	pollWait := f.PollWait
 	if pollWait <= 0 {
 		pollWait = contract.MaxWait
 	}
-	cursor := ""
+	cursor := c.after
 	for {
 		candidate, err := call(ctx, f, c.newest)
 		if err != nil {
@@ -97,7 +114,7 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 		hold := time.Duration(0)
 		if cursor != "" || candidate == "" {
 			hold = pollWait
-			if d, ok := ctx.Deadline(); ok {
+			if d, ok := f.deadline(ctx); ok {
 				hold = min(hold, time.Until(d))
 			}
 			if hold <= 0 {
@@ -130,6 +147,14 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 			cursor = candidate
 		}
 	}
+}
+
+// deadline is when the wait ends: Until, else ctx's deadline.
+func (f *Finder) deadline(ctx context.Context) (time.Time, bool) {
+	if !f.Until.IsZero() {
+		return f.Until, true
+	}
+	return ctx.Deadline()
 }
 
 // oldest pages back from a newest-first page of matches to the oldest.
@@ -170,7 +195,11 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		case !errors.Is(err, apiclient.ErrUnreachable):
 			return v, err
 		}
-		t := time.NewTimer(apiclient.Backoff(err, attempt, base, 5*time.Second))
+		pause := apiclient.Backoff(err, attempt, base, 5*time.Second)
+		if !f.Until.IsZero() && time.Until(f.Until) < pause {
+			return v, &timedOut{last: err}
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
