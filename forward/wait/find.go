@@ -106,7 +106,7 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 		pollWait = contract.MaxWait
 	}
 	cursor := c.after
-	for {
+	for round := 0; ; round++ {
 		candidate, err := call(ctx, f, c.newest)
 		if err != nil {
 			return zero, err
@@ -117,9 +117,12 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 			if d, ok := f.deadline(ctx); ok {
 				hold = min(hold, time.Until(d))
 			}
-			if hold <= 0 {
+			if hold <= 0 && round > 0 {
 				return zero, ErrTimedOut
 			}
+			// The first round looks at what is there even when the
+			// wait is already over.
+			hold = max(hold, 0)
 		}
 		after := cursor
 		l, err := call(ctx, f, func(ctx context.Context) (contract.List[T], error) {
@@ -179,14 +182,27 @@ func oldest[T any](ctx context.Context, f *Finder, c collection[T], l contract.L
 // call runs one API call under the clients' retry policy (Retry-After on
 // 429 and 503), and also retries an API that does not answer, with
 // backoff, as long as ctx allows: a server restarting mid-wait is not a
-// reason to give up. ctx's deadline passing is ErrTimedOut.
+// reason to give up. ctx's deadline passing is ErrTimedOut. With Until
+// set, nothing is retried past it: the API's last answer (too_many_waits,
+// unavailable) is returned instead, for it says why nothing was found.
 func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T, error)) (T, error) {
 	base := f.retryBase
 	if base <= 0 {
 		base = 250 * time.Millisecond
 	}
+	retryCtx := ctx
+	if !f.Until.IsZero() {
+		var cancel context.CancelFunc
+		retryCtx, cancel = context.WithDeadline(ctx, f.Until)
+		defer cancel()
+	}
 	for attempt := 1; ; attempt++ {
-		v, err := apiclient.Retry(ctx, func() (T, error) { return fn(ctx) }, nil)
+		var asked error
+		v, err := apiclient.Retry(retryCtx, func() (T, error) { return fn(ctx) },
+			func(_ time.Duration, err error) { asked = err })
+		if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
+			return v, asked
+		}
 		switch {
 		case err == nil:
 			return v, nil

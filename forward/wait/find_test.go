@@ -187,3 +187,22 @@ func TestUntilPassed(t *testing.T) {
 		t.Errorf("NextMessage on an empty inbox = %v, want ErrTimedOut", err)
 	}
 }
+
+// A wait already over still looks past its cursor once.
+func TestUntilPassedAfter(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now().Add(-time.Minute)
+	first := srv.Post(t, "POST", "/a/1", nil, nil)
+	second := srv.Post(t, "POST", "/a/2", nil, nil)
+	f := finder(srv, time.Second)
+	f.Until = time.Now().Add(-time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	if got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since, After: first}); err != nil || got.ID != second {
+		t.Errorf("NextRequest after %s = %s, %v; want %s", first, got.ID, err, second)
+	}
+	if _, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since, After: second}); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("NextRequest after the last = %v, want ErrTimedOut", err)
+	}
+}
