@@ -499,7 +499,7 @@ func TestLinksAndAttachments(t *testing.T) {
 	u.waitText("receipt-1042-1.pdf")
 
 	u.keys("o")
-	u.waitText("Links", "1. Confirm  https://shop.test/r/1042")
+	u.waitText("Links", "1. [other] Confirm https://shop.test/r/1042")
 	u.keys("enter")
 	if got := <-opened; got != "https://shop.test/r/1042" {
 		t.Errorf("opened %q", got)
@@ -529,6 +529,51 @@ func TestLinksAndAttachments(t *testing.T) {
 	u.keys("o", "1")
 	<-opened
 	u.waitText("no browser to open (no display): copied the link instead")
+}
+
+// c copies a message's first code, the most likely, from the list (which
+// opens the message first) or from its detail.
+func TestCopyCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	e.post("POST", "/hooks/a", "application/json", `{}`)
+	var term syncBuffer
+	cfg := e.config()
+	cfg.Output = &term
+	u := e.run(cfg)
+	u.waitText("Confirm your account", "● live")
+
+	u.keys("c") // the newest, not opened yet
+	u.waitText("copied the code 482915 to the clipboard")
+	want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte("482915"))
+	if got := strings.Count(term.String(), want); got != 1 {
+		t.Errorf("%d OSC 52 copies of the code in %q, want 1", got, term.String())
+	}
+
+	// A message without a code says so and copies nothing.
+	u.keys("j", "enter")
+	u.waitText("Subject   Your receipt #1042")
+	u.keys("c")
+	u.waitText("this message has no verification code")
+	if got := strings.Count(term.String(), "\x1b]52;"); got != 1 {
+		t.Errorf("%d copies after a message without a code, want 1", got)
+	}
+
+	// Back in the confirmation, from its detail.
+	u.keys("esc", "k", "enter")
+	u.waitText("Subject   Confirm your account")
+	u.keys("c")
+	u.waitText("copied the code 482915 to the clipboard", "Codes (c copies the first)")
+	if got := strings.Count(term.String(), want); got != 2 {
+		t.Errorf("%d copies of the code, want 2", got)
+	}
+
+	// A request has none.
+	u.keys("shift+tab", "shift+tab", "j")
+	u.waitText("/hooks/a")
+	u.keys("tab", "c")
+	u.waitText("verification codes belong to messages")
 }
 
 // TestRandomKeys presses keys at random, resizing now and then, and checks

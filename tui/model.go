@@ -152,6 +152,8 @@ type Model struct {
 	confirm     capture
 	pick        int
 	pendingPick mode
+	// pendingCode is the message whose code is copied once it is loaded.
+	pendingCode string
 
 	notice    string
 	noticeBad bool
@@ -753,6 +755,7 @@ func (m *Model) closeDetail() {
 		m.mode = modeNormal
 	}
 	m.pendingPick = modeNormal
+	m.pendingCode = ""
 }
 
 func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
@@ -779,6 +782,10 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if p := m.pendingPick; p != modeNormal {
 		m.pendingPick = modeNormal
 		m.openPicker(p)
+	}
+	if m.pendingCode == msg.id {
+		m.pendingCode = ""
+		return m.copyCode()
 	}
 	return nil
 }

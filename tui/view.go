@@ -580,11 +580,7 @@ func (m *Model) pickerBox(h int) string {
 	if m.mode == modeLinks {
 		title, hint = "Links", "enter or 1–9 opens in a browser · c copies · esc closes"
 		for i, l := range d.Links {
-			text := ""
-			if l.Text != nil && strings.TrimSpace(*l.Text) != "" {
-				text = clean(strings.Join(strings.Fields(*l.Text), " ")) + "  "
-			}
-			items = append(items, strconv.Itoa(i+1)+". "+text+clean(l.URL))
+			items = append(items, strconv.Itoa(i+1)+". "+kindTag(l)+" "+linkText(l)+clean(l.URL))
 		}
 	} else {
 		dir := m.cfg.SaveDir

@@ -55,7 +55,8 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 		return nil, err
 	}
 	args := append([]string{"serve", "--data-dir", dir, "--log-level", "warn", "--http", "127.0.0.1:0",
-		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, extraArgs...)
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0",
+		"--email-api", "127.0.0.1:0"}, extraArgs...)
 	t := &Target{binary: binary, args: args, dataDir: dir}
 	if err := t.start(ctx); err != nil {
 		os.RemoveAll(dir)

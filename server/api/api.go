@@ -134,7 +134,7 @@ func New(st Store, cfg Config) *API {
 	a.handle("DELETE", "/inboxes/:id/messages", nil, a.purgeInbox)
 	a.handle("GET", "/messages/:id", nil, a.getMessage)
 	a.handle("DELETE", "/messages/:id", nil, a.deleteMessage)
-	a.handle("GET", "/messages/:id/links", []string{"match"}, a.messageLinks)
+	a.handle("GET", "/messages/:id/links", []string{"match", "kind"}, a.messageLinks)
 	a.handle("GET", "/messages/:id/raw", nil, a.messageRaw)
 	a.handle("GET", "/messages/:id/attachments/:att", nil, a.messageAttachment)
 	a.handle("GET", "/endpoints", page, a.listEndpoints)

@@ -111,7 +111,7 @@ func (a *API) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.P
 }
 
 func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), store.LinkFilter{Match: q.str("match")})
+	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), store.LinkFilter{Match: q.str("match"), Kind: q.kind})
 	if err != nil {
 		return err
 	}
