@@ -19,6 +19,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/capturedev/capture/server/replay"
 	"github.com/capturedev/capture/store"
 )
 
@@ -70,6 +71,8 @@ type Store interface {
 	Request(ctx context.Context, projectID, id string) (store.Request, error)
 	DeleteRequest(ctx context.Context, projectID, id string) error
 	PurgeEndpoint(ctx context.Context, projectID, endpointID string) error
+	// The Replay form replays through the read API's own replay.
+	replay.Store
 }
 
 var _ Store = (*store.Store)(nil)
@@ -83,9 +86,7 @@ type Config struct {
 	// CaptureBase is the public base URL of capture URLs, without a
 	// trailing slash.
 	CaptureBase string
-	// Replayer, when set, adds the Replay form to captured requests.
-	Replayer Replayer
-	Logger   *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Handler serves the web interface.
@@ -96,6 +97,7 @@ type Handler struct {
 	handler  http.Handler
 	pages    map[string]*template.Template
 	throttle *throttle
+	replay   *replay.Replayer
 	// assets maps a static file's name to its name with a content hash,
 	// so that pages can let browsers cache assets for good.
 	assets map[string]string
@@ -108,7 +110,7 @@ func New(st Store, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle()}
+	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil)}
 	if err := h.loadStatic(); err != nil {
 		panic(err)
 	}

@@ -22,6 +22,11 @@
   }
   document.querySelectorAll("time[datetime]").forEach(localTime);
 
+  // A page that answers a form (a replay) takes back its own address, so
+  // that a reload shows the request again instead of resending the form.
+  const own = document.querySelector("[data-own-url]");
+  if (own) history.replaceState(null, "", own.dataset.ownUrl);
+
   // On narrow screens the sidebar is a scrolling row: show where we are.
   document.querySelector(".side [aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
 
