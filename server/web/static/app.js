@@ -52,8 +52,10 @@
     return resp.text();
   }
 
-  // A secret field is empty until revealed; its value comes from its URL.
+  // What a copy button copies: a field's value, or an element's text. A
+  // secret field is empty until revealed; its value comes from its URL.
   async function secretValue(input) {
+    if (!("value" in input)) return input.textContent;
     if (input.value === "" && input.dataset.secretUrl) {
       input.value = await fetchText(input.dataset.secretUrl);
     }
