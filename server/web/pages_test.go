@@ -1,14 +1,98 @@
 package web_test
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"html"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capturedev/capture/store"
 )
+
+// The request list shows each request's last delivery, in the rows of
+// the page and in the rows the live list receives.
+func TestRequestListLastDelivery(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	ctx := t.Context()
+	pid, eid := e.boot.Project.ID, e.boot.Endpoint.ID
+	first := postWebhook(t, e, eid, "/first", http.Header{}, "1")
+	second := postWebhook(t, e, eid, "/second", http.Header{}, "2")
+	third := postWebhook(t, e, eid, "/third", http.Header{}, "3")
+	status := 202
+	if _, err := e.st.AddDelivery(ctx, pid, second, store.NewDelivery{Kind: store.DeliveryForward,
+		TargetURL: "http://localhost:3000/second", ResponseStatus: &status, Duration: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	refused := "connection refused"
+	if _, err := e.st.AddDelivery(ctx, pid, third, store.NewDelivery{Kind: store.DeliveryReplay,
+		TargetURL: "http://localhost:3000/third", Error: &refused, Duration: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	cells := func(html, id string) string {
+		t.Helper()
+		_, row, ok := strings.Cut(html, `data-id="`+id+`"`)
+		row, _, _ = strings.Cut(row, "</a>")
+		_, cell, found := strings.Cut(row, `<span class="c-dlv">`)
+		if !ok || !found {
+			t.Fatalf("no row %s with a delivery cell in %s", id, html)
+		}
+		cell, _, _ = strings.Cut(cell, "\n")
+		return cell
+	}
+	page := c.get("/projects/" + pid + "/endpoints/" + eid).body
+	if cell := cells(page, first); cell != "</span>" {
+		t.Errorf("a request never delivered shows %q", cell)
+	}
+	if cell := cells(page, second); !strings.Contains(cell, "badge-ok") || !strings.Contains(cell, ">202<") ||
+		!strings.Contains(cell, "Last delivery: forward, delivered with status 202") {
+		t.Errorf("the delivered request shows %q", cell)
+	}
+	if cell := cells(page, third); !strings.Contains(cell, "badge-bad") || !strings.Contains(cell, ">failed<") ||
+		!strings.Contains(cell, "Last delivery: replay, failed,") {
+		t.Errorf("the failed request shows %q", cell)
+	}
+
+	// The live list sends the rows after the one it continues from, with
+	// their deliveries.
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(sctx, "GET", e.base+"/projects/"+pid+"/endpoints/"+eid+"/events?after="+first, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rows := map[string]string{}
+	lines := bufio.NewScanner(resp.Body)
+	var id string
+	var data strings.Builder
+	for len(rows) < 2 && lines.Scan() {
+		line := lines.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			data.WriteString(strings.TrimPrefix(line, "data: ") + "\n")
+		case line == "" && id != "":
+			rows[id] = data.String()
+			id = ""
+			data.Reset()
+		}
+	}
+	if cell := cells(rows[second], second); !strings.Contains(cell, ">202<") {
+		t.Errorf("the live row of the delivered request shows %q", cell)
+	}
+	if cell := cells(rows[third], third); !strings.Contains(cell, ">failed<") {
+		t.Errorf("the live row of the failed request shows %q", cell)
+	}
+}
 
 // The Links tab says when a message had more links than it keeps, and
 // refuses a kind that does not exist.
