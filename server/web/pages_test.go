@@ -3,15 +3,88 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/server/servertest"
+	"github.com/capturedev/capture/server/web"
 	"github.com/capturedev/capture/store"
 )
+
+// A page that does not exist, or a method a page does not take, is an
+// HTML page for a browser and the read API's error envelope for anything
+// that does not ask for HTML.
+func TestUnknownPagesAnswerByAccept(t *testing.T) {
+	st, boot := servertest.Open(t, "free")
+	ui := httptest.NewServer(web.New(st, web.Config{SMTPHost: "localhost", CaptureBase: "http://127.0.0.1:7781",
+		Logger: slog.New(slog.DiscardHandler)}))
+	defer ui.Close()
+	browser := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	message := "/projects/" + boot.Project.ID + "/messages/msg_x/delete"
+	tests := []struct {
+		method, path, accept string
+		status               int
+		code, allow          string // code "" wants the HTML page
+	}{
+		{"GET", "/nope", "", 404, "not_found", ""},
+		{"GET", "/nope", "application/json", 404, "not_found", ""},
+		{"GET", "/nope", "*/*", 404, "not_found", ""},
+		{"GET", "/nope", "text/html;q=0, */*", 404, "not_found", ""},
+		{"GET", "/nope", browser, 404, "", ""},
+		{"GET", "/static/app.css", "", 404, "not_found", ""},
+		{"GET", "/static/nope.js", browser, 404, "", ""},
+		{"DELETE", "/", "", 405, "method_not_allowed", "GET, HEAD"},
+		{"DELETE", "/", browser, 405, "", "GET, HEAD"},
+		{"PUT", "/login", "", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{"GET", message, "", 405, "method_not_allowed", "POST"},
+		{"GET", message, browser, 405, "", "POST"},
+		{"GET", "/projects/" + boot.Project.ID + "/messages/msg_x/nope", "", 404, "not_found", ""},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, ui.URL+tt.path, nil)
+		if tt.accept != "" {
+			req.Header.Set("Accept", tt.accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			Error *struct {
+				Code    string            `json:"code"`
+				Message string            `json:"message"`
+				Fields  map[string]string `json:"fields"`
+			} `json:"error"`
+		}
+		body := new(strings.Builder)
+		_, err = bufio.NewReader(resp.Body).WriteTo(body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := fmt.Sprintf("%s %s (Accept %q)", tt.method, tt.path, tt.accept)
+		if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s: %d Allow %q, want %d Allow %q", where, resp.StatusCode, resp.Header.Get("Allow"), tt.status, tt.allow)
+		}
+		if tt.code == "" {
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body.String(), "<h1>"+http.StatusText(tt.status)+"</h1>") {
+				t.Errorf("%s: want the HTML page, got %s %q", where, resp.Header.Get("Content-Type"), body)
+			}
+			continue
+		}
+		if resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(body.String()), &env) != nil ||
+			env.Error == nil || env.Error.Code != tt.code || env.Error.Message == "" || env.Error.Fields == nil {
+			t.Errorf("%s: want the %s envelope, got %s %q", where, tt.code, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
 
 // The request list shows each request's last delivery, in the rows of
 // the page and in the rows the live list receives.
