@@ -27,7 +27,7 @@ type arrival struct {
 // answers 202 with a header and a JSON body.
 func replayTarget(t *testing.T) (string, <-chan arrival) {
 	t.Helper()
-	arrived := make(chan arrival, 4)
+	arrived := make(chan arrival, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -167,13 +167,14 @@ func TestBrowserReplayWithEdits(t *testing.T) {
 func TestBrowserReplayWithoutTarget(t *testing.T) {
 	e := start(t)
 	id := postWebhook(t, e, e.boot.Endpoint.ID, "/hook", http.Header{"Content-Type": {"text/plain"}}, "hello")
-	b := newBrowser(t, e, desktop)
+	b := newBrowser(t, e, viewport{width: 390, height: 844, mobile: true})
 	b.signIn()
 	b.open("/projects/" + e.boot.Project.ID + "/requests/" + id)
 	b.clickAndLoad("button", "Replay")
 	if alert := run(b, textOf(`#replay [role=alert]`)); !strings.Contains(alert, "has no saved target") {
 		t.Errorf("the alert says %q", alert)
 	}
+	shoot(t, b, os.Getenv("CAPTURE_SCREENSHOTS"), "phone-light", "21-request-no-target")
 	if b.value("textbox", "Body") != "hello" {
 		t.Error("the form lost its body")
 	}

@@ -27,8 +27,16 @@
   const own = document.querySelector("[data-own-url]");
   if (own) history.replaceState(null, "", own.dataset.ownUrl);
 
-  // On narrow screens the sidebar is a scrolling row: show where we are.
-  document.querySelector(".side [aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
+  // The sidebar (a scrolling row on narrow screens) and the tabs show
+  // where we are: each scrolls within itself, never the page, which may
+  // have been sent to a fragment.
+  for (const current of document.querySelectorAll(".side [aria-current], .tabs [aria-current]")) {
+    const strip = current.closest(".side, .tabs");
+    const s = strip.getBoundingClientRect();
+    const c = current.getBoundingClientRect();
+    if (c.left < s.left || c.right > s.right) strip.scrollLeft += c.left - s.left - 12;
+    if (c.top < s.top || c.bottom > s.bottom) strip.scrollTop += c.top - s.top - 12;
+  }
 
   // Ask before destructive forms are sent.
   document.addEventListener("submit", (e) => {
