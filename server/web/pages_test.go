@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,58 @@ func TestLinksTruncatedAndBadKind(t *testing.T) {
 	}
 	if bad := c.get(page + "?tab=links&kind=nope"); bad.StatusCode != http.StatusBadRequest || !strings.Contains(bad.body, "no link kind") {
 		t.Errorf("kind=nope: %d %s", bad.StatusCode, bad.body)
+	}
+}
+
+// Replay edits the store's replay refuses are named on the page, and
+// nothing is sent; a body's CRLF line breaks survive the textarea, which
+// only knows "\n".
+func TestReplayFormEdits(t *testing.T) {
+	e := start(t)
+	targetBase, arrived := replayTarget(t)
+	if _, err := e.st.UpdateEndpoint(t.Context(), e.boot.Endpoint.ID, store.EndpointUpdate{Target: &targetBase}); err != nil {
+		t.Fatal(err)
+	}
+	body := "\r\nline one\r\nline two\r\n"
+	id := postWebhook(t, e, e.boot.Endpoint.ID, "/hook", http.Header{"Content-Type": {"text/plain"}, "X-Sig": {"abc"}}, body)
+	c := e.client(t)
+	token := c.signIn(e)
+	page := "/projects/" + e.boot.Project.ID + "/requests/" + id
+	form := func(path, headers, body string) url.Values {
+		return url.Values{"csrf": {token}, "method": {"POST"}, "path": {path}, "query": {""}, "headers": {headers}, "body": {body}}
+	}
+	headers := "Accept-Encoding: gzip\r\nContent-Type: text/plain\r\nUser-Agent: Go-http-client/1.1\r\nX-Sig: abc\r\n"
+	if shown := c.get(page).body; !strings.Contains(shown, ">\n"+html.EscapeString(body)+"</textarea>") {
+		t.Errorf("the body's textarea does not hold the body with its leading newline:\n%s", shown)
+	}
+
+	bad := c.post(page+"/replay", form("no-slash", headers+"Host: elsewhere\r\n", body))
+	text := html.UnescapeString(bad.body)
+	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(text, "Path: must start with /") ||
+		!strings.Contains(text, "Header Host: a hop-by-hop header cannot be set.") || !strings.Contains(bad.body, `id="r-path" name="path" class="mono" value="no-slash" required aria-invalid="true"`) {
+		t.Errorf("bad edits: %d\n%s", bad.StatusCode, bad.body)
+	}
+	if malformed := c.post(page+"/replay", form("/hook", "oops\r\n", body)); malformed.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(html.UnescapeString(malformed.body), `Headers: header line 1 ("oops") must look like Name: value.`) {
+		t.Errorf("a malformed header line: %d\n%s", malformed.StatusCode, malformed.body)
+	}
+	select {
+	case a := <-arrived:
+		t.Fatalf("refused edits sent %+v", a)
+	default:
+	}
+
+	// The form as shown, sent back by a browser with CRLF line breaks,
+	// replays the captured body byte for byte; an edited one keeps CRLF.
+	for _, tc := range []struct{ posted, want string }{
+		{"\r\nline one\r\nline two\r\n", body},
+		{"\r\nline one\r\nline 2\r\n", "\r\nline one\r\nline 2\r\n"},
+	} {
+		if resp := c.post(page+"/replay", form("/hook", headers, tc.posted)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("replay: %d %s", resp.StatusCode, resp.body)
+		}
+		if got := <-arrived; string(got.body) != tc.want || got.header.Get("X-Sig") != "abc" {
+			t.Errorf("posted %q: the target got %q %v, want %q", tc.posted, got.body, got.header, tc.want)
+		}
 	}
 }

@@ -153,21 +153,19 @@ func replayEditsOf(rq store.Request, f *replayForm) (contract.ReplayEdits, error
 		sent[l.Name] = append(sent[l.Name], l.Value)
 	}
 	captured := sendableHeader(rq)
+	headers := map[string]contract.HeaderEdit{}
 	for name, values := range sent {
 		if !slices.Equal(captured[name], values) {
-			if ed.Headers == nil {
-				ed.Headers = map[string]contract.HeaderEdit{}
-			}
-			ed.Headers[name] = contract.HeaderEdit{Values: values}
+			headers[name] = contract.HeaderEdit{Values: values}
 		}
 	}
 	for name := range captured {
 		if _, kept := sent[name]; !kept {
-			if ed.Headers == nil {
-				ed.Headers = map[string]contract.HeaderEdit{}
-			}
-			ed.Headers[name] = contract.HeaderEdit{Remove: true}
+			headers[name] = contract.HeaderEdit{Remove: true}
 		}
+	}
+	if len(headers) > 0 {
+		ed.Headers = headers
 	}
 	if body := string(rq.Body); f.BodyEditable && f.Body != newlines(body) {
 		edited := f.Body
