@@ -312,31 +312,26 @@ func TestSearchPages(t *testing.T) {
 	}{{"messages", s.messages(), msgs}, {"requests", s.requests(), reqs}} {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.matches
-			// Back from the newest.
-			q := vals("q", "zephyr", "limit", "2")
-			for _, want := range [][]string{{m[4], m[3]}, {m[2], m[1]}, {m[0]}} {
-				l := s.list(t, c.path, q)
-				if !slices.Equal(l.ids(), want) {
-					t.Fatalf("before %s: %v, want %v", q.Get("before"), l.ids(), want)
-				}
-				q.Set("before", l.next)
-			}
-			if q.Get("before") != "" {
-				t.Errorf("the last page going back has next %q, want null", q.Get("before"))
-			}
-			// Forward from the oldest.
-			q = vals("q", "zephyr", "limit", "2", "after", m[0])
-			for _, want := range [][]string{{m[2], m[1]}, {m[4], m[3]}} {
-				l := s.list(t, c.path, q)
-				if !slices.Equal(l.ids(), want) {
-					t.Fatalf("after %s: %v, want %v", q.Get("after"), l.ids(), want)
-				}
-				q.Set("after", l.next)
-			}
-			if q.Get("after") != "" {
-				t.Errorf("the last page going forward has next %q, want null", q.Get("after"))
-			}
+			s.walk(t, c.path, vals("q", "zephyr", "limit", "2"), "before", []string{m[4], m[3]}, []string{m[2], m[1]}, []string{m[0]})
+			s.walk(t, c.path, vals("q", "zephyr", "limit", "2", "after", m[0]), "after", []string{m[2], m[1]}, []string{m[4], m[3]})
 		})
+	}
+}
+
+// walk pages through path from q, passing each page's next as cursor
+// (before or after), and checks that the pages are want and that the last
+// one has no next.
+func (s *searchServer) walk(t *testing.T, path string, q url.Values, cursor string, want ...[]string) {
+	t.Helper()
+	for _, page := range want {
+		l := s.list(t, path, q)
+		if !slices.Equal(l.ids(), page) {
+			t.Fatalf("%s=%s: %v, want %v", cursor, q.Get(cursor), l.ids(), page)
+		}
+		q.Set(cursor, l.next)
+	}
+	if q.Get(cursor) != "" {
+		t.Errorf("the last page going %s has next %q, want null", cursor, q.Get(cursor))
 	}
 }
 

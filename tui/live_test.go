@@ -233,10 +233,7 @@ func TestFilter(t *testing.T) {
 	}
 
 	// A search with a prefixed filter; the live wait carries both.
-	u.keys("/")
-	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.tm.Type("to:alice hello")
-	u.keys("enter")
+	u.filter("to:alice hello")
 	s = u.waitText("/to:alice hello", "Welcome to the Shop")
 	if strings.Contains(s, "Confirm your account") || strings.Contains(s, "For Alice live") {
 		t.Fatalf("to:alice hello:\n%s", s)
@@ -251,16 +248,11 @@ func TestFilter(t *testing.T) {
 	}
 
 	// A search the server refuses is said in the status bar, not retried.
-	u.keys("/")
-	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.tm.Type("a b c d e f g h i j k l m n o p q")
-	u.keys("enter")
+	u.filter("a b c d e f g h i j k l m n o p q")
 	u.waitText("nothing matches the filter", "more than 16 words")
 
 	// Clearing the filter brings everything back.
-	u.keys("/")
-	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.keys("enter")
+	u.filter("")
 	u.waitText("For Alice live", "Welcome to the Shop", "● live")
 
 	// Requests: a method, a path prefix and a search of the body.
@@ -270,21 +262,24 @@ func TestFilter(t *testing.T) {
 	e.post("POST", "/other", "application/json", "{}")
 	u.keys("shift+tab", "j", "tab")
 	u.waitText("/hooks/a", "/hooks/b", "/health", "/other")
-	u.keys("/")
-	u.tm.Type("post /hooks")
-	u.keys("enter")
+	u.filter("post /hooks")
 	s = u.waitText("/post /hooks", "/hooks/a", "/hooks/b")
 	if strings.Contains(s, "/health") || strings.Contains(s, "/other") {
 		t.Fatalf("request filter:\n%s", s)
 	}
-	u.keys("/")
-	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.tm.Type("post invoice.paid")
-	u.keys("enter")
+	u.filter("post invoice.paid")
 	s = u.waitText("/post invoice.paid", "/hooks/b")
 	if strings.Contains(s, "/hooks/a") || strings.Contains(s, "/other") {
 		t.Fatalf("request search:\n%s", s)
 	}
+}
+
+// filter types text as the list's filter, in place of the one there.
+func (u *tui) filter(text string) {
+	u.keys("/")
+	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
+	u.tm.Type(text)
+	u.keys("enter")
 }
 
 func TestReplay(t *testing.T) {
