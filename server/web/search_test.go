@@ -1,9 +1,12 @@
 package web_test
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,9 +16,10 @@ import (
 )
 
 var (
-	rowID   = regexp.MustCompile(`data-id="(req_[^"]+)"`)
-	pageRel = regexp.MustCompile(`href="([^"]+)" rel="(prev|next)"`)
-	liveAt  = regexp.MustCompile(`data-live="([^"]+)"`)
+	rowID    = regexp.MustCompile(`data-id="(req_[^"]+)"`)
+	anyRowID = regexp.MustCompile(`data-id="((?:msg|req)_[^"]+)"`)
+	pageRel  = regexp.MustCompile(`href="([^"]+)" rel="(prev|next)"`)
+	liveAt   = regexp.MustCompile(`data-live="([^"]+)"`)
 )
 
 // Keyset paging and the live stream keep the search: every page of a
@@ -113,5 +117,95 @@ func TestBadSearchOnThePage(t *testing.T) {
 	// Spaces alone are no search.
 	if page := c.get("/projects/" + pid + "/inboxes/" + e.boot.Inbox.ID + "?q=+++"); page.StatusCode != http.StatusOK {
 		t.Errorf("a blank search: %d", page.StatusCode)
+	}
+}
+
+// The web's search box is the read API's q: for the same query, with the
+// same filters beside it, both list the same captures in the same order,
+// and refuse the same queries.
+func TestWebSearchIsTheAPIsSearch(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	in, ep := e.boot.Inbox, e.boot.Endpoint
+	for _, m := range []struct{ from, to, subject, html, file string }{
+		{"Shop <shop@store.test>", "Alice <alice@example.com>", "Your order shipped", "<p>Your Acme parcel left the depot.</p>", ""},
+		{"Café Crème <bonjour@creme.test>", "Bob <bob@example.com>", "Réservation confirmée", "<p>À bientôt, code XYZABC123.</p>", ""},
+		{"Reports <reports@numbers.test>", "Alice <alice@example.com>", "Monthly numbers", "<p>See the attached order report.</p>", "acme-report-2024.pdf"},
+		{"Shop <shop@store.test>", "Bob <bob@example.com>", "Order on hold", "<p>Acme needs your order details.</p>", ""},
+	} {
+		e.sendMail(t, in, "app@example.org", []string{"dev@example.com"}, htmlMail(m.from, m.to, m.subject, m.html, m.file))
+	}
+	for _, r := range []struct{ method, path, tenant, body string }{
+		{"POST", "/hooks/orders?shop=acme", "acme-blue", `{"event":"order.created","total":42}`},
+		{"POST", "/hooks/refunds", "café-rouge", `{"event":"refund.issued","reason":"damaged parcel"}`},
+		{"PUT", "/hooks/orders", "acme-red", "name=order+update"},
+		{"POST", "/billing/invoices", "other", `{"event":"invoice.paid","order":"XYZABC123"}`},
+	} {
+		sendWebhook(t, e, r.method, ep.ID, r.path, http.Header{"X-Tenant": {r.tenant}}, r.body)
+	}
+
+	// api lists through the read API: the ids in order, or the error code.
+	api := func(path string) ([]string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.base+"/api/v1"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.boot.Secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Items []struct{ ID string }
+			Error struct{ Code string }
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var ids []string
+		for _, it := range body.Items {
+			ids = append(ids, it.ID)
+		}
+		return ids, body.Error.Code
+	}
+	web := func(path string) ([]string, int) {
+		t.Helper()
+		page := c.get("/projects/" + e.boot.Project.ID + path)
+		var ids []string
+		for _, m := range anyRowID.FindAllStringSubmatch(page.body, -1) {
+			ids = append(ids, m[1])
+		}
+		return ids, page.StatusCode
+	}
+	queries := []string{"acme", "ACME", "order", "order acme", `"your order"`, `"order shipped"`, "cafe", "creme",
+		"reservation", "abc12", "acme-report", "refund.issued", "blue", "shop=acme", "nothing-like-this", `"unclosed`, "!!!"}
+	lists := []struct{ web, api, filter string }{
+		{"/inboxes/" + in.ID, "/inboxes/" + in.ID + "/messages", ""},
+		{"/inboxes/" + in.ID, "/inboxes/" + in.ID + "/messages", "&to=alice"},
+		{"/inboxes/" + in.ID, "/inboxes/" + in.ID + "/messages", "&subject=order"},
+		{"/endpoints/" + ep.ID, "/endpoints/" + ep.ID + "/requests", ""},
+		{"/endpoints/" + ep.ID, "/endpoints/" + ep.ID + "/requests", "&method=POST"},
+		{"/endpoints/" + ep.ID, "/endpoints/" + ep.ID + "/requests", "&path=/hooks"},
+	}
+	found := 0
+	for _, l := range lists {
+		for _, q := range queries {
+			query := "?q=" + url.QueryEscape(q) + l.filter
+			want, code := api(l.api + query)
+			got, status := web(l.web + query)
+			switch {
+			case code != "":
+				if code != "invalid_parameter" || status != http.StatusBadRequest {
+					t.Errorf("%s%s: the API refuses it with %q, the page answers %d", l.api, query, code, status)
+				}
+			case status != http.StatusOK || !slices.Equal(got, want):
+				t.Errorf("%s%s: the page lists %v (%d), the API %v", l.web, query, got, status, want)
+			}
+			found += len(want)
+		}
+	}
+	t.Logf("the queries found %d captures", found)
+	if found == 0 {
+		t.Fatal("no query found anything: the comparison shows nothing")
 	}
 }
