@@ -86,3 +86,25 @@ func TestLastDeliveryQueryPlan(t *testing.T) {
 		}
 	}
 }
+
+// Recording a delivery wakes the endpoint's watchers, so that live lists
+// show the new last delivery.
+func TestAddDeliveryWakesEndpoint(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	ids := insertRequests(t, s, e.ID, "/hook")
+	status := 200
+	changed := s.Watch(e.ID)
+	if _, err := s.AddDelivery(ctx, p.ID, ids[0], NewDelivery{Kind: DeliveryForward, TargetURL: "http://t/",
+		ResponseStatus: &status}); err != nil {
+		t.Fatal(err)
+	}
+	// The writer wakes watchers just after it answers the caller.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a recorded delivery did not wake the endpoint's watchers")
+	}
+}

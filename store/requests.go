@@ -224,8 +224,9 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 	}
 	err := s.write(ctx, func(t *wtx) error {
 		var seq int64
-		err := t.queryRow(`SELECT r.seq FROM requests r JOIN endpoints e ON e.id = r.endpoint_id
-			WHERE r.id = ? AND e.project_id = ?`, requestID, projectID).Scan(&seq)
+		var endpointID string
+		err := t.queryRow(`SELECT r.seq, r.endpoint_id FROM requests r JOIN endpoints e ON e.id = r.endpoint_id
+			WHERE r.id = ? AND e.project_id = ?`, requestID, projectID).Scan(&seq, &endpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no request %q", ErrNotFound, requestID)
 		}
@@ -240,6 +241,10 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 		}
 		_, err = t.exec(`DELETE FROM deliveries WHERE request_seq = ?1 AND seq <=
 			(SELECT seq FROM deliveries WHERE request_seq = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`, seq, DeliveriesKept)
+		// The endpoint's live lists show each request's last delivery, so
+		// a delivery wakes them as a capture does; a wait for captures
+		// reads again and keeps waiting.
+		t.wakeAfterCommit(endpointID)
 		return err
 	})
 	if err != nil {
