@@ -90,13 +90,14 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols,
 		joins: lastDeliveryJoin}
 	if f.Method != "" {
-		k.where = append(k.where, "requests.method = ? COLLATE NOCASE")
+		// Methods are ASCII tokens, where upper() agrees on both databases.
+		k.where = append(k.where, "upper(requests.method) = upper(?)")
 		k.whereArgs = append(k.whereArgs, f.Method)
 	}
 	if f.PathPrefix != "" {
 		// substr and length both count characters, so the prefix test holds
 		// for any UTF-8 path; it also avoids LIKE's wildcards in paths.
-		k.where = append(k.where, "substr(requests.path, 1, length(?)) = ?")
+		k.where = append(k.where, "substr(requests.path, 1, length(CAST(? AS TEXT))) = ?")
 		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix)
 	}
 	if !f.Since.IsZero() {

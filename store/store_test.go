@@ -13,16 +13,6 @@ import (
 	"time"
 )
 
-func newStore(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func mustProject(t *testing.T, s *Store, name, plan string) Project {
 	t.Helper()
 	p, err := s.CreateProject(t.Context(), name, plan)
@@ -47,15 +37,23 @@ func insertRequests(t *testing.T, s *Store, endpointID string, paths ...string) 
 }
 
 func TestMigrationsAndReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
+	path := newDatabase(t)
 	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := mustProject(t, s, "keep", "pro")
 	var version int
-	if err := s.rdb.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version < 1 {
+	if err := s.queryRow(t.Context(), `SELECT version FROM schema_version`).Scan(&version); err != nil || version < 1 {
 		t.Fatalf("schema_version = %d, %v", version, err)
+	}
+	if s.Shared() {
+		var sync string
+		if err := s.rdb.QueryRow(`SHOW synchronous_commit`).Scan(&sync); err != nil || sync != "on" {
+			t.Fatalf("synchronous_commit = %q, %v (want on)", sync, err)
+		}
+		checkReopen(t, path, p)
+		return
 	}
 	var journal string
 	if err := s.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&journal); err != nil || journal != "wal" {
@@ -69,8 +67,12 @@ func TestMigrationsAndReopen(t *testing.T) {
 		t.Fatalf("synchronous = %d, %v (want 1, NORMAL)", sync, err)
 	}
 	s.Close()
+	checkReopen(t, path, p)
+}
 
-	s, err = Open(t.Context(), path)
+func checkReopen(t *testing.T, path string, p Project) {
+	t.Helper()
+	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +84,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 }
 
 func TestOpenBadPlaces(t *testing.T) {
+	sqliteOnly(t, "data dirs and database files")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "afile")
 	os.WriteFile(file, []byte("x"), 0o600)
@@ -144,7 +147,7 @@ func TestProjectsAndQuotas(t *testing.T) {
 	}
 	// Only the hash is stored.
 	var n int
-	s.rdb.QueryRow(`SELECT count(*) FROM api_keys WHERE hash = ?`, secret).Scan(&n)
+	s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n)
 	if n != 0 {
 		t.Fatal("secret stored in clear")
 	}
@@ -454,7 +457,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	s.rdb.QueryRow(`SELECT count(*) FROM attachments`).Scan(&n)
+	s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n)
 	if n != 0 {
 		t.Fatalf("%d child rows left after delete", n)
 	}
@@ -709,15 +712,10 @@ func TestDeliveries(t *testing.T) {
 }
 
 func TestLockedDatabaseIsAClearError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newStore(t)
 	// Another process holding the write lock past the busy timeout.
-	release := lockDatabase(t, path)
-	_, err = s.CreateProject(t.Context(), "blocked", "free")
+	release := lockDatabase(t, s)
+	_, err := s.CreateProject(t.Context(), "blocked", "free")
 	if err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("write under another writer's lock: %v", err)
 	}
