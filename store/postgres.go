@@ -27,7 +27,7 @@ func IsPostgresURL(database string) bool {
 // postgresDB is the PostgreSQL backend: any number of processes share the
 // database, each with its own writer committing its captures.
 type postgresDB struct {
-	s *Store
+	s   *Store
 	url string
 	// where names the database for messages: the URL without its password.
 	where string
