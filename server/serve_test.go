@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +27,8 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/pgtest"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // serveProc is the real binary's `serve` on free loopback ports.
@@ -52,8 +55,8 @@ var (
 func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(p.bin, append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
-		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(p.bin, append(append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0"}, databaseArgs(t, dir)...), args...)...)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +124,7 @@ func (p *serveProc) stop(sig os.Signal) {
 // admin runs an administration command on the data dir.
 func (p *serveProc) admin(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command(p.bin, append(args, "--data-dir", p.dir)...).CombinedOutput()
+	out, err := exec.Command(p.bin, append(append(args, "--data-dir", p.dir), databaseArgs(p.t, p.dir)...)...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("capture %v: %v\n%s", args, err, out)
 	}
@@ -213,11 +216,38 @@ func post(url, body string) (int, http.Header, string, error) {
 	return resp.StatusCode, resp.Header, string(b), err
 }
 
+// databases maps a data dir of these tests to the PostgreSQL database its
+// serve runs on when the tests run on PostgreSQL.
+var databases sync.Map
+
+// database is what dir's serve stores in: its SQLite file, or the
+// PostgreSQL database made for it.
+func database(t testing.TB, dir string) string {
+	t.Helper()
+	if !pgtest.Requested() {
+		return filepath.Join(dir, store.DBFile)
+	}
+	if url, ok := databases.Load(dir); ok {
+		return url.(string)
+	}
+	url := storetest.PostgresDatabase(t)
+	databases.Store(dir, url)
+	return url
+}
+
+// databaseArgs are the flags that run a command on dir's database.
+func databaseArgs(t testing.TB, dir string) []string {
+	if !pgtest.Requested() {
+		return nil
+	}
+	return []string{"--database", database(t, dir)}
+}
+
 // requestsStored counts an endpoint's captured requests, straight from the
 // database once serve has stopped.
 func requestsStored(t *testing.T, dir, endpointID string) []string {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(dir, store.DBFile))
+	st, err := store.Open(t.Context(), database(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +306,13 @@ func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	// Another process takes the write lock and keeps it.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.DBFile))
+	// Another process takes the write lock and keeps it: SQLite's, or on
+	// PostgreSQL the row every write transaction reads.
+	driver, source, take := "sqlite", "file:"+filepath.Join(dir, store.DBFile), "BEGIN EXCLUSIVE"
+	if pgtest.Requested() {
+		driver, source, take = "pgx", database(t, dir), "BEGIN; LOCK TABLE settings_version IN ACCESS EXCLUSIVE MODE"
+	}
+	db, err := sql.Open(driver, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +321,7 @@ func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
+	if _, err := lock.ExecContext(t.Context(), take); err != nil {
 		t.Fatal(err)
 	}
 	unlocked := false
@@ -467,17 +502,20 @@ func TestServeFilesAndLogsKeepSecrets(t *testing.T) {
 		t.Fatalf("webhook: %d %v", status, err)
 	}
 
-	for _, name := range []string{store.DBFile, store.DBFile + "-wal", store.DBFile + "-shm"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: %v %v, want mode 0600", name, fi.Mode(), err)
+	// On PostgreSQL serve keeps no files: the data dir is not its.
+	if !pgtest.Requested() {
+		for _, name := range []string{store.DBFile, store.DBFile + "-wal", store.DBFile + "-shm"} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %v %v, want mode 0600", name, fi.Mode(), err)
+			}
 		}
-	}
-	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
-		t.Errorf("data dir mode %v, want 0700", fi.Mode().Perm())
+		if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+			t.Errorf("data dir mode %v, want 0700", fi.Mode().Perm())
+		}
 	}
 	p.stop(syscall.SIGTERM)
 	logs := p.logs()
-	if n := strings.Count(logs, "data dir "+dir); n != 1 || !strings.Contains(logs, "tightened to 0700") {
+	if n := strings.Count(logs, "data dir "+dir); !pgtest.Requested() && (n != 1 || !strings.Contains(logs, "tightened to 0700")) {
 		t.Errorf("want one warning about the data dir, got %d:\n%s", n, logs)
 	}
 	for what, secret := range map[string]string{"SMTP password": password, "API key": p.banner["API key"],
