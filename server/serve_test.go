@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,13 +34,17 @@ import (
 
 // serveProc is the real binary's `serve` on free loopback ports.
 type serveProc struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string
-	cmd    *exec.Cmd
-	banner map[string]string
-	smtp   string // STARTTLS address
-	done   chan error
+	dbArgs []string // --database URL, or nothing
+	// smtp and smtpTLS are the STARTTLS and implicit TLS listeners.
+	smtpTLS string
+	stdout  io.Reader
+	cmd     *exec.Cmd
+	banner  map[string]string
+	smtp    string // STARTTLS address
+	done    chan error
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -48,17 +53,34 @@ type serveProc struct {
 var (
 	bannerRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|Capture URL|CA certificate|SMTP)\s+(.*)$`)
 	smtpPorts = regexp.MustCompile(`STARTTLS: (\d+)`)
+	tlsPorts  = regexp.MustCompile(`\sTLS: (\d+)`)
 )
 
 // startServe runs `capture serve` on dir (a new data dir unless it holds
 // one) and waits for its banner. It is stopped when the test ends.
-func startServe(t *testing.T, dir string, args ...string) *serveProc {
+func startServe(t testing.TB, dir string, args ...string) *serveProc {
+	t.Helper()
+	p := launchServe(t, dir, args...)
+	p.awaitBanner()
+	return p
+}
+
+// launchServe starts `capture serve` on dir; awaitBanner waits for it to
+// serve. args with --database name the database, else the tests' backend
+// gives dir one.
+func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(p.bin, append(append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
-		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0"}, databaseArgs(t, dir)...), args...)...)
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
+	if i := slices.Index(args, "--database"); i >= 0 {
+		p.dbArgs = args[i : i+2]
+	} else {
+		p.dbArgs = databaseArgs(t, dir)
+		args = append(p.dbArgs, args...)
+	}
+	p.cmd = exec.Command(p.bin, append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, args...)...)
+	var err error
+	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
@@ -70,12 +92,21 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 		p.cmd.Process.Kill()
 		<-p.done
 	})
+	return p
+}
+
+func (p *serveProc) awaitBanner() {
+	t, stdout := p.t, p.stdout
+	t.Helper()
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if m := bannerRow.FindStringSubmatch(sc.Text()); m != nil {
 			p.banner[m[1]] = strings.Fields(m[2])[0]
 			if m := smtpPorts.FindStringSubmatch(m[2]); m != nil {
 				p.smtp = "127.0.0.1:" + m[1]
+			}
+			if m := tlsPorts.FindStringSubmatch(m[2]); m != nil {
+				p.smtpTLS = "127.0.0.1:" + m[1]
 			}
 		}
 		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "CA certificate") {
@@ -86,7 +117,6 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	if p.banner["Read API"] == "" || p.smtp == "" {
 		t.Fatalf("serve printed no banner; stderr:\n%s", p.logs())
 	}
-	return p
 }
 
 type lockedWriter struct {
@@ -124,7 +154,7 @@ func (p *serveProc) stop(sig os.Signal) {
 // admin runs an administration command on the data dir.
 func (p *serveProc) admin(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command(p.bin, append(append(args, "--data-dir", p.dir), databaseArgs(p.t, p.dir)...)...).CombinedOutput()
+	out, err := exec.Command(p.bin, append(append(args, "--data-dir", p.dir), p.dbArgs...)...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("capture %v: %v\n%s", args, err, out)
 	}
@@ -159,12 +189,8 @@ func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
 	if err := step(220, "STARTTLS"); err != nil {
 		return nil, err
 	}
-	pem, err := os.ReadFile(p.banner["CA certificate"])
-	if err != nil {
-		return nil, err
-	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
+	roots.AppendCertsFromPEM([]byte(p.admin("ca")))
 	tc := tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "localhost"})
 	if err := tc.Handshake(); err != nil {
 		return nil, err

@@ -74,4 +74,3 @@ func OpenAgain(t testing.TB, st *store.Store) *store.Store {
 	t.Cleanup(func() { other.Close() })
 	return other
 }
-
