@@ -49,6 +49,13 @@ type backend interface {
 	allow(ctx context.Context, keyID string, perSecond, burst int) (retry time.Duration, ok bool, err error)
 	waitSlot(ctx context.Context, projectID string, slots int, hold time.Duration) (release func(), ok bool, err error)
 
+	// Full-text search (q=, SPEC §16) joins here when it lands: the
+	// filter it adds to a keyset query differs by database (an FTS5 table
+	// on SQLite; a pg_trgm or tsvector index on PostgreSQL, made by a
+	// migration in migrations/postgres), so it becomes one more method
+	// that returns the condition and its arguments for a message or
+	// request filter, while paging, waits and scanning stay shared.
+
 	// sizes are the database's size on disk and its write-ahead log's.
 	sizes(ctx context.Context) (db, wal int64, err error)
 	close() error
