@@ -47,6 +47,13 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 		return nil, err
 	}
 	if url != "" {
+		has, err := store.PostgresHasData(c.Context(), url)
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			return nil, errors.New("no capture data in the --database: run `capture serve --database …` first")
+		}
 		return store.OpenPostgres(c.Context(), url)
 	}
 	dir, err := dataDir(c)

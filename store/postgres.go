@@ -103,6 +103,23 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 	return s, nil
 }
 
+// PostgresHasData says whether the database at url holds capture's schema
+// (a serve has run on it), without changing anything.
+func PostgresHasData(ctx context.Context, url string) (bool, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return false, errors.New("--database: not a valid postgres:// URL")
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, fmt.Errorf("open database postgres://%s@%s:%d/%s: %w", cfg.User, cfg.Host, cfg.Port, cfg.Database, err)
+	}
+	defer conn.Close(context.Background())
+	var has bool
+	err = conn.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&has)
+	return has, err
+}
+
 // lockKey is the advisory lock key for name.
 func lockKey(name string) int64 {
 	h := fnv.New64a()

@@ -39,6 +39,13 @@ func PostgresDatabase(t testing.TB) string {
 	})
 }
 
+// EmptyPostgresDatabase is a fresh database without even capture's schema,
+// on the package's PostgreSQL test server.
+func EmptyPostgresDatabase(t testing.TB) string {
+	t.Helper()
+	return pgtest.Database(t, "", nil)
+}
+
 // Store opens a fresh, empty store on the backend the tests run on (see
 // Database). It closes when the test ends.
 func Store(t testing.TB) *store.Store {
