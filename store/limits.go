@@ -15,14 +15,16 @@ import (
 // AllowRequest takes one request from the key's allowance of perSecond a
 // second with bursts of burst, or says how long to wait for the next.
 func (s *Store) AllowRequest(ctx context.Context, keyID string, perSecond, burst int) (retry time.Duration, ok bool, err error) {
-	return s.b.allow(ctx, keyID, perSecond, burst)
+	retry, ok, err = s.b.allow(ctx, keyID, perSecond, burst)
+	return retry, ok, s.unavailable(err)
 }
 
 // TakeWaitSlot takes one of the project's slots concurrent waits, for at
 // most hold (a process that dies holding one loses it after that); ok is
 // false when all are taken. release gives it back.
 func (s *Store) TakeWaitSlot(ctx context.Context, projectID string, slots int, hold time.Duration) (release func(), ok bool, err error) {
-	return s.b.waitSlot(ctx, projectID, slots, hold)
+	release, ok, err = s.b.waitSlot(ctx, projectID, slots, hold)
+	return release, ok, s.unavailable(err)
 }
 
 // localLimits counts the limits in this process.

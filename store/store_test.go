@@ -727,3 +727,43 @@ func TestLockedDatabaseIsAClearError(t *testing.T) {
 		t.Fatalf("after the lock is gone: %v", err)
 	}
 }
+
+// On PostgreSQL a commit by another process (another replica) wakes this
+// one's waiters, and only for its collection.
+func TestWatchWakesAcrossProcesses(t *testing.T) {
+	s := newStore(t)
+	if !s.Shared() {
+		t.Skip("PostgreSQL only: one process serves a SQLite database, and its own commits wake its waiters")
+	}
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	other, _ := s.CreateEndpoint(ctx, p.ID, "o", nil)
+	replica := openAgain(t, s)
+	ch, otherCh := s.Watch(e.ID), s.Watch(other.ID)
+	insertRequests(t, replica, e.ID, "/from-the-other-replica")
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit by another process did not wake the watcher")
+	}
+	select {
+	case <-otherCh:
+		t.Fatal("another collection's watcher woke")
+	default:
+	}
+	// What the other process committed is there to read once woken.
+	l, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Path != "/from-the-other-replica" {
+		t.Fatalf("after the wake: %+v, %v", l.Items, err)
+	}
+	// A settings change there is seen here without a write of its own.
+	before := s.SettingsSeen()
+	status := 201
+	if _, err := replica.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Status: &status}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.SettingsVersion(ctx); err != nil || v <= before {
+		t.Fatalf("settings version %d after a change elsewhere, was %d (%v)", v, before, err)
+	}
+}
