@@ -365,7 +365,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 // transaction and returns them: those it committed, or those that hear err.
 func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed []*writeOp, err error) {
 	t := &wtx{ctx: ctx, w: w, b: s.b}
-	_, err = t.exec(s.b.begin())
+	_, err = t.control(s.b.begin())
 	// Claimed only now, with the write lock held: until then a caller
 	// whose deadline passed may still take its operation back.
 	claimed = make([]*writeOp, 0, len(batch))
@@ -377,7 +377,31 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed
 	if err != nil {
 		return claimed, s.unavailable(fmt.Errorf("begin: %w", err))
 	}
+	// No caller waits for its commit past commitTimeout: where BEGIN does
+	// not wait for the lock (PostgreSQL locks row by row, inside the
+	// transaction), a statement still waiting then is cancelled, and the
+	// batch fails as unavailable. COMMIT itself is never cancelled: one
+	// that went through must not be reported as failed.
+	oldest := time.Now()
+	for _, op := range claimed {
+		if op.queued.Before(oldest) {
+			oldest = op.queued
+		}
+	}
+	var cancel context.CancelFunc
+	t.ctx, cancel = context.WithDeadline(ctx, oldest.Add(commitTimeout))
+	defer cancel()
 	return claimed, s.writeClaimed(t, claimed)
+}
+
+// control runs BEGIN, COMMIT or ROLLBACK, whatever the transaction's
+// context says.
+func (t *wtx) control(q string) (sql.Result, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(context.WithoutCancel(t.ctx))
 }
 
 // unavailable marks err as ErrUnavailable when the database could not take
@@ -385,6 +409,9 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed
 func (s *Store) unavailable(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errNoCommit, err)
 	}
 	why, ok := s.b.unavailable(err)
 	switch {
@@ -398,12 +425,12 @@ func (s *Store) unavailable(err error) error {
 
 func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	if len(batch) == 0 {
-		_, err := t.exec("ROLLBACK")
+		_, err := t.control("ROLLBACK")
 		return err
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := t.exec("ROLLBACK"); rerr != nil {
+			if _, rerr := t.control("ROLLBACK"); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 			err = s.unavailable(err)
@@ -475,7 +502,7 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 			return err
 		}
 	}
-	if _, err := t.exec("COMMIT"); err != nil {
+	if _, err := t.control("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if readSettings {
