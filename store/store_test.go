@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -765,5 +766,76 @@ func TestWatchWakesAcrossProcesses(t *testing.T) {
 	}
 	if v, err := s.SettingsVersion(ctx); err != nil || v <= before {
 		t.Fatalf("settings version %d after a change elsewhere, was %d (%v)", v, before, err)
+	}
+}
+
+// The connection that listens for other replicas' commits comes back when
+// PostgreSQL drops it, and commits after that wake waiters again.
+func TestListenerReconnects(t *testing.T) {
+	s := newStore(t)
+	if !s.Shared() {
+		t.Skip("PostgreSQL only: SQLite has no connection to lose")
+	}
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	replica := openAgain(t, s)
+	admin, err := sql.Open("pgx", s.b.(*postgresDB).url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	// The listeners' connections are the ones whose last statement was a
+	// LISTEN; the replica's is dropped too, which does not matter here.
+	listeners := func() (pids []int) {
+		rows, err := admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var pid int
+			rows.Scan(&pid)
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+	before := listeners()
+	if len(before) != 2 {
+		t.Fatalf("%d listening connections, want one per store", len(before))
+	}
+	woken := s.Watch(e.ID)
+	for _, pid := range before {
+		if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Whatever was announced while nobody listened is lost: the new
+	// connection wakes every waiter to look again.
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiters were not woken when the listener came back")
+	}
+	// Wait (boundedly) until both stores listen again, then a commit by
+	// the replica wakes this store's waiter as before.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; len(listeners()) < 2; i++ {
+		if i == 1000 {
+			t.Fatal("the listeners did not reconnect")
+		}
+		<-tick.C
+	}
+	// Twice: the reconnect's own wake-up may close the first channel.
+	for i := range 2 {
+		ch := s.Watch(e.ID)
+		insertRequests(t, replica, e.ID, fmt.Sprint("/after-the-drop/", i))
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a commit by another process after the reconnect did not wake the watcher")
+		}
 	}
 }
