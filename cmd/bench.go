@@ -239,8 +239,12 @@ func withTargets(c *cobra.Command, fn func([]*bench.Target) error) error {
 	}
 	runErr := fn(ts)
 	for i, t := range ts {
+		which := "server"
+		if len(ts) > 1 {
+			which = fmt.Sprintf("server %d", i+1)
+		}
 		if rss, err := t.PeakRSS(); err == nil {
-			fprintf(c.OutOrStdout(), "server %d peak RSS: %.1f MiB\n", i+1, float64(rss)/(1<<20))
+			fprintf(c.OutOrStdout(), "%s peak RSS: %.1f MiB\n", which, float64(rss)/(1<<20))
 		}
 	}
 	return joinErr(runErr, t.Stop())
