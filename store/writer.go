@@ -377,11 +377,18 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed
 	if err != nil {
 		return claimed, s.unavailable(fmt.Errorf("begin: %w", err))
 	}
-	// No caller waits for its commit past commitTimeout: where BEGIN does
-	// not wait for the lock (PostgreSQL locks row by row, inside the
-	// transaction), a statement still waiting then is cancelled, and the
-	// batch fails as unavailable. COMMIT itself is never cancelled: one
-	// that went through must not be reported as failed.
+	// No caller waits for its commit past commitTimeout. SQLite's BEGIN
+	// IMMEDIATE takes the write lock or fails within the busy timeout,
+	// before anything is claimed; PostgreSQL locks row by row inside the
+	// transaction, so there a statement still waiting at the oldest
+	// caller's deadline is cancelled, and the batch fails as unavailable.
+	// (Not on SQLite: its driver watches a cancellable context with a
+	// goroutine per statement, which costs the hot path.) COMMIT itself
+	// is never cancelled: one that went through must not be reported as
+	// failed.
+	if !s.Shared() {
+		return claimed, s.writeClaimed(t, claimed)
+	}
 	oldest := time.Now()
 	for _, op := range claimed {
 		if op.queued.Before(oldest) {
