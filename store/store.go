@@ -17,9 +17,14 @@
 // (pg_notify sent inside the committing transaction, heard on a LISTEN
 // connection), locks (none are needed on SQLite, whose writer is alone;
 // advisory locks on PostgreSQL), reading large values slice by slice, the
-// API's rate and wait limits (in process, or in shared rows), and where
-// the local CA lives. That is river's driver split, without writing each
-// query twice.
+// API's rate and wait limits (in process, or in shared rows). That is
+// river's driver split, without writing each query twice: the one
+// interface is the store the servers already use, and the store and
+// server test suites, run on each database, are its conformance suite.
+//
+// Shared says which kind a store is, for the little that callers keep
+// beside the database on SQLite and in it on PostgreSQL (the local CA:
+// TLSFile).
 package store
 
 import (
