@@ -36,9 +36,9 @@ func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	for _, flag := range []string{"--http", "--capture", "--smtp-starttls", "--smtp-tls"} {
+	for _, flag := range []string{"--http", "--capture", "--smtp-starttls", "--smtp-tls", "--email-api"} {
 		r := capture(t, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", flag, busy.Addr().String())
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0", flag, busy.Addr().String())
 		if r.code != 1 || !strings.Contains(r.stderr, busy.Addr().String()) || strings.Contains(r.stdout, "cap_") {
 			t.Errorf("%s in use: %+v", flag, r)
 		}

@@ -11,10 +11,7 @@ import (
 )
 
 func TestUserSetPassword(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if r := capture(t, "project", "list", "--data-dir", dir); r.code != 0 {
-		t.Fatalf("project list: %+v", r)
-	}
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
 	r := captureIn(t, "short\n", "user", "set-password", "--data-dir", dir)
 	if r.code != 1 || !strings.Contains(r.stderr, "at least 8 characters") {
 		t.Fatalf("short password: %+v", r)
@@ -34,10 +31,7 @@ func TestUserSetPassword(t *testing.T) {
 }
 
 func TestUserLoginLink(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if r := capture(t, "project", "list", "--data-dir", dir); r.code != 0 {
-		t.Fatalf("project list: %+v", r)
-	}
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
 	if r := capture(t, "user", "login-link", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "capture serve") {
 		t.Fatalf("login-link before any serve: %+v", r)
 	}

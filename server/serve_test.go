@@ -165,7 +165,13 @@ func (p *serveProc) captureURL() string { return p.banner["Capture URL"] }
 
 // smtpSession is an SMTP client over STARTTLS, authenticated as user.
 func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
-	nc, err := net.DialTimeout("tcp", p.smtp, 10*time.Second)
+	return smtpSession(p.smtp, []byte(p.admin("ca")), user, pass)
+}
+
+// smtpSession is an SMTP client of the STARTTLS listener at addr, which
+// trusts the CA certificate caPEM, authenticated as user.
+func smtpSession(addr string, caPEM []byte, user, pass string) (*textproto.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +196,7 @@ func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
 		return nil, err
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM([]byte(p.admin("ca")))
+	roots.AppendCertsFromPEM(caPEM)
 	tc := tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "localhost"})
 	if err := tc.Handshake(); err != nil {
 		return nil, err
@@ -591,7 +597,7 @@ func BenchmarkServeStop(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		cmd := exec.Command(bin, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0")
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

@@ -49,12 +49,26 @@ type backend interface {
 	allow(ctx context.Context, keyID string, perSecond, burst int) (retry time.Duration, ok bool, err error)
 	waitSlot(ctx context.Context, projectID string, slots int, hold time.Duration) (release func(), ok bool, err error)
 
-	// Full-text search (q=, SPEC §16) joins here when it lands: the
-	// filter it adds to a keyset query differs by database (an FTS5 table
-	// on SQLite; a pg_trgm or tsvector index on PostgreSQL, made by a
-	// migration in migrations/postgres), so it becomes one more method
-	// that returns the condition and its arguments for a message or
-	// request filter, while paging, waits and scanning stay shared.
+	// nextSeqs draws n seqs for new rows of table, in ascending order, for
+	// rows that other rows (their search index rows) must name before the
+	// insert returns.
+	nextSeqs(t *wtx, table string, n int) ([]int64, error)
+
+	// Full-text search (search.go). indexTable is the table a capture's
+	// tokens are written to in the capture's own transaction, for the
+	// search index named index (messages_search, requests_search): on
+	// SQLite a staging table indexLoop empties into FTS5, on PostgreSQL
+	// the index itself. vocabulary says whether the database keeps
+	// search_terms, through which planSearch expands query words.
+	// searchSource makes k's rows come through the index, as plan says;
+	// it returns whether the rows carry their tokens (the last column),
+	// which the scan then checks with stagedMatch.
+	indexTable(index string) string
+	vocabulary() bool
+	searchSource(k *keyset, plan searchPlan, index string) (tokens bool)
+	// jsonGroupArray aggregates expr, ordered by order, into a JSON array
+	// ("[]" for no rows).
+	jsonGroupArray(expr, order string) string
 
 	// sizes are the database's size on disk and its write-ahead log's.
 	sizes(ctx context.Context) (db, wal int64, err error)

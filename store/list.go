@@ -24,7 +24,28 @@ type keyset struct {
 	joins     string
 	where     []string // extra conditions, ANDed
 	whereArgs []any
+	// sources, when set, are where the rows come from instead of the
+	// table: each gives rows in seq order, and the page merges them.
+	sources []source
+	// filtered says scan may reject rows (errSkipRow): the query then
+	// has no LIMIT and is read until the page is full.
+	filtered bool
 }
+
+// source is one way to the rows of a keyset: a search index joined to the
+// table.
+type source struct {
+	from   string // FROM clause, joining the table
+	seqCol string // equals the table's seq; orders and bounds the rows
+	where  string // a condition of this source, with its arguments
+	args   []any
+	// ownerBounds bounds seqCol by the collection's oldest and newest
+	// seq, so an index shared by all collections skips the others' rows.
+	ownerBounds bool
+}
+
+// errSkipRow is what a scan returns for a row the page leaves out.
+var errSkipRow = errors.New("row left out")
 
 type row struct {
 	seq int64
@@ -47,35 +68,69 @@ func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 		return List[T]{}, fmt.Errorf("%w: before and after exclude each other", ErrInvalid)
 	}
 
-	conds := []string{k.table + "." + k.ownerCol + " = ?"}
-	args := []any{k.owner}
-	conds = append(conds, k.where...)
-	args = append(args, k.whereArgs...)
-
 	order := "DESC"
+	var cursorSeq int64
 	if cursor := p.Before + p.After; cursor != "" {
-		var seq int64
 		err := s.queryRow(ctx,
-			`SELECT seq FROM `+k.table+` WHERE id = ? AND `+k.ownerCol+` = ?`, cursor, k.owner).Scan(&seq)
+			`SELECT seq FROM `+k.table+` WHERE id = ? AND `+k.ownerCol+` = ?`, cursor, k.owner).Scan(&cursorSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return List[T]{}, fmt.Errorf("%w: %q is not in this collection", ErrInvalidCursor, cursor)
 		}
 		if err != nil {
 			return List[T]{}, err
 		}
-		if p.Before != "" {
-			conds = append(conds, k.table+".seq < ?")
-		} else {
-			conds = append(conds, k.table+".seq > ?")
+		if p.After != "" {
 			order = "ASC"
 		}
-		args = append(args, seq)
 	}
 
-	q := `SELECT ` + k.table + `.seq, ` + k.table + `.id, ` + k.columns + ` FROM ` + k.table + ` ` + k.joins +
-		` WHERE ` + strings.Join(conds, " AND ") +
-		` ORDER BY ` + k.table + `.seq ` + order + ` LIMIT ?`
-	args = append(args, limit+1)
+	sources := k.sources
+	if len(sources) == 0 {
+		sources = []source{{from: k.table, seqCol: k.table + ".seq"}}
+	}
+	var selects []string
+	var args []any
+	for _, src := range sources {
+		conds := []string{k.table + "." + k.ownerCol + " = ?"}
+		args = append(args, k.owner)
+		conds = append(conds, k.where...)
+		args = append(args, k.whereArgs...)
+		if src.where != "" {
+			conds = append(conds, src.where)
+			args = append(args, src.args...)
+		}
+		if p.Before != "" {
+			conds = append(conds, src.seqCol+" < ?")
+			args = append(args, cursorSeq)
+		} else if p.After != "" {
+			conds = append(conds, src.seqCol+" > ?")
+			args = append(args, cursorSeq)
+		}
+		if src.ownerBounds {
+			// A virtual table takes one bound each way, so the cursor's
+			// bound replaces the collection's on its side.
+			if p.After == "" {
+				conds = append(conds, src.seqCol+` >= (SELECT min(seq) FROM `+k.table+` WHERE `+k.ownerCol+` = ?)`)
+				args = append(args, k.owner)
+			}
+			if p.Before == "" {
+				conds = append(conds, src.seqCol+` <= (SELECT max(seq) FROM `+k.table+` WHERE `+k.ownerCol+` = ?)`)
+				args = append(args, k.owner)
+			}
+		}
+		selects = append(selects, `SELECT `+src.seqCol+`, `+k.table+`.id, `+k.columns+` FROM `+src.from+` `+k.joins+
+			` WHERE `+strings.Join(conds, " AND "))
+	}
+	orderBy := sources[0].seqCol
+	if len(sources) > 1 {
+		// SQLite merges the sources, each read in order, as far as needed.
+		orderBy = "1"
+	}
+	q := strings.Join(selects, " UNION ALL ") + ` ORDER BY ` + orderBy + ` ` + order
+	if !k.filtered {
+		q += ` LIMIT ?`
+		args = append(args, limit+1)
+	}
 
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
@@ -92,6 +147,9 @@ func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 		}
 		var base row
 		item, err := scan(rows, &base)
+		if errors.Is(err, errSkipRow) {
+			continue
+		}
 		if err != nil {
 			return List[T]{}, err
 		}

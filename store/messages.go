@@ -106,6 +106,11 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	attNames := make([]string, len(m.Attachments))
+	for i, a := range m.Attachments {
+		attNames[i] = a.Filename
+	}
+	tokens := searchTokens(messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames))
 
 	return id, func(t *wtx) error {
 		const insert = `INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
@@ -117,22 +122,20 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 			nullStringPtr(m.Text), nullStringPtr(m.HTML), string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
 			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw, string(codes), m.LinksTruncated}
-		if len(m.Attachments) == 0 {
-			if _, err := t.exec(insert, args...); err != nil {
-				return fmt.Errorf("insert message: %w", err)
-			}
-		} else {
-			// The attachments refer to the message by its seq.
-			var seq int64
-			if err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq); err != nil {
-				return fmt.Errorf("insert message: %w", err)
-			}
-			for i, a := range m.Attachments {
-				if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
-					return err
-				}
+		// The index row and the attachments refer to the message by its
+		// seq.
+		var seq int64
+		if err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq); err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		if err := t.indexMessage(seq, tokens); err != nil {
+			return fmt.Errorf("index message: %w", err)
+		}
+		for i, a := range m.Attachments {
+			if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
+				return err
 			}
 		}
 		t.wakeAfterCommit(m.InboxID)
@@ -280,9 +283,18 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.where = append(k.where, "messages.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	return page(ctx, s, k, p, func(r *sql.Rows, base *row) (MessageSummary, error) {
-		return scanMessageSummary(r, base, nil)
-	})
+	scan := scanMessageRow
+	if f.Q != "" {
+		var err error
+		if scan, err = s.searchMessages(ctx, &k, f.Q); err != nil {
+			return List[MessageSummary]{}, err
+		}
+	}
+	return page(ctx, s, k, p, scan)
+}
+
+func scanMessageRow(r *sql.Rows, base *row) (MessageSummary, error) {
+	return scanMessageSummary(r, base, nil)
 }
 
 // messageSeq finds a message of the project (any project when projectID

@@ -275,16 +275,20 @@ type Page struct {
 	After  string
 }
 
-// Since, when non-zero, keeps captures received strictly after it.
+// Since, when non-zero, keeps captures received strictly after it. Q, when
+// not "", is a full-text search (see search.go): words ANDed, "quoted
+// phrases", each matched as a substring, ignoring case and accents.
 type MessageFilter struct {
 	To, From, Subject string
 	Since             time.Time
+	Q                 string
 }
 
 type RequestFilter struct {
 	Method     string
 	PathPrefix string
 	Since      time.Time
+	Q          string
 }
 
 // List is one page of a collection, newest first. Next is the cursor to pass

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -327,6 +328,41 @@ func (b *postgresDB) partQuery(table, column, key string) string {
 	}
 	return `SELECT substring(` + value + ` FROM CAST(?2 AS integer) FOR CAST(?1 AS integer)) FROM ` + table +
 		` WHERE ` + key + ` = ?3`
+}
+
+// nextSeqs draws from table's identity sequence, which every replica
+// shares.
+func (b *postgresDB) nextSeqs(t *wtx, table string, n int) ([]int64, error) {
+	rows, err := t.query(`SELECT nextval(pg_get_serial_sequence(?1, 'seq')) FROM generate_series(1, CAST(?2 AS integer))`, table, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seqs := make([]int64, 0, n)
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	return seqs, rows.Err()
+}
+
+// The index is a table of each capture's tokens, written with the capture,
+// under a pg_trgm index (migrations/postgres): GIN absorbs writes in its
+// pending list, so nothing need be staged, and no vocabulary is kept.
+func (b *postgresDB) indexTable(index string) string { return index }
+func (b *postgresDB) vocabulary() bool               { return false }
+
+func (b *postgresDB) searchSource(k *keyset, plan searchPlan, index string) bool {
+	plan.trigramSource(k, index)
+	return true
+}
+
+func (b *postgresDB) jsonGroupArray(expr, order string) string {
+	return `coalesce(json_agg(` + expr + ` ORDER BY ` + order + `), '[]')`
 }
 
 // nowMS is the database's clock in milliseconds: the replicas' own clocks

@@ -25,7 +25,8 @@ func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error
 		body = []byte{}
 	}
 	row := &requestRow{endpointID: r.EndpointID, args: []any{id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
-		nullString(r.ContentType), len(body), r.RemoteAddr, string(headers), body}}
+		nullString(r.ContentType), len(body), r.RemoteAddr, string(headers), body},
+		tokens: searchTokens(requestSearchFields(path, r.Query, r.Headers, body))}
 	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
 		return "", err
 	}
@@ -41,6 +42,30 @@ const requestColumns = "id, endpoint_id, received_at, method, path, query, conte
 type requestRow struct {
 	endpointID string
 	args       []any
+	tokens     string // searchTokens
+}
+
+// insertRequests inserts a batch's captured requests and indexes them
+// (search.go). Each row's seq is drawn first (nextSeqs), so that the index
+// rows can name them.
+func (t *wtx) insertRequests(rows []*requestRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	seqs, err := t.b.nextSeqs(t, "requests", len(rows))
+	if err != nil {
+		return fmt.Errorf("insert into requests: %w", err)
+	}
+	values := make([][]any, len(rows))
+	index := make([][]any, len(rows))
+	for i, r := range rows {
+		values[i] = append([]any{seqs[i]}, r.args...)
+		index[i] = []any{seqs[i], r.tokens}
+	}
+	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
+		return err
+	}
+	return t.insertRows(t.b.indexTable("requests_search"), "seq, tokens", index)
 }
 
 // requestSummaryCols are a request's list columns, its newest delivery's
@@ -104,9 +129,18 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 		k.where = append(k.where, "requests.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	return page(ctx, s, k, p, func(r *sql.Rows, base *row) (RequestSummary, error) {
-		return scanRequestSummary(r, base)
-	})
+	scan := scanRequestRow
+	if f.Q != "" {
+		var err error
+		if scan, err = s.searchRequests(ctx, &k, f.Q); err != nil {
+			return List[RequestSummary]{}, err
+		}
+	}
+	return page(ctx, s, k, p, scan)
+}
+
+func scanRequestRow(r *sql.Rows, base *row) (RequestSummary, error) {
+	return scanRequestSummary(r, base)
 }
 
 // Request returns one captured request of the project with its deliveries.

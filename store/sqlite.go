@@ -67,6 +67,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // files are readable by their owner only: they hold revealable SMTP
 // passwords.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	return openSQLite(ctx, path, indexInterval)
+}
+
+// openSQLite is OpenSQLite with the interval at which staged index rows
+// move into FTS5 (search.go).
+func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*Store, error) {
 	ownerOnly(path)
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
@@ -134,7 +140,9 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		cdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	s.indexDone = make(chan struct{})
 	go b.checkpointLoop()
+	go s.indexLoop(indexEvery)
 	return s, nil
 }
 
@@ -196,6 +204,33 @@ func (b *sqliteDB) partQuery(table, column, key string) string {
 	return `SELECT substr(CAST(` + column + ` AS BLOB), ?2, ?1) FROM ` + table + ` WHERE ` + key + ` = ?3`
 }
 
+// nextSeqs are one past the largest seq of table, as SQLite would choose:
+// its writer is the only one.
+func (b *sqliteDB) nextSeqs(t *wtx, table string, n int) ([]int64, error) {
+	var last int64
+	if err := t.queryRow(`SELECT coalesce(max(seq), 0) FROM ` + table).Scan(&last); err != nil {
+		return nil, err
+	}
+	seqs := make([]int64, n)
+	for i := range seqs {
+		seqs[i] = last + 1 + int64(i)
+	}
+	return seqs, nil
+}
+
+// A capture's tokens are staged, and move into FTS5 in batches (search.go).
+func (b *sqliteDB) indexTable(index string) string { return index + "_staged" }
+func (b *sqliteDB) vocabulary() bool               { return true }
+
+func (b *sqliteDB) searchSource(k *keyset, plan searchPlan, index string) bool {
+	plan.ftsSource(k, index)
+	return false
+}
+
+func (b *sqliteDB) jsonGroupArray(expr, order string) string {
+	return `json_group_array(` + expr + ` ORDER BY ` + order + `)`
+}
+
 func (b *sqliteDB) allow(_ context.Context, keyID string, perSecond, burst int) (time.Duration, bool, error) {
 	retry, ok := b.limits.allow(keyID, perSecond, burst)
 	return retry, ok, nil
@@ -242,22 +277,14 @@ const restartFrames = 16384
 // that the next commit starts the WAL from its beginning; when the writer
 // is idle it truncates the file to nothing.
 func (b *sqliteDB) checkpointLoop() {
-	defer close(b.cpDone)
-	t := time.NewTicker(checkpointInterval)
-	defer t.Stop()
 	var lastCommits uint64
 	truncated := false
-	for {
-		select {
-		case <-b.s.quit:
-			return
-		case <-t.C:
-		}
+	b.s.every(checkpointInterval, b.cpDone, func() {
 		commits := b.s.commits.Load()
 		idle := commits == lastCommits
 		lastCommits = commits
 		if idle && truncated {
-			continue
+			return
 		}
 		mode := "PASSIVE"
 		if idle {
@@ -271,7 +298,7 @@ func (b *sqliteDB) checkpointLoop() {
 			err = b.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
 		}
 		truncated = idle && err == nil && busy == 0
-	}
+	})
 }
 
 func migrateSQLite(ctx context.Context, db *sql.DB) error {

@@ -58,6 +58,10 @@ type Store struct {
 	b   backend
 	wdb *sql.DB
 
+	// indexDone is closed when the SQLite search indexer (indexLoop)
+	// stops; nil on PostgreSQL, whose index needs no mover.
+	indexDone chan struct{}
+
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
 	notify    *notifier
@@ -76,7 +80,7 @@ type Store struct {
 
 // start runs the writer over conn, the one connection it commits on.
 func (s *Store) start(ctx context.Context, conn *sql.Conn) error {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), vocab: newVocabulary()}
 	if err := w.prepareControl(ctx, s.b); err != nil {
 		w.closeStmts()
 		return err
@@ -92,6 +96,9 @@ func (s *Store) start(ctx context.Context, conn *sql.Conn) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
+		if s.indexDone != nil {
+			<-s.indexDone
+		}
 		<-s.writerDone
 		s.readStmts.Range(func(_, st any) bool {
 			st.(*sql.Stmt).Close()
@@ -107,6 +114,21 @@ func (s *Store) Close() error {
 // PostgreSQL, any other. Take it before querying.
 func (s *Store) Watch(collectionID string) <-chan struct{} {
 	return s.notify.watch(collectionID)
+}
+
+// every runs fn at each interval until Close, then closes done.
+func (s *Store) every(interval time.Duration, done chan struct{}, fn func()) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }
 
 // readStmt returns the read pool's prepared statement for query, preparing

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -73,21 +74,13 @@ func BenchmarkInsertRequestFewCallers(b *testing.B) {
 // commit per message: under SMTP load the writer's batches hold one or two
 // messages, because each connection waits for its 250 before sending more.
 func BenchmarkInsertMessage(b *testing.B) {
-	s, _ := benchStore(b)
-	p, err := s.Project(b.Context(), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	in, err := s.CreateInbox(b.Context(), p.ID, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, inboxID := benchInbox(b)
 	text := "Confirm your address: https://app.example.com/confirm?token=0123456789abcdef\n" +
 		strings.Repeat("The quick brown fox jumps over the lazy dog. 0123456789 abcdefghijklmnopqr\n", 26)
 	raw := []byte("From: Bench <bench@example.com>\r\nTo: <to@example.com>\r\nSubject: bench\r\n\r\n" +
 		strings.ReplaceAll(text, "\n", "\r\n"))
 	date := time.Now()
-	m := &NewMessage{InboxID: in.ID, EnvelopeFrom: "bench@example.com", EnvelopeTo: []string{"to@example.com"},
+	m := &NewMessage{InboxID: inboxID, EnvelopeFrom: "bench@example.com", EnvelopeTo: []string{"to@example.com"},
 		From: &Address{Name: "Bench", Address: "bench@example.com"}, To: []Address{{Address: "to@example.com"}},
 		Subject: "bench", Date: &date, MessageID: "1@bench",
 		Headers: []Header{{Name: "From", Values: []string{"Bench <bench@example.com>"}},
@@ -142,4 +135,50 @@ func BenchmarkListRequestsLastDelivery(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkInsertMessageParallel is what `capture bench smtp` makes the
+// store do: eight sessions, each storing the 2 KiB smtpload message with a
+// numbered subject and waiting for its commit before sending the next.
+func BenchmarkInsertMessageParallel(b *testing.B) {
+	s, inboxID := benchInbox(b)
+	var session atomic.Int64
+	b.SetParallelism(4) // 4 × GOMAXPROCS (2 here) sessions
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := session.Add(1)
+		for seq := 0; pb.Next(); seq++ {
+			if _, err := s.InsertMessage(b.Context(), smtploadMessage(inboxID, id, seq)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
+// benchInbox is a benchmark store with an inbox.
+func benchInbox(b *testing.B) (*Store, string) {
+	s, _ := benchStore(b)
+	p, err := s.Project(b.Context(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := s.CreateInbox(b.Context(), p.ID, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, in.ID
+}
+
+// smtploadMessage is the seq-th message of an smtpload session: what
+// `capture bench smtp` sends, one line repeated to 2 KiB of text.
+func smtploadMessage(inboxID string, session int64, seq int) *NewMessage {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog 0123456789 abcdefghijklmnopqrstu\n", 26)
+	subject := fmt.Sprintf("smtpload %d-%d", session, seq)
+	raw := []byte("From: <from@example.com>\r\nTo: <to@example.com>\r\nSubject: " + subject + "\r\n\r\n" +
+		strings.ReplaceAll(text, "\n", "\r\n"))
+	return &NewMessage{InboxID: inboxID, ReceivedAt: time.Now(), EnvelopeFrom: "from@example.com",
+		EnvelopeTo: []string{"to@example.com"}, From: &Address{Address: "from@example.com"},
+		To: []Address{{Address: "to@example.com"}}, Subject: subject, Text: &text, Snippet: text[:200], Raw: raw}
 }

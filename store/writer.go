@@ -58,6 +58,7 @@ func (op *writeOp) claim() bool {
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	vocab *vocabulary
 }
 
 // prepareControl prepares the statements that begin and end transactions
@@ -335,6 +336,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
 	batch, err := s.runTx(ctx, w, batch)
 	if err == nil {
+		w.vocab.committed()
 		// Observed before any caller hears of its commit, so that what a
 		// caller does next is never counted in this batch's stead.
 		s.observeCommit(batch)
@@ -347,6 +349,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		s.notify.notify(wake)
 		return
 	}
+	w.vocab.forget()
 	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
 		if errors.Is(err, ErrUnavailable) {
 			w.renew(s.wdb, s.b)
@@ -458,7 +461,7 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	// one it has already seen appear later. Sorted, two batches never wait
 	// for each other in a circle.
 	bumps := make(map[counted]int64)
-	var rows [][]any
+	var rows []*requestRow
 	for _, op := range batch {
 		readSettings = readSettings || op.request == nil
 		if op.request != nil {
@@ -482,7 +485,7 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	var wake []string
 	for _, op := range batch {
 		if op.request != nil {
-			rows = append(rows, op.request.args)
+			rows = append(rows, op.request)
 			op.wake = []string{op.request.endpointID}
 			wake = append(wake, op.request.endpointID)
 			continue
@@ -494,7 +497,10 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 		op.wake = t.wake
 		wake = append(wake, t.wake...)
 	}
-	if err := t.insertRows("requests", requestColumns, rows); err != nil {
+	if err := t.insertRequests(rows); err != nil {
+		return err
+	}
+	if err := t.flushTerms(); err != nil {
 		return err
 	}
 	if len(wake) > 0 {

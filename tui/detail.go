@@ -128,6 +128,13 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 	}
 	p.field("Id", msg.ID+" · "+size(msg.Size), m.st.dim)
 
+	if len(msg.Codes) > 0 {
+		p.section("Codes (c copies the first)")
+		for _, c := range msg.Codes {
+			context := strings.Join(strings.Fields(c.Context), " ")
+			p.add(ansi.Truncate("  "+m.st.titleFocused.Render(clean(c.Value))+"  "+m.st.dim.Render(clean(context)), w, "…"))
+		}
+	}
 	if m.showHeaders {
 		p.section("Headers (h hides)")
 		m.headerLines(p, msg.Headers)
@@ -148,14 +155,14 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 		p.text(clean(body), false)
 	}
 	if len(msg.Links) > 0 {
-		p.section("Links (o opens or copies)")
+		title := "Links (o opens or copies)"
+		if msg.LinksTruncated {
+			title = "Links: the first " + strconv.Itoa(len(msg.Links)) + " (o opens or copies)"
+		}
+		p.section(title)
 		for i, l := range msg.Links {
 			n := m.st.accent.Render(strconv.Itoa(i+1) + ".")
-			text := ""
-			if l.Text != nil && strings.TrimSpace(*l.Text) != "" {
-				text = clean(strings.Join(strings.Fields(*l.Text), " ")) + " "
-			}
-			p.add(ansi.Truncate("  "+n+" "+text+m.st.dim.Render(clean(l.URL)), w, "…"))
+			p.add(ansi.Truncate("  "+n+" "+m.st.method.Render(kindTag(l))+" "+linkText(l)+m.st.dim.Render(clean(l.URL)), w, "…"))
 		}
 	}
 	if len(msg.Attachments) > 0 {
@@ -180,6 +187,24 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 		p.add(m.st.dim.Render("h all headers · v raw message"))
 	}
 	return p.String()
+}
+
+// kindTag is a link's kind as a tag, readable without colour.
+func kindTag(l contract.Link) string {
+	kind := l.Kind
+	if kind == "" {
+		kind = contract.LinkOther
+	}
+	return "[" + clean(kind) + "]"
+}
+
+// linkText is a link's anchor text on one line, followed by a space, or
+// nothing.
+func linkText(l contract.Link) string {
+	if l.Text == nil || strings.TrimSpace(*l.Text) == "" {
+		return ""
+	}
+	return clean(strings.Join(strings.Fields(*l.Text), " ")) + " "
 }
 
 // messageBody is the text part, else the HTML part made readable.

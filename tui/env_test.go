@@ -105,6 +105,7 @@ type mail struct {
 	from, to, cc, subject, text, html string
 	links                             []store.Link
 	attachments                       []store.NewAttachment
+	codes                             []store.Code
 }
 
 // insert stores a message in the default inbox as the SMTP listener would.
@@ -127,6 +128,7 @@ func (e *env) insert(m mail) string {
 			{Name: "Subject", Values: []string{m.subject}},
 		},
 		Links:       m.links,
+		Codes:       m.codes,
 		Attachments: m.attachments,
 		Snippet:     m.text,
 		Raw:         []byte("From: Shop <" + m.from + ">\r\nTo: " + m.to + "\r\nSubject: " + m.subject + "\r\n\r\n" + m.text + "\r\n"),

@@ -261,8 +261,32 @@ func (m *Model) actionKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.pendingPick = want
 		return m.openDetail(c)
+	case key.Matches(msg, k.Code):
+		if c.msg == nil {
+			m.setNotice("verification codes belong to messages", true)
+			return nil
+		}
+		if m.detail.id == c.id() && m.detail.msg != nil {
+			return m.copyCode()
+		}
+		m.pendingCode = c.id()
+		return m.openDetail(c)
 	}
 	return nil
+}
+
+// copyCode puts the open message's first code, the most likely one, on
+// the clipboard.
+func (m *Model) copyCode() tea.Cmd {
+	if m.detail.msg == nil {
+		return nil
+	}
+	if len(m.detail.msg.Codes) == 0 {
+		m.setNotice("this message has no verification code", false)
+		return nil
+	}
+	code := m.detail.msg.Codes[0].Value
+	return copyToClipboard(m.cfg.Output, code, "copied the code "+clean(code)+" to the clipboard")
 }
 
 func (m *Model) openPicker(p mode) {

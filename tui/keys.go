@@ -6,6 +6,7 @@ type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Next, Prev, Enter, Back                 key.Binding
 	Filter, Replay, Delete, Open, Save      key.Binding
+	Code                                    key.Binding
 	Headers, Raw, Help, Quit                key.Binding
 }
 
@@ -29,6 +30,7 @@ func newKeyMap() keyMap {
 		Delete:   b("delete (asks first)", "d"),
 		Open:     b("open or copy a link", "o"),
 		Save:     b("save an attachment", "a"),
+		Code:     b("copy the verification code", "c"),
 		Headers:  b("all headers on/off", "h"),
 		Raw:      b("raw on/off", "v"),
 		Help:     b("this help", "?"),
@@ -46,7 +48,7 @@ func (k keyMap) helpSections() []struct {
 		bindings []key.Binding
 	}{
 		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Next, k.Prev, k.Enter, k.Back}},
-		{"Captures", []key.Binding{k.Filter, k.Replay, k.Delete, k.Open, k.Save, k.Headers, k.Raw}},
+		{"Captures", []key.Binding{k.Filter, k.Replay, k.Delete, k.Open, k.Save, k.Code, k.Headers, k.Raw}},
 		{"", []key.Binding{k.Help, k.Quit}},
 	}
 }

@@ -152,6 +152,8 @@ type Model struct {
 	confirm     capture
 	pick        int
 	pendingPick mode
+	// pendingCode is the message whose code is copied once it is loaded.
+	pendingCode string
 
 	notice    string
 	noticeBad bool
@@ -537,6 +539,13 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 		m.list.older = msg.next
 		return nil
 	}
+	if contract.IsCode(msg.err, contract.CodeInvalidParameter) {
+		// The server refuses the filter (a search it cannot read): asking
+		// again would change nothing, so the error stays until / changes it.
+		m.record(opList, msg.err, 0)
+		m.list.loaded = true
+		return nil
+	}
 	if msg.err != nil {
 		return m.fail(opList, msg.gen, msg.err)
 	}
@@ -753,6 +762,7 @@ func (m *Model) closeDetail() {
 		m.mode = modeNormal
 	}
 	m.pendingPick = modeNormal
+	m.pendingCode = ""
 }
 
 func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
@@ -779,6 +789,10 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if p := m.pendingPick; p != modeNormal {
 		m.pendingPick = modeNormal
 		m.openPicker(p)
+	}
+	if m.pendingCode == msg.id {
+		m.pendingCode = ""
+		return m.copyCode()
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func seed(e *env) {
-	text := "Hi Alice,\n\nconfirm your account: https://shop.test/confirm?t=abc\n\nThanks,\nthe Shop"
+	text := "Hi Alice, confirm your account: https://shop.test/confirm?t=abc\nor enter the code 482-915. Thanks, the Shop"
 	linkText := "Confirm"
 	e.insert(mail{from: "noreply@shop.test", to: "alice@example.test", subject: "Welcome to the Shop", text: "Hello Alice"})
 	e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: "Your receipt #1042",
@@ -20,7 +20,9 @@ func seed(e *env) {
 			Data: []byte("%PDF-1.4 receipt")}}})
 	e.insert(mail{from: "noreply@shop.test", to: "alice@example.test", cc: "audit@example.test",
 		subject: "Confirm your account", text: text,
-		links: []store.Link{{URL: "https://shop.test/confirm?t=abc", Text: &linkText, Origin: "https://shop.test"}}})
+		links: []store.Link{{URL: "https://shop.test/confirm?t=abc", Text: &linkText, Origin: "https://shop.test", Kind: store.LinkVerify},
+			{URL: "https://shop.test/unsubscribe?u=1", Origin: "https://shop.test", Kind: store.LinkUnsubscribe}},
+		codes: []store.Code{{Value: "482915", Context: "https://shop.test/confirm?t=abc or enter the code 482-915. Thanks, the Shop"}}})
 }
 
 func TestGoldenMain(t *testing.T) {
@@ -38,7 +40,7 @@ func TestGoldenMessageDetail(t *testing.T) {
 	u := e.run(e.config())
 	u.waitText("Confirm your account", "● live")
 	u.keys("enter") // open the newest
-	s := u.settled("confirm your account: https://shop.test/confirm?t=abc", "audit@example.test")
+	s := u.settled("confirm your account: https://shop.test/confirm?t=abc", "audit@example.test", "[unsubscribe]")
 	golden.RequireEqual(t, []byte(mask(s)))
 }
 

@@ -563,8 +563,9 @@ func (m *Model) helpBox() string {
 		rows = append(rows, fit(l, lw)+"   "+r)
 	}
 	rows = append(rows, "",
-		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset, or subject words"),
+		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset"),
 		m.st.dim.Render("Filter requests: POST /hooks, method:PUT, path:/api"),
+		m.st.dim.Render(`Other words and "quoted phrases" search the whole capture.`),
 		m.st.dim.Render("New captures arrive live and are marked • until looked at."))
 	return m.st.overlay.Render(strings.Join(rows, "\n"))
 }
@@ -580,11 +581,7 @@ func (m *Model) pickerBox(h int) string {
 	if m.mode == modeLinks {
 		title, hint = "Links", "enter or 1–9 opens in a browser · c copies · esc closes"
 		for i, l := range d.Links {
-			text := ""
-			if l.Text != nil && strings.TrimSpace(*l.Text) != "" {
-				text = clean(strings.Join(strings.Fields(*l.Text), " ")) + "  "
-			}
-			items = append(items, strconv.Itoa(i+1)+". "+text+clean(l.URL))
+			items = append(items, strconv.Itoa(i+1)+". "+kindTag(l)+" "+linkText(l)+clean(l.URL))
 		}
 	} else {
 		dir := m.cfg.SaveDir

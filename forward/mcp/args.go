@@ -112,6 +112,9 @@ func valueProblem(p *jsonschema.Schema, raw json.RawMessage) string {
 		if len(types) > 0 && !slices.Contains(types, "string") {
 			return "must be " + typeName(types)
 		}
+		if len(p.Enum) > 0 && !slices.Contains(p.Enum, any(v)) {
+			return fmt.Sprintf("must be one of %s (got %q)", enumList(p.Enum), v)
+		}
 	case bool:
 		if len(types) > 0 && !slices.Contains(types, "boolean") {
 			return "must be " + typeName(types)
@@ -126,6 +129,14 @@ func valueProblem(p *jsonschema.Schema, raw json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+func enumList(values []any) string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = fmt.Sprint(v)
+	}
+	return strings.Join(out, ", ")
 }
 
 func bound0(b *float64) string {

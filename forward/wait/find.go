@@ -19,6 +19,11 @@ type Finder struct {
 	// PollWait bounds each long-poll; zero means the API's maximum, 30 s.
 	// Waits longer than that are chained.
 	PollWait time.Duration
+	// Until, when set, is when the wait ends, in place of ctx's deadline:
+	// no long-poll holds past it, and once it has passed with nothing
+	// found the answer is ErrTimedOut. ctx then bounds only the calls, so
+	// that a wait that ends at once still looks at what is there.
+	Until time.Time
 	// polled hears of every filtered list call that returned, with how
 	// long it was asked to hold and how many captures it found.
 	polled func(hold time.Duration, found int)
@@ -26,12 +31,20 @@ type Finder struct {
 	retryBase time.Duration
 }
 
+// SinceStart is the since= that keeps exactly the captures received from
+// start on: since keeps captures strictly after it, and capture times are
+// whole milliseconds, so it is one millisecond before start's.
+func SinceStart(start time.Time) time.Time {
+	return start.Truncate(time.Millisecond).Add(-time.Millisecond)
+}
+
 // NextMessage returns the oldest message of the inbox that matches q's
-// filters and was received strictly after q.Since, waiting for one until
-// ctx ends; ErrTimedOut when its deadline passed first. q's paging fields
-// are ignored.
+// filters and was received strictly after q.Since (and, when q.After is
+// set, after that message), waiting for one until ctx ends or Until;
+// ErrTimedOut when that came first. q's other paging fields are ignored.
 func (f *Finder) NextMessage(ctx context.Context, inboxID string, q apiclient.MessageQuery) (contract.MessageSummary, error) {
 	return next(ctx, f, collection[contract.MessageSummary]{
+		after: q.After,
 		newest: func(ctx context.Context) (string, error) {
 			l, err := f.Client.Messages(ctx, inboxID, apiclient.MessageQuery{Limit: 1})
 			return firstID(l, err, func(m contract.MessageSummary) string { return m.ID })
@@ -46,6 +59,7 @@ func (f *Finder) NextMessage(ctx context.Context, inboxID string, q apiclient.Me
 // NextRequest is NextMessage for the requests of an endpoint.
 func (f *Finder) NextRequest(ctx context.Context, endpointID string, q apiclient.RequestQuery) (contract.RequestSummary, error) {
 	return next(ctx, f, collection[contract.RequestSummary]{
+		after: q.After,
 		newest: func(ctx context.Context) (string, error) {
 			l, err := f.Client.Requests(ctx, endpointID, apiclient.RequestQuery{Limit: 1})
 			return firstID(l, err, func(r contract.RequestSummary) string { return r.ID })
@@ -67,6 +81,8 @@ func firstID[T any](l contract.List[T], err error, id func(T) string) (string, e
 // collection is one inbox or endpoint as next reads it: its newest
 // capture, and its captures that match the filters (since included).
 type collection[T any] struct {
+	// after is the capture to start after, if any.
+	after  string
 	newest func(ctx context.Context) (string, error)
 	list   func(ctx context.Context, p apiclient.Page, hold time.Duration) (contract.List[T], error)
 }
@@ -81,15 +97,16 @@ type collection[T any] struct {
 // every capture up to the one read first was checked, since it existed
 // before the list ran: it becomes the cursor, and the next round's
 // waiting call looks only at what is newer. The first round has no cursor
-// yet and does not hold, so the whole collection is filtered once only.
+// yet (unless the caller gave one) and does not hold, so the whole
+// collection is filtered once only.
 func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 	var zero T
 	pollWait := f.PollWait
 	if pollWait <= 0 {
 		pollWait = contract.MaxWait
 	}
-	cursor := ""
-	for {
+	cursor := c.after
+	for round := 0; ; round++ {
 		candidate, err := call(ctx, f, c.newest)
 		if err != nil {
 			return zero, err
@@ -97,12 +114,15 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 		hold := time.Duration(0)
 		if cursor != "" || candidate == "" {
 			hold = pollWait
-			if d, ok := ctx.Deadline(); ok {
+			if d, ok := f.deadline(ctx); ok {
 				hold = min(hold, time.Until(d))
 			}
-			if hold <= 0 {
+			if hold <= 0 && round > 0 {
 				return zero, ErrTimedOut
 			}
+			// The first round looks at what is there even when the
+			// wait is already over.
+			hold = max(hold, 0)
 		}
 		after := cursor
 		l, err := call(ctx, f, func(ctx context.Context) (contract.List[T], error) {
@@ -132,6 +152,14 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 	}
 }
 
+// deadline is when the wait ends: Until, else ctx's deadline.
+func (f *Finder) deadline(ctx context.Context) (time.Time, bool) {
+	if !f.Until.IsZero() {
+		return f.Until, true
+	}
+	return ctx.Deadline()
+}
+
 // oldest pages back from a newest-first page of matches to the oldest.
 func oldest[T any](ctx context.Context, f *Finder, c collection[T], l contract.List[T]) (T, error) {
 	for l.Next != "" {
@@ -154,14 +182,27 @@ func oldest[T any](ctx context.Context, f *Finder, c collection[T], l contract.L
 // call runs one API call under the clients' retry policy (Retry-After on
 // 429 and 503), and also retries an API that does not answer, with
 // backoff, as long as ctx allows: a server restarting mid-wait is not a
-// reason to give up. ctx's deadline passing is ErrTimedOut.
+// reason to give up. ctx's deadline passing is ErrTimedOut. With Until
+// set, nothing is retried past it: the API's last answer (too_many_waits,
+// unavailable) is returned instead, for it says why nothing was found.
 func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T, error)) (T, error) {
 	base := f.retryBase
 	if base <= 0 {
 		base = 250 * time.Millisecond
 	}
+	retryCtx := ctx
+	if !f.Until.IsZero() {
+		var cancel context.CancelFunc
+		retryCtx, cancel = context.WithDeadline(ctx, f.Until)
+		defer cancel()
+	}
 	for attempt := 1; ; attempt++ {
-		v, err := apiclient.Retry(ctx, func() (T, error) { return fn(ctx) }, nil)
+		var asked error
+		v, err := apiclient.Retry(retryCtx, func() (T, error) { return fn(ctx) },
+			func(_ time.Duration, err error) { asked = err })
+		if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
+			return v, asked
+		}
 		switch {
 		case err == nil:
 			return v, nil
@@ -170,7 +211,11 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		case !errors.Is(err, apiclient.ErrUnreachable):
 			return v, err
 		}
-		t := time.NewTimer(apiclient.Backoff(err, attempt, base, 5*time.Second))
+		pause := apiclient.Backoff(err, attempt, base, 5*time.Second)
+		if !f.Until.IsZero() && time.Until(f.Until) < pause {
+			return v, &timedOut{last: err}
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()

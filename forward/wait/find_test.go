@@ -129,3 +129,80 @@ func TestTimesOut(t *testing.T) {
 		t.Errorf("NextRequest with the API down = %v, want ErrTimedOut naming the outage", err)
 	}
 }
+
+// After starts the wait past a capture already seen: a caller that looks
+// at each match in turn (a message of the right kind) moves on with it.
+func TestAfter(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now().Add(-time.Minute)
+	first := srv.Post(t, "POST", "/a/1", nil, nil)
+	srv.Post(t, "POST", "/b/2", nil, nil)
+	second := srv.Post(t, "POST", "/a/3", nil, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	f := finder(srv, time.Second)
+	for _, tt := range []struct{ after, want string }{{"", first}, {first, second}} {
+		got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Path: "/a/", Since: since, After: tt.after})
+		if err != nil || got.ID != tt.want {
+			t.Errorf("NextRequest after %q = %s, %v; want %s", tt.after, got.ID, err, tt.want)
+		}
+	}
+
+	// Past the last match, it waits for the next one.
+	var third string
+	f.polled = func(hold time.Duration, found int) {
+		if hold > 0 && found == 0 && third == "" {
+			third = srv.Post(t, "POST", "/a/4", nil, nil)
+		}
+	}
+	got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Path: "/a/", Since: since, After: second})
+	if err != nil || got.ID != third {
+		t.Errorf("NextRequest after the last = %s, %v; want %s", got.ID, err, third)
+	}
+}
+
+// Until in the past still looks once at what is there, and holds no poll.
+func TestUntilPassed(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now().Add(-time.Minute)
+	id := srv.Post(t, "POST", "/here", nil, nil)
+	f := finder(srv, time.Second)
+	f.Until = time.Now()
+	f.polled = func(hold time.Duration, _ int) {
+		if hold > 0 {
+			t.Errorf("a poll held %s after Until", hold)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	if got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since}); err != nil || got.ID != id {
+		t.Errorf("NextRequest = %s, %v; want %s at once", got.ID, err, id)
+	}
+	if _, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Path: "/elsewhere", Since: since}); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("NextRequest without a match = %v, want ErrTimedOut", err)
+	}
+	if _, err := f.NextMessage(ctx, srv.InboxID, apiclient.MessageQuery{Since: since}); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("NextMessage on an empty inbox = %v, want ErrTimedOut", err)
+	}
+}
+
+// A wait already over still looks past its cursor once.
+func TestUntilPassedAfter(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now().Add(-time.Minute)
+	first := srv.Post(t, "POST", "/a/1", nil, nil)
+	second := srv.Post(t, "POST", "/a/2", nil, nil)
+	f := finder(srv, time.Second)
+	f.Until = time.Now().Add(-time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	if got, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since, After: first}); err != nil || got.ID != second {
+		t.Errorf("NextRequest after %s = %s, %v; want %s", first, got.ID, err, second)
+	}
+	if _, err := f.NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: since, After: second}); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("NextRequest after the last = %v, want ErrTimedOut", err)
+	}
+}

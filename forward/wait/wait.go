@@ -157,10 +157,7 @@ func Run(ctx context.Context, c Config) error {
 		c.Start = time.Now()
 	}
 	if c.Since.IsZero() {
-		// since= keeps captures strictly after it, and capture times are
-		// whole milliseconds: one millisecond before the start keeps a
-		// capture received in the very millisecond the wait began.
-		c.Since = c.Start.Truncate(time.Millisecond).Add(-time.Millisecond)
+		c.Since = SinceStart(c.Start)
 	}
 	if c.Stdout == nil {
 		c.Stdout = io.Discard

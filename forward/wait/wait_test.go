@@ -19,9 +19,9 @@ import (
 )
 
 // The parts SPEC §15 and §16 add (codes, link kinds, q) go over the wire as
-// SPEC §8 shapes them. Until the server answers them (the command's tests
-// against the real server skip meanwhile), an API that speaks that shape
-// checks what the client sends and reads.
+// SPEC §8 shapes them: an API that speaks that shape checks exactly what
+// the client sends and reads. The command's tests run codes and kinds
+// against the real server too; q only once the server searches.
 func TestCodesKindsSearchOnTheWire(t *testing.T) {
 	var mu sync.Mutex
 	var queries []url.Values

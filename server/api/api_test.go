@@ -453,10 +453,14 @@ func TestMessageRoutes(t *testing.T) {
 		InboxID: e.boot.Inbox.ID, ReceivedAt: time.Now(), EnvelopeFrom: "app@app.test", EnvelopeTo: []string{"user@x.test"},
 		From: &store.Address{Name: "App", Address: "app@app.test"}, To: []store.Address{{Address: "user@x.test"}},
 		Subject: "Confirm your account", Text: &text, HTML: &html,
-		Headers:     []store.Header{{Name: "Subject", Values: []string{"Confirm your account"}}, {Name: "Received", Values: []string{"a"}}, {Name: "Received", Values: []string{"b"}}},
-		Links:       []store.Link{{URL: "https://app.test/c?t=abc", Text: &linkText, Origin: "https://app.test"}, {URL: "https://other.test/", Origin: "https://other.test"}},
-		Attachments: []store.NewAttachment{{Filename: "r.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}},
-		Raw:         []byte("Subject: Confirm your account\r\n\r\nhi\r\n"),
+		Headers: []store.Header{{Name: "Subject", Values: []string{"Confirm your account"}}, {Name: "Received", Values: []string{"a"}}, {Name: "Received", Values: []string{"b"}}},
+		Links: []store.Link{{URL: "https://app.test/c?t=abc", Text: &linkText, Origin: "https://app.test", Kind: store.LinkVerify},
+			{URL: "https://other.test/", Origin: "https://other.test"},
+			{URL: "https://app.test/Unsubscribe", Origin: "https://app.test", Kind: store.LinkUnsubscribe}},
+		LinksTruncated: true,
+		Codes:          []store.Code{{Value: "482915", Context: "Your code is 482-915."}, {Value: "ZX81", Context: "or ZX81"}},
+		Attachments:    []store.NewAttachment{{Filename: "r.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}},
+		Raw:            []byte("Subject: Confirm your account\r\n\r\nhi\r\n"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -466,14 +470,51 @@ func TestMessageRoutes(t *testing.T) {
 	if items := l["items"].([]any); len(items) != 1 {
 		t.Fatalf("filtered list: %v", l)
 	}
-	m := e.call("GET", "/messages/"+id, nil).json(t)
+	detail := e.call("GET", "/messages/"+id, nil)
+	m := detail.json(t)
 	headers := m["headers"].(map[string]any)
 	if len(headers["Received"].([]any)) != 2 || m["body"].(map[string]any)["text"] != text {
 		t.Errorf("message: %v", m)
 	}
-	links := e.call("GET", "/messages/"+id+"/links?match=t=abc", nil).json(t)["items"].([]any)
-	if len(links) != 1 || links[0].(map[string]any)["origin"] != "https://app.test" {
-		t.Errorf("links: %v", links)
+	if want := `"links_truncated":true,"codes":[{"value":"482915","context":"Your code is 482-915."},{"value":"ZX81","context":"or ZX81"}]`; !bytes.Contains(detail.body, []byte(want)) {
+		t.Errorf("message %s\nwant %s", detail.body, want)
+	}
+	// Every link has its kind; one stored without is other.
+	var kinds []string
+	for _, l := range m["links"].([]any) {
+		kinds = append(kinds, l.(map[string]any)["kind"].(string))
+	}
+	if strings.Join(kinds, " ") != "verify other unsubscribe" {
+		t.Errorf("link kinds: %v", kinds)
+	}
+	for _, tt := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"https://app.test/c?t=abc", "https://other.test/", "https://app.test/Unsubscribe"}},
+		{"?match=T=ABC", []string{"https://app.test/c?t=abc"}},
+		{"?match=unsubscribe", []string{"https://app.test/Unsubscribe"}},
+		{"?kind=verify", []string{"https://app.test/c?t=abc"}},
+		{"?kind=other", []string{"https://other.test/"}},
+		{"?kind=reset", nil},
+		{"?kind=unsubscribe&match=app.test", []string{"https://app.test/Unsubscribe"}},
+		{"?kind=verify&match=other", nil},
+	} {
+		r := e.call("GET", "/messages/"+id+"/links"+tt.query, nil)
+		var got []string
+		for _, l := range r.json(t)["items"].([]any) {
+			got = append(got, l.(map[string]any)["url"].(string))
+		}
+		if r.status != 200 || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("links%s: %d %v, want %v", tt.query, r.status, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"confirm", "VERIFY", ""} {
+		r := e.call("GET", "/messages/"+id+"/links?kind="+bad, nil)
+		fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any)
+		if r.status != 400 || r.errCode(t) != "invalid_parameter" || fields["kind"] == nil {
+			t.Errorf("kind=%s: %d %s", bad, r.status, r.body)
+		}
 	}
 	raw := e.call("GET", "/messages/"+id+"/raw", nil)
 	if raw.header.Get("Content-Type") != "message/rfc822" || !strings.HasPrefix(string(raw.body), "Subject:") {

@@ -21,6 +21,7 @@ type query struct {
 	page  store.Page
 	wait  time.Duration
 	since time.Time
+	kind  string
 }
 
 // parseQuery reads the parameters a route allows and rejects unknown and
@@ -36,6 +37,9 @@ func parseQuery(r *http.Request, allowed ...string) *query {
 	}
 	if slices.Contains(allowed, "since") {
 		q.since = q.parseSince()
+	}
+	if slices.Contains(allowed, "kind") {
+		q.kind = q.parseKind()
 	}
 	return q
 }
@@ -86,6 +90,19 @@ func (q *query) parseSince() time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// parseKind reads a link kind (SPEC §15); none means any.
+func (q *query) parseKind() string {
+	if !q.has("kind") {
+		return ""
+	}
+	k := q.str("kind")
+	if !slices.Contains(contract.LinkKinds, k) {
+		q.bad["kind"] = "must be one of " + strings.Join(contract.LinkKinds, ", ")
+		return ""
+	}
+	return k
 }
 
 func (q *query) parsePage() store.Page {

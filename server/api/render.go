@@ -88,7 +88,11 @@ func renderMessageSummary(m store.MessageSummary) contract.MessageSummary {
 }
 
 func renderLink(l store.Link) contract.Link {
-	return contract.Link{URL: l.URL, Text: l.Text, Origin: l.Origin}
+	kind := l.Kind
+	if kind == "" {
+		kind = contract.LinkOther
+	}
+	return contract.Link{URL: l.URL, Text: l.Text, Origin: l.Origin, Kind: kind}
 }
 
 func renderLinks(ls []store.Link) []contract.Link {
@@ -116,6 +120,11 @@ func renderMessage(m store.Message) contract.Message {
 	out.Headers = renderHeaders(m.Headers)
 	out.Body = contract.Body{Text: m.Text, HTML: m.HTML}
 	out.Links = renderLinks(m.Links)
+	out.LinksTruncated = m.LinksTruncated
+	out.Codes = make([]contract.Code, len(m.Codes))
+	for i, c := range m.Codes {
+		out.Codes[i] = contract.Code{Value: c.Value, Context: c.Context}
+	}
 	out.Attachments = make([]contract.Attachment, len(m.Attachments))
 	for i, at := range m.Attachments {
 		out.Attachments[i] = contract.Attachment{ID: at.ID, Filename: at.Filename, ContentType: at.ContentType,

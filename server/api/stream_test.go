@@ -32,7 +32,8 @@ func TestLargeMessageStreamsExactly(t *testing.T) {
 	var links []store.Link
 	for i := range 5000 {
 		anchor := "link " + strconv.Itoa(i)
-		links = append(links, store.Link{URL: "https://app.test/" + strconv.Itoa(i) + "?q=<>&", Text: &anchor, Origin: "https://app.test"})
+		links = append(links, store.Link{URL: "https://app.test/" + strconv.Itoa(i) + "?q=<>&", Text: &anchor, Origin: "https://app.test",
+			Kind: store.LinkKinds[i%len(store.LinkKinds)]})
 	}
 	raw := bytes.Repeat([]byte("Subject: big\r\n\r\n0123456789\xff\r\n"), 1<<16)
 	attachment := bytes.Repeat([]byte{0, 1, 2, 0xff}, 300_000)
@@ -41,14 +42,17 @@ func TestLargeMessageStreamsExactly(t *testing.T) {
 		name       string
 		text, html *string
 		links      []store.Link
+		codes      []store.Code
+		wantCodes  string
 	}{
-		{"large", &textS, &htmlS, links},
-		{"no bodies, no links", nil, nil, nil},
-		{"empty bodies", new(string), new(string), []store.Link{}},
+		{"large", &textS, &htmlS, links, []store.Code{{Value: "A1B2C3", Context: "code \"A1B2C3\" <b>é</b>"}},
+			`"links_truncated":true,"codes":[{"value":"A1B2C3","context":"code \"A1B2C3\" <b>é</b>"}]`},
+		{"no bodies, no links", nil, nil, nil, nil, `"links_truncated":false,"codes":[]`},
+		{"empty bodies", new(string), new(string), []store.Link{}, nil, `"links_truncated":false,"codes":[]`},
 	} {
 		id, err := e.st.InsertMessage(t.Context(), &store.NewMessage{
 			InboxID: e.boot.Inbox.ID, ReceivedAt: time.Now(), EnvelopeFrom: "app@app.test", EnvelopeTo: []string{"u@x.test"},
-			Subject: "big", Text: tt.text, HTML: tt.html, Links: tt.links,
+			Subject: "big", Text: tt.text, HTML: tt.html, Links: tt.links, LinksTruncated: tt.codes != nil, Codes: tt.codes,
 			Headers:     []store.Header{{Name: "Subject", Values: []string{"big"}}},
 			Attachments: []store.NewAttachment{{Filename: "a.bin", ContentType: "application/octet-stream", Data: attachment}},
 			Raw:         raw,
@@ -69,6 +73,9 @@ func TestLargeMessageStreamsExactly(t *testing.T) {
 			}
 			t.Errorf("%s: %d, %d bytes, want %d; first difference at %d: %q, want %q", tt.name, got.status, len(got.body), len(want),
 				i, got.body[i:min(i+40, len(got.body))], want[i:min(i+40, len(want))])
+		}
+		if !bytes.Contains(got.body, []byte(tt.wantCodes)) {
+			t.Errorf("%s: no %s", tt.name, tt.wantCodes)
 		}
 		if r := e.call("HEAD", "/messages/"+id, nil); r.status != 200 || len(r.body) != 0 {
 			t.Errorf("%s: HEAD %d %q", tt.name, r.status, r.body)

@@ -94,6 +94,11 @@ func Start(t testing.TB) *Env {
 type Mail struct {
 	To, Subject, Text, HTML string
 	Links                   []string
+	// Kinds are the kinds of Links by URL, as ingest judged them; a link
+	// not in it is other.
+	Kinds map[string]string
+	// Codes are the verification codes ingest found, most likely first.
+	Codes []store.Code
 }
 
 // Message stores a message in an inbox, as the SMTP listener would after
@@ -118,14 +123,14 @@ func (e *Env) message(inboxID string, m Mail) (string, error) {
 	links := make([]store.Link, len(m.Links))
 	for i, u := range m.Links {
 		text := "link " + u
-		links[i] = store.Link{URL: u, Text: &text, Origin: origin(u)}
+		links[i] = store.Link{URL: u, Text: &text, Origin: origin(u), Kind: m.Kinds[u]}
 	}
 	raw := "From: App <app@example.test>\r\nTo: " + m.To + "\r\nSubject: " + m.Subject + "\r\n\r\n" + m.Text + "\r\n"
 	nm := &store.NewMessage{
 		InboxID: inboxID, ReceivedAt: time.Now(),
 		EnvelopeFrom: "app@example.test", EnvelopeTo: []string{m.To},
 		From: &store.Address{Name: "App", Address: "app@example.test"}, To: []store.Address{{Address: m.To}},
-		Subject: m.Subject, Text: &m.Text, Links: links, Snippet: m.Text,
+		Subject: m.Subject, Text: &m.Text, Links: links, Codes: m.Codes, Snippet: m.Text,
 		Headers: []store.Header{{Name: "Subject", Values: []string{m.Subject}}},
 		Raw:     []byte(raw),
 	}

@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capturedev/capture/store"
 )
 
 // Connect opens an MCP session with an API key over the transport under
@@ -83,17 +86,69 @@ func checkTools(t *testing.T, sess *mcpsdk.ClientSession) {
 	if in.Properties["wait"].Maximum != 30 || in.Properties["limit"].Maximum != 100 || !slices.Contains(in.Required, "inbox_id") {
 		t.Errorf("list_messages input schema: %+v", in)
 	}
+	// q says what it searches and how (SPEC §16).
+	for tool, field := range map[string]string{"list_messages": "attachments' file names", "list_requests": "header values",
+		"wait_for_message": "HTML bodies"} {
+		p := schemaOf(t, byName[tool].InputSchema).Properties["q"]
+		if p.Type != "string" || !strings.Contains(p.Description, field) || !strings.Contains(p.Description, `"quoted phrases"`) ||
+			!strings.Contains(p.Description, "accents") || !strings.Contains(p.Description, "inside") {
+			t.Errorf("%s q: %+v", tool, p)
+		}
+		if !strings.Contains(byName[tool].Description, "q (full-text search") {
+			t.Errorf("%s description does not mention q", tool)
+		}
+	}
 	in = schemaOf(t, byName["wait_for_message"].InputSchema)
 	if p := in.Properties["timeout_seconds"]; p.Maximum != 30 || string(p.Default) != "20" {
 		t.Errorf("wait_for_message timeout_seconds: %+v", p)
+	}
+	kinds := []string{"verify", "reset", "login", "unsubscribe", "other"}
+	if p, ok := in.Properties["has_code"]; !ok || p.Type != "boolean" || !slices.Equal(in.Properties["link_kind"].Enum, kinds) {
+		t.Errorf("wait_for_message has_code, link_kind: %+v", in.Properties)
+	}
+	if p := schemaOf(t, byName["get_message_links"].InputSchema).Properties["kind"]; !slices.Equal(p.Enum, kinds) || p.Description == "" {
+		t.Errorf("get_message_links kind: %+v", p)
+	}
+	// What each field of a message means is in the output schema, and its
+	// description says what codes and link kinds are.
+	var out struct {
+		Properties struct {
+			Content struct {
+				Properties struct {
+					Codes struct {
+						Items schema `json:"items"`
+					} `json:"codes"`
+					Links struct {
+						Items schema `json:"items"`
+					} `json:"links"`
+					LinksTruncated struct {
+						Type any `json:"type"`
+					} `json:"links_truncated"`
+				} `json:"properties"`
+			} `json:"untrusted_content"`
+		} `json:"properties"`
+	}
+	remarshal(t, byName["get_message"].OutputSchema, &out)
+	msg := out.Properties.Content.Properties
+	if k := msg.Links.Items.Properties["kind"]; !slices.Equal(k.Enum, kinds) || !strings.Contains(k.Description, "magic sign-in") ||
+		msg.Codes.Items.Properties["value"].Description == "" || msg.LinksTruncated.Type != "boolean" {
+		t.Errorf("get_message output schema: %+v", msg)
+	}
+	for _, want := range []string{"codes", "kind", "links_truncated"} {
+		if !strings.Contains(byName["get_message"].Description, want) {
+			t.Errorf("get_message description does not explain %s", want)
+		}
 	}
 }
 
 type schema struct {
 	Required   []string `json:"required"`
 	Properties map[string]struct {
-		Maximum float64         `json:"maximum"`
-		Default json.RawMessage `json:"default"`
+		Type        any             `json:"type"`
+		Description string          `json:"description"`
+		Maximum     float64         `json:"maximum"`
+		Default     json.RawMessage `json:"default"`
+		Enum        []string        `json:"enum"`
 	} `json:"properties"`
 }
 
@@ -140,11 +195,14 @@ type List struct {
 
 func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	confirm := "https://app.example.test/confirm?token=abc123"
+	unsubscribe := "https://example.test/unsubscribe"
 	id := e.Message(t, e.InboxID, Mail{
 		To: "alice@example.test", Subject: "Confirm your account",
-		Text:  "Welcome! " + injection + ". Confirm: " + confirm,
+		Text:  "Welcome! " + injection + ". Your code is 731-904. Confirm: " + confirm,
 		HTML:  "<p>" + injection + `</p><a href="` + confirm + `">Confirm</a>`,
-		Links: []string{confirm, "https://example.test/unsubscribe"},
+		Links: []string{confirm, unsubscribe},
+		Kinds: map[string]string{confirm: "verify", unsubscribe: "unsubscribe"},
+		Codes: []store.Code{{Value: "731904", Context: "Your code is 731-904. " + injection}},
 	})
 	e.Message(t, e.InboxID, Mail{To: "bob@example.test", Subject: "Weekly digest"})
 
@@ -154,6 +212,25 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		t.Errorf("list_messages = %+v", l)
 	}
 	untrustedOnly(t, res, injection)
+
+	// q searches the text body, also inside a word, with the other filters.
+	for _, args := range []map[string]any{
+		{"q": "WELCOME 731"},
+		{"q": `"your code is"`, "to": "alice", "subject": "confirm"},
+		{"q": "token=abc12"},
+	} {
+		var l List
+		args["inbox_id"] = e.InboxID
+		Ok(t, sess, "list_messages", args, &l)
+		if l.Count != 1 || l.Items[0]["id"] != id {
+			t.Errorf("list_messages %v = %+v, want %s", args, l, id)
+		}
+	}
+	var none List
+	Ok(t, sess, "list_messages", map[string]any{"inbox_id": e.InboxID, "q": "welcome", "to": "bob"}, &none)
+	if none.Count != 0 {
+		t.Errorf("list_messages q welcome to bob = %+v, want none", none)
+	}
 
 	var page List
 	Ok(t, sess, "list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 1}, &page)
@@ -175,34 +252,58 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 				HTML *string `json:"html"`
 			} `json:"body"`
 			Links []struct {
-				URL string `json:"url"`
+				URL  string `json:"url"`
+				Kind string `json:"kind"`
 			} `json:"links"`
+			LinksTruncated *bool `json:"links_truncated"`
+			Codes          []struct {
+				Value   string `json:"value"`
+				Context string `json:"context"`
+			} `json:"codes"`
 		} `json:"untrusted_content"`
 	}
 	res = Ok(t, sess, "get_message", map[string]any{"message_id": id}, &m)
 	if m.Message.ID != id || !m.HTMLOmitted || m.Message.Body.HTML != nil || m.Message.Body.Text == nil ||
-		!strings.Contains(*m.Message.Body.Text, confirm) || len(m.Message.Links) != 2 {
+		!strings.Contains(*m.Message.Body.Text, confirm) || len(m.Message.Links) != 2 ||
+		m.Message.Links[0].Kind != "verify" || m.Message.Links[1].Kind != "unsubscribe" ||
+		m.Message.LinksTruncated == nil || *m.Message.LinksTruncated ||
+		len(m.Message.Codes) != 1 || m.Message.Codes[0].Value != "731904" || !strings.Contains(m.Message.Codes[0].Context, "731-904") {
 		t.Errorf("get_message = %+v", m)
 	}
 	untrustedOnly(t, res, injection)
+	untrustedOnly(t, res, "731904")
 	m.HTMLOmitted = false
 	Ok(t, sess, "get_message", map[string]any{"message_id": id, "include_html": true}, &m)
 	if m.HTMLOmitted || m.Message.Body.HTML == nil || !strings.Contains(*m.Message.Body.HTML, "<a href=") {
 		t.Errorf("get_message include_html = %+v", m)
 	}
 
-	var links struct {
+	type linksResult struct {
 		Count int `json:"count"`
 		Links []struct {
 			URL    string `json:"url"`
 			Origin string `json:"origin"`
+			Kind   string `json:"kind"`
 		} `json:"untrusted_content"`
 	}
-	res = Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "match": "/confirm"}, &links)
-	if links.Count != 1 || links.Links[0].URL != confirm || links.Links[0].Origin != "https://app.example.test" {
+	var links linksResult
+	res = Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "match": "/CONFIRM"}, &links)
+	if links.Count != 1 || links.Links[0].URL != confirm || links.Links[0].Origin != "https://app.example.test" || links.Links[0].Kind != "verify" {
 		t.Errorf("get_message_links = %+v", links)
 	}
 	untrustedOnly(t, res, confirm)
+	for kind, want := range map[string]string{"verify": confirm, "unsubscribe": unsubscribe, "reset": ""} {
+		links = linksResult{}
+		Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "kind": kind}, &links)
+		if want == "" && links.Count != 0 || want != "" && (links.Count != 1 || links.Links[0].URL != want || links.Links[0].Kind != kind) {
+			t.Errorf("get_message_links kind %s = %+v, want %q", kind, links, want)
+		}
+	}
+	links = linksResult{}
+	Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "kind": "unsubscribe", "match": "confirm"}, &links)
+	if links.Count != 0 || links.Links == nil {
+		t.Errorf("get_message_links kind and match = %+v, want an empty list", links)
+	}
 }
 
 func checkRequests(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
@@ -233,6 +334,14 @@ func checkRequests(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		t.Errorf("list_requests = %+v", l)
 	}
 	untrustedOnly(t, res, "/ci/run-1/hook")
+	// q searches the body and the header values.
+	for q, want := range map[string]int{"repositor": 1, "x-drop": 0, "me": 1, `"delete the" run`: 1, "repository run-2": 0} {
+		l = List{}
+		Ok(t, sess, "list_requests", map[string]any{"endpoint_id": ep.ID, "q": q, "method": "POST"}, &l)
+		if l.Count != want || want == 1 && l.Items[0]["id"] != id {
+			t.Errorf("list_requests q %s = %+v, want %d", q, l, want)
+		}
+	}
 
 	var r struct {
 		Request struct {
@@ -338,10 +447,106 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	}
 	untrustedOnly(t, res, "424242")
 
-	// Without since, a message already there is the answer, at once.
-	Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "subject": "your code", "timeout_seconds": 0}, &w)
+	// Without since, only what arrives after the call counts (SPEC §14):
+	// the message already there is not the answer.
+	w.Message.ID = ""
+	Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "subject": "your code", "timeout_seconds": 1}, &w)
+	if !w.TimedOut || w.Message.ID != "" {
+		t.Errorf("wait_for_message without since, on a message already there = %+v", w)
+	}
+	// since reaches back; timeout 0 looks once.
+	Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "subject": "your code", "since": since, "timeout_seconds": 0}, &w)
 	if w.TimedOut || w.Message.ID != id {
-		t.Errorf("wait_for_message on an existing message = %+v", w)
+		t.Errorf("wait_for_message with since, timeout 0 = %+v, want %s", w, id)
+	}
+
+	// q passes over a message without its words, and the query says it.
+	t.Run("q", func(t *testing.T) {
+		stored := later(t, delay, func() (string, error) {
+			if _, err := e.message(e.InboxID, Mail{To: "q@example.test", Subject: "Your invoice", Text: "Nothing due."}); err != nil {
+				return "", err
+			}
+			return e.message(e.InboxID, Mail{To: "q@example.test", Subject: "Your invoice", Text: "Invoice INV-20417 is paid."})
+		})
+		var w struct {
+			TimedOut bool `json:"timed_out"`
+			Query    struct {
+				Q string `json:"q"`
+			} `json:"query"`
+			Message struct {
+				ID string `json:"id"`
+			} `json:"untrusted_content"`
+		}
+		Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "inv-2041 paid", "timeout_seconds": 20}, &w)
+		want := <-stored
+		if w.TimedOut || w.Message.ID != want || w.Query.Q != "inv-2041 paid" {
+			t.Errorf("wait_for_message q = %+v, want %s", w, want)
+		}
+		posted := later(t, delay, func() (string, error) {
+			if _, err := e.post(e.EndpointID, "POST", "/ci/q", nil, []byte(`{"status":"pending"}`)); err != nil {
+				return "", err
+			}
+			return e.post(e.EndpointID, "POST", "/ci/q", nil, []byte(`{"status":"succeeded"}`))
+		})
+		var l List
+		Ok(t, sess, "list_requests", map[string]any{"endpoint_id": e.EndpointID, "q": "succeeded", "wait": 20}, &l)
+		if want := <-posted; l.Count != 1 || l.Items[0]["id"] != want {
+			t.Errorf("list_requests q wait = %+v, want %s", l, want)
+		}
+	})
+
+	// has_code and link_kind pass over the messages without: a welcome
+	// arrives first, then the one with the code, then the reset link.
+	verify := "https://app.example.test/verify?t=Zq81xKp4"
+	reset := "https://app.example.test/reset?t=Pw7730qa"
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"has_code", map[string]any{"has_code": true}, "code"},
+		{"link_kind", map[string]any{"link_kind": "reset"}, "reset"},
+		{"both", map[string]any{"has_code": true, "link_kind": "verify"}, "code"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			to := fmt.Sprintf("kinds-%d@example.test", time.Now().UnixNano())
+			stored := later(t, delay, func() (string, error) {
+				ids := map[string]string{}
+				for _, m := range []struct {
+					name string
+					mail Mail
+				}{
+					{"welcome", Mail{To: to, Subject: "Welcome", Links: []string{"https://app.example.test/home"}}},
+					{"code", Mail{To: to, Subject: "Your code", Links: []string{verify}, Kinds: map[string]string{verify: "verify"},
+						Codes: []store.Code{{Value: "551203", Context: "Your code is 551203"}}}},
+					{"reset", Mail{To: to, Subject: "Reset", Links: []string{reset}, Kinds: map[string]string{reset: "reset"}}},
+				} {
+					id, err := e.message(e.InboxID, m.mail)
+					if err != nil {
+						return "", err
+					}
+					ids[m.name] = id
+				}
+				return ids[tt.want], nil
+			})
+			args := map[string]any{"inbox_id": e.InboxID, "to": to, "timeout_seconds": 20}
+			maps.Copy(args, tt.args)
+			var w struct {
+				TimedOut bool `json:"timed_out"`
+				Query    struct {
+					HasCode  bool   `json:"has_code"`
+					LinkKind string `json:"link_kind"`
+				} `json:"query"`
+				Message struct {
+					ID string `json:"id"`
+				} `json:"untrusted_content"`
+			}
+			Ok(t, sess, "wait_for_message", args, &w)
+			want := <-stored
+			if w.TimedOut || w.Message.ID != want || w.Query.HasCode != (tt.args["has_code"] == true) {
+				t.Errorf("wait_for_message %v = %+v, want %s", tt.args, w, want)
+			}
+		})
 	}
 }
 
@@ -426,6 +631,9 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "after": "req_gone"}, []string{"invalid_cursor (HTTP 400)", "without before and after"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "before": "msg_gone"}, []string{"invalid_cursor"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "since": "yesterday"}, []string{"invalid_parameter", "since"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID, "q": `"sign in`}, []string{"invalid_parameter (HTTP 400)", "q: a quotation mark is not closed"}},
+		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "q": "!!!", "wait": 5}, []string{"q: nothing to search for"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "--", "timeout_seconds": 5}, []string{"q: nothing to search for"}},
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "before": "req_a", "after": "req_b"}, []string{"invalid_parameter"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 500}, []string{"limit must be from 1 to 100 (got 500)"}},
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 31},
@@ -433,6 +641,10 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 2.5}, []string{"wait must be a whole number (got 2.5)"}},
 		{"list_requests", map[string]any{"endpoint_id": 7}, []string{"endpoint_id must be a string"}},
 		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "timeout_seconds": 60}, []string{"timeout_seconds must be from 0 to 30"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "link_kind": "confirm"},
+			[]string{`invalid_parameter: link_kind must be one of verify, reset, login, unsubscribe, other (got "confirm")`}},
+		{"get_message_links", map[string]any{"message_id": "msg_x", "kind": "Verify"}, []string{"kind must be one of verify, reset"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "has_code": "yes"}, []string{"has_code must be true or false"}},
 		{"get_message", map[string]any{}, []string{"message_id is required"}},
 		{"get_request", map[string]any{"request_id": "req_x", "bogus": 1}, []string{"bogus is not an argument of this tool (it takes request_id)"}},
 		{"replay_request", map[string]any{"request_id": "req_x", "body": "a", "body_base64": "YQ=="}, []string{"not_found"}},
@@ -469,6 +681,10 @@ func checkTooManyWaits(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("five waits at once, and none refused")
 	}
+	// wait_for_message, with four waits held, says why it found nothing
+	// rather than that nothing came.
+	Fails(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "to": "held@", "timeout_seconds": 1},
+		"too_many_waits (HTTP 429)")
 
 	// Cancelling the calls frees their slots well before their 30 s.
 	cancel()

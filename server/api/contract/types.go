@@ -256,20 +256,21 @@ type MessageSummary struct {
 // Message is GET /messages/{id}.
 type Message struct {
 	MessageSummary
-	Envelope    Envelope     `json:"envelope"`
-	ReplyTo     []Address    `json:"reply_to"`
-	Date        *Time        `json:"date"`
-	MessageID   *string      `json:"message_id"`
-	Headers     Headers      `json:"headers"`
-	Body        Body         `json:"body"`
-	Links       []Link       `json:"links"`
+	Envelope  Envelope  `json:"envelope"`
+	ReplyTo   []Address `json:"reply_to"`
+	Date      *Time     `json:"date"`
+	MessageID *string   `json:"message_id"`
+	Headers   Headers   `json:"headers"`
+	Body      Body      `json:"body"`
+	Links     []Link    `json:"links"`
+	// LinksTruncated says the message had more links than Links holds
+	// (the first 1,000 are kept).
+	LinksTruncated bool `json:"links_truncated"`
+	// Codes are the verification codes found at ingest, most likely first
+	// (SPEC §15); empty, never null, when there are none.
+	Codes       []Code       `json:"codes"`
 	Attachments []Attachment `json:"attachments"`
 	Warnings    []string     `json:"warnings"`
-
-	// Codes are the verification codes found at ingest, most likely first
-	// (SPEC §15). Left out of the answer by a server that does not find
-	// them, so that its answers stay what its schema says.
-	Codes []Code `json:"codes,omitempty"`
 }
 
 // Code is a one-time password or verification code a message presents,
@@ -297,9 +298,9 @@ type Link struct {
 	Text   *string `json:"text"`
 	Origin string  `json:"origin"`
 
-	// Kind is what the link is for (LinkVerify, …), judged from its URL
-	// and text at ingest; left out by a server that does not judge it.
-	Kind string `json:"kind,omitempty"`
+	// Kind is what the link is for, one of LinkKinds, judged from its URL
+	// and text at ingest.
+	Kind string `json:"kind"`
 }
 
 // Link kinds (SPEC §15); every link is one of them.

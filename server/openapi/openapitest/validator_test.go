@@ -211,9 +211,9 @@ func TestQueryParameters(t *testing.T) {
 	}{
 		{"/inboxes", []string{"after", "before", "limit"}},
 		{"/endpoints", []string{"after", "before", "limit"}},
-		{"/inboxes/{id}/messages", []string{"after", "before", "from", "limit", "since", "subject", "to", "wait"}},
-		{"/endpoints/{id}/requests", []string{"after", "before", "limit", "method", "path", "since", "wait"}},
-		{"/messages/{id}/links", []string{"match"}},
+		{"/inboxes/{id}/messages", []string{"after", "before", "from", "limit", "q", "since", "subject", "to", "wait"}},
+		{"/endpoints/{id}/requests", []string{"after", "before", "limit", "method", "path", "q", "since", "wait"}},
+		{"/messages/{id}/links", []string{"kind", "match"}},
 		{"/me", nil},
 		{"/messages/{id}", nil},
 	} {
@@ -393,6 +393,14 @@ func TestCheckAccepts(t *testing.T) {
 			})},
 		{name: "links", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc/links?match=confirm",
 			status: 200, header: jsonHeader, resp: fixture(t, "link_list.json")},
+		{name: "links of a kind", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc/links?kind=verify&match=CONFIRM",
+			status: 200, header: jsonHeader, resp: fixture(t, "link_list.json")},
+		{name: "message without codes, links cut", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) {
+				m["codes"], m["links_truncated"] = []any{}, true
+			})},
+		{name: "unknown link kind", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc/links?kind=confirm", status: 400,
+			header: jsonHeader, resp: []byte(`{"error":{"code":"invalid_parameter","message":"bad","fields":{"kind":"must be one of verify, reset, login, unsubscribe, other"}}}`)},
 		{name: "raw", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc/raw", status: 200,
 			header: http.Header{"Content-Type": {"message/rfc822"}}, resp: []byte("Subject: hi\r\n\r\nhello\r\n")},
 		{name: "attachment", method: "GET", target: "/api/v1/messages/msg_Vb7Kq2Lx9PzT4mWc/attachments/att_Qm3Zx8Lk",
@@ -503,6 +511,28 @@ func TestCheckRejects(t *testing.T) {
 		{exchange{name: "wrong id prefix", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
 			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) { m["id"] = "req_A1" })},
 			"/id"},
+		{exchange{name: "message missing codes", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) { delete(m, "codes") })},
+			`"codes" is missing`},
+		{exchange{name: "message null codes", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) { m["codes"] = nil })}, "/codes"},
+		{exchange{name: "message missing links_truncated", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) { delete(m, "links_truncated") })},
+			`"links_truncated" is missing`},
+		{exchange{name: "code without context", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) {
+				delete(obj(m, "codes"), "context")
+			})}, `"context" is missing`},
+		{exchange{name: "link missing kind", method: "GET", target: "/api/v1/messages/msg_A1/links", status: 200,
+			header: jsonHeader, resp: mutate(t, "link_list.json", func(m map[string]any) {
+				delete(obj(m, "items"), "kind")
+			})}, `"kind" is missing`},
+		{exchange{name: "link of an unknown kind", method: "GET", target: "/api/v1/messages/msg_A1", status: 200,
+			header: jsonHeader, resp: mutate(t, "message.json", func(m map[string]any) {
+				obj(m, "links")["kind"] = "confirm"
+			})}, "/links/0/kind"},
+		{exchange{name: "unknown link kind answered", method: "GET", target: "/api/v1/messages/msg_A1/links?kind=confirm",
+			status: 200, header: jsonHeader, resp: fixture(t, "link_list.json")}, "kind"},
 		{exchange{name: "link not http", method: "GET", target: "/api/v1/messages/msg_A1/links", status: 200,
 			header: jsonHeader, resp: mutate(t, "link_list.json", func(m map[string]any) {
 				obj(m, "items")["url"] = "javascript:alert(1)"

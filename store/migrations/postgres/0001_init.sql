@@ -149,7 +149,7 @@ CREATE FUNCTION instr(haystack text, needle text) RETURNS integer
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS 'SELECT strpos(haystack, needle)';
 
--- settings_version as on SQLite (0007); each change is also announced on
+-- settings_version as on SQLite (0006); each change is also announced on
 -- the capture_settings channel, so that idle replicas learn of it too.
 CREATE TABLE settings_version (version bigint NOT NULL);
 INSERT INTO settings_version (version) VALUES (0);
@@ -204,3 +204,24 @@ CREATE UNLOGGED TABLE wait_slots (
     expires_ms double precision NOT NULL,
     PRIMARY KEY (project_id, slot)
 );
+
+-- Full-text search (store/search.go; SQLite's 0008). A capture's distinct
+-- folded tokens, separated by spaces, in the capture's own transaction,
+-- under a trigram index: a query token is found inside the tokens with
+-- LIKE '%word%', which the index narrows to the rows holding its trigrams,
+-- and Go settles each candidate as SQLite's vocabulary and FTS5 would.
+-- pg_trgm ships with PostgreSQL (Debian's postgresql package includes it)
+-- and is trusted: the database's owner may create it.
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+
+CREATE TABLE messages_search (
+    seq    bigint PRIMARY KEY REFERENCES messages(seq) ON DELETE CASCADE,
+    tokens text NOT NULL
+);
+CREATE INDEX messages_search_tokens ON messages_search USING gin (tokens gin_trgm_ops);
+
+CREATE TABLE requests_search (
+    seq    bigint PRIMARY KEY REFERENCES requests(seq) ON DELETE CASCADE,
+    tokens text NOT NULL
+);
+CREATE INDEX requests_search_tokens ON requests_search USING gin (tokens gin_trgm_ops);

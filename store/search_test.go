@@ -1,0 +1,699 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/store/pgtest"
+)
+
+// searchFixture is a store with one inbox and one endpoint whose captures
+// have names, so that tests can say which ones a search must find.
+type searchFixture struct {
+	t        *testing.T
+	s        *Store
+	project  Project
+	inbox    Inbox
+	endpoint Endpoint
+	names    map[string]string // capture id → name
+}
+
+// newSearchFixture's store moves staged index rows only when the test
+// says (indexed): each search can be tried before and after. On
+// PostgreSQL nothing is staged: a capture is indexed as it is stored.
+func newSearchFixture(t *testing.T) *searchFixture {
+	t.Helper()
+	var s *Store
+	if pgtest.Requested() {
+		s = newStore(t)
+	} else {
+		var err error
+		if s, err = openSQLite(t.Context(), filepath.Join(t.TempDir(), DBFile), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+	p := mustProject(t, s, "search", "team")
+	in, err := s.CreateInbox(t.Context(), p.ID, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := s.CreateEndpoint(t.Context(), p.ID, "ep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &searchFixture{t: t, s: s, project: p, inbox: in, endpoint: ep, names: map[string]string{}}
+}
+
+// staged counts the index rows not yet moved into FTS5.
+func (f *searchFixture) staged() int {
+	f.t.Helper()
+	var n int
+	if err := f.s.rdb.QueryRow(`SELECT (SELECT count(*) FROM messages_search_staged) +
+		(SELECT count(*) FROM requests_search_staged)`).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// bothWays runs check with the index rows staged, then moves them into
+// FTS5 and runs it again: a search finds the same either way.
+func (f *searchFixture) bothWays(check func(t *testing.T)) {
+	f.t.Helper()
+	if f.s.Shared() {
+		f.t.Run("indexed", check)
+		return
+	}
+	if f.staged() == 0 {
+		f.t.Fatal("nothing staged to search")
+	}
+	f.t.Run("staged", check)
+	if err := f.s.indexStaged(f.t.Context()); err != nil {
+		f.t.Fatal(err)
+	}
+	if n := f.staged(); n != 0 {
+		f.t.Fatalf("%d index rows still staged", n)
+	}
+	f.t.Run("indexed", check)
+}
+
+// message stores m in the fixture's inbox under name and returns its id.
+func (f *searchFixture) message(name string, m NewMessage) string {
+	f.t.Helper()
+	m.InboxID = f.inbox.ID
+	if m.ReceivedAt.IsZero() {
+		m.ReceivedAt = now()
+	}
+	if m.Raw == nil {
+		m.Raw = []byte("raw")
+	}
+	id, err := f.s.InsertMessage(f.t.Context(), &m)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.names[id] = name
+	return id
+}
+
+func (f *searchFixture) request(name string, r NewRequest) string {
+	f.t.Helper()
+	r.EndpointID = f.endpoint.ID
+	if r.ReceivedAt.IsZero() {
+		r.ReceivedAt = now()
+	}
+	if r.Method == "" {
+		r.Method = "POST"
+	}
+	id, err := f.s.InsertRequest(f.t.Context(), &r)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.names[id] = name
+	return id
+}
+
+// messages lists every message the filter finds, newest first, by name.
+func (f *searchFixture) messages(mf MessageFilter) []string {
+	f.t.Helper()
+	l, err := f.s.Messages(f.t.Context(), f.inbox.ID, mf, Page{Limit: MaxLimit})
+	if err != nil {
+		f.t.Fatalf("Messages(%+v): %v", mf, err)
+	}
+	names := []string{}
+	for _, m := range l.Items {
+		names = append(names, f.names[m.ID])
+	}
+	return names
+}
+
+func (f *searchFixture) requests(rf RequestFilter) []string {
+	f.t.Helper()
+	l, err := f.s.Requests(f.t.Context(), f.endpoint.ID, rf, Page{Limit: MaxLimit})
+	if err != nil {
+		f.t.Fatalf("Requests(%+v): %v", rf, err)
+	}
+	names := []string{}
+	for _, r := range l.Items {
+		names = append(names, f.names[r.ID])
+	}
+	return names
+}
+
+func ptr(s string) *string { return &s }
+
+func TestSearchMessages(t *testing.T) {
+	f := newSearchFixture(t)
+	f.message("welcome", NewMessage{Subject: "Welcome to Élan", EnvelopeFrom: "bounce@elan.example",
+		From: &Address{Name: "Zoë Smith", Address: "zoe@elan.example"},
+		To:   []Address{{Name: "Bob Jones", Address: "bob@example.org"}},
+		Text: ptr("Your code is xyzabc123. Thanks!")})
+	f.message("reset", NewMessage{Subject: "Account notice", EnvelopeFrom: "a@b.example",
+		HTML: ptr(`<html><head><title>titleword</title><style>.stylish{color:red}</style></head><body>` +
+			`<table><tr><td>Reset</td><td>your</td></tr></table><p>Your <b>pass</b>word &amp; more&nbsp;here</p>` +
+			`<script>var hidden = "scriptword";</script></body></html>`),
+		Attachments: []NewAttachment{{Filename: "invoice-2024.pdf", ContentType: "application/pdf", Data: []byte("%PDF")}}})
+	f.message("fox", NewMessage{Subject: "Pangram", EnvelopeFrom: "a@b.example",
+		Cc:   []Address{{Name: "Carol Café", Address: "carol@cafe.example"}},
+		Text: ptr("The quick brown fox jumps over the lazy dog.")})
+	f.message("scrambled", NewMessage{Subject: "Words", EnvelopeFrom: "a@b.example",
+		Text: ptr("quick and brown are apart here, as is the fox")})
+	f.message("long", NewMessage{Subject: "Signature", EnvelopeFrom: "a@b.example",
+		Text: ptr("sig=0123456789abcdef0123456789abcdefxyzw56789 ÅNGSTRÖM ﬁnal ＦＵＬＬ")})
+	// More tokens hold "qxz" than one word may become in the index query:
+	// the search falls back to checking the text.
+	var many []string
+	for i := range maxExpansion + 20 {
+		many = append(many, fmt.Sprintf("a%dqxz", i))
+	}
+	f.message("many", NewMessage{Subject: "Many", EnvelopeFrom: "a@b.example", Text: ptr(strings.Join(many, " "))})
+
+	cases := []struct {
+		q    string
+		want []string // newest first
+	}{
+		{"xyzabc123", []string{"welcome"}},
+		{"abc12", []string{"welcome"}},            // inside a token
+		{"ABC12", []string{"welcome"}},            // case
+		{"elan", []string{"welcome"}},             // É
+		{"ÉLAN", []string{"welcome"}},             // query side too
+		{"zoe", []string{"welcome"}},              // From name, ë
+		{"zoe@elan.example", []string{"welcome"}}, // From address
+		{"bob jones", []string{"welcome"}},        // To name
+		{"bob@example.org", []string{"welcome"}},  // To address
+		{"bounce", []string{}},                    // the envelope is not searched
+		{"reset your", []string{"reset"}},         // HTML text, cells apart
+		{`"reset your"`, []string{"reset"}},       // a phrase across cells
+		{"password", []string{"reset"}},           // inline tags join a word
+		{"more here", []string{"reset"}},          // entities
+		{"titleword", []string{}},
+		{"stylish", []string{}},
+		{"scriptword", []string{}},
+		{"invoice-2024.pdf", []string{"reset"}}, // attachment name
+		{"2024.pdf", []string{"reset"}},
+		{"cafe", []string{"fox"}}, // Cc name
+		{"carol@cafe", []string{"fox"}},
+		{"quick brown", []string{"scrambled", "fox"}}, // words ANDed
+		{`"quick brown"`, []string{"fox"}},            // a phrase is in order
+		{`"brown fox"`, []string{"fox"}},
+		{`"own fo"`, []string{"fox"}}, // a phrase's ends are substrings too
+		{`"fox" "dog"`, []string{"fox"}},
+		{"fox lazy", []string{"fox"}},
+		{"fox nowhere", []string{}},
+		{"ox", []string{"scrambled", "fox"}}, // two characters: checked in the text
+		{"fox !!!", []string{"scrambled", "fox"}},
+		{"0123456789abcdef0123", []string{"long"}}, // the start of a long token
+		{"89abcdef0123", []string{"long"}},         // its first 32 characters
+		{"xyzw567", []string{}},                    // past them: not searched, staged or not
+		{"sig=0123456789", []string{"long"}},
+		{"angstrom", []string{"long"}},
+		{"final", []string{"long"}}, // a ligature
+		{"full", []string{"long"}},  // full-width letters
+		{"qxz", []string{"many"}},   // too many tokens: checked in the text
+		{"1qxz", []string{"many"}},
+		{"99qxz many", []string{"many"}},
+	}
+	f.bothWays(func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.q, func(t *testing.T) {
+				if got := f.messages(MessageFilter{Q: tc.q}); !slices.Equal(got, tc.want) {
+					t.Errorf("q=%q found %v, want %v", tc.q, got, tc.want)
+				}
+			})
+		}
+	})
+
+	if !f.s.b.vocabulary() {
+		// PostgreSQL settles a word on each candidate's tokens, however
+		// many tokens hold it, without reading the text.
+		for _, q := range []string{"qxz", "abc12"} {
+			if p, err := f.s.planSearch(t.Context(), q); err != nil || len(p.check) != 0 {
+				t.Errorf("plan for %q: %+v, %v", q, p, err)
+			}
+		}
+		return
+	}
+	// A word in too many tokens was indeed left to the text check.
+	p, err := f.s.planSearch(t.Context(), "qxz")
+	if err != nil || len(p.groups) != 0 || len(p.check) != 1 {
+		t.Errorf("plan for a common substring: %+v, %v", p, err)
+	}
+	// A single word the index settles reads no text.
+	p, err = f.s.planSearch(t.Context(), "abc12")
+	if err != nil || len(p.groups) != 1 || len(p.check) != 0 {
+		t.Errorf("plan for a rare substring: %+v, %v", p, err)
+	}
+}
+
+func TestSearchWithFilters(t *testing.T) {
+	f := newSearchFixture(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	f.message("a-old", NewMessage{Subject: "Invoice ready", From: &Address{Address: "billing@shop.example"},
+		To: []Address{{Address: "ann@example.org"}}, Text: ptr("total 42"), ReceivedAt: base})
+	f.message("b", NewMessage{Subject: "Invoice ready", From: &Address{Address: "billing@shop.example"},
+		To: []Address{{Address: "ben@example.org"}}, Text: ptr("total 42"), ReceivedAt: base.Add(time.Minute)})
+	f.message("c", NewMessage{Subject: "Receipt", From: &Address{Address: "billing@shop.example"},
+		To: []Address{{Address: "ann@example.org"}}, Text: ptr("total 42"), ReceivedAt: base.Add(2 * time.Minute)})
+	f.message("d", NewMessage{Subject: "Invoice ready", From: &Address{Address: "news@shop.example"},
+		To: []Address{{Address: "ann@example.org"}}, Text: ptr("no amount"), ReceivedAt: base.Add(3 * time.Minute)})
+
+	cases := []struct {
+		name string
+		f    MessageFilter
+		want []string
+	}{
+		{"q alone", MessageFilter{Q: "invoice"}, []string{"d", "b", "a-old"}},
+		{"q and to", MessageFilter{Q: "invoice", To: "ann@"}, []string{"d", "a-old"}},
+		{"q and from", MessageFilter{Q: "invoice", From: "billing"}, []string{"b", "a-old"}},
+		{"q and subject", MessageFilter{Q: "total", Subject: "receipt"}, []string{"c"}},
+		{"q and since", MessageFilter{Q: "invoice", Since: base}, []string{"d", "b"}},
+		{"checked q and since", MessageFilter{Q: `"invoice ready" 42`, Since: base}, []string{"b"}},
+		{"everything", MessageFilter{Q: "42 ready", To: "ann", From: "billing", Since: base.Add(-time.Second)}, []string{"a-old"}},
+	}
+	f.bothWays(func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				if got := f.messages(tc.f); !slices.Equal(got, tc.want) {
+					t.Errorf("found %v, want %v", got, tc.want)
+				}
+			})
+		}
+	})
+}
+
+func TestSearchInvalidQuery(t *testing.T) {
+	f := newSearchFixture(t)
+	for _, q := range []string{`"unclosed`, `a "b" "c`, `""`, `!!! ---`, "   ", "\xff\xfe", strings.Repeat("a ", 600),
+		wordsN(maxQueryWords + 1)} {
+		_, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: q}, Page{})
+		var qe *QueryError
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &qe) || qe.Param != "q" || qe.Reason == "" {
+			t.Errorf("q=%.40q: %v, want an invalid q error", q, err)
+		}
+		_, err = f.s.Requests(t.Context(), f.endpoint.ID, RequestFilter{Q: q}, Page{})
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("requests q=%.40q: %v", q, err)
+		}
+	}
+	_, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: `"unclosed`}, Page{})
+	if want := `invalid: q: a quotation mark is not closed`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("message %q lacks %q", err, want)
+	}
+}
+
+// wordsN is n distinct words.
+func wordsN(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, " word%d", i)
+	}
+	return b.String()
+}
+
+// TestSearchPages pages through matches with both cursors, for a query the
+// index answers alone and for one whose rows are checked.
+func TestSearchPages(t *testing.T) {
+	f := newSearchFixture(t)
+	var want []string // newest first
+	for i := range 40 {
+		name := fmt.Sprint("m", i)
+		text := "filler words"
+		if i%3 == 0 {
+			text = "the needle is here"
+		}
+		f.message(name, NewMessage{Subject: name, Text: ptr(text)})
+		if i%3 == 0 {
+			want = append([]string{name}, want...)
+		}
+	}
+	f.bothWays(func(t *testing.T) { checkSearchPages(t, f, want) })
+}
+
+func checkSearchPages(t *testing.T, f *searchFixture, want []string) {
+	for _, q := range []string{"needle", "eedl", `"needle is"`, "ne"} {
+		t.Run(q, func(t *testing.T) {
+			var got []string
+			next := ""
+			for range 10 {
+				l, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: q}, Page{Limit: 4, Before: next})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range l.Items {
+					got = append(got, f.names[m.ID])
+				}
+				if next = l.Next; next == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("before pages: %v, want %v", got, want)
+			}
+
+			// Forward from the oldest match: the pages hold the newer
+			// matches oldest page first, each page newest first.
+			oldest := ""
+			for id, name := range f.names {
+				if name == want[len(want)-1] {
+					oldest = id
+				}
+			}
+			got = nil
+			next = oldest
+			for range 10 {
+				l, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: q}, Page{Limit: 4, After: next})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var page []string
+				for _, m := range l.Items {
+					page = append(page, f.names[m.ID])
+				}
+				got = append(page, got...)
+				if next = l.Next; next == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, want[:len(want)-1]) {
+				t.Fatalf("after pages: %v, want %v", got, want[:len(want)-1])
+			}
+		})
+	}
+}
+
+// TestSearchWait follows a wait: the list with the query and an after
+// cursor stays empty when a capture that does not match arrives, and
+// returns the one that does.
+func TestSearchWait(t *testing.T) {
+	f := newSearchFixture(t)
+	last := f.message("before", NewMessage{Subject: "token 991122 inside"})
+	check := func(want []string) {
+		t.Helper()
+		l, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: "1122"}, Page{After: last})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range l.Items {
+			got = append(got, f.names[m.ID])
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("after %s: %v, want %v", f.names[last], got, want)
+		}
+	}
+	watch := f.s.Watch(f.inbox.ID)
+	check(nil)
+	f.message("other", NewMessage{Subject: "your code is 334455"})
+	<-watch // the waiter wakes for any capture, and looks again
+	watch = f.s.Watch(f.inbox.ID)
+	check(nil)
+	f.message("match", NewMessage{Subject: "your code is 8811229"}) // a token first seen now
+	<-watch
+	check([]string{"match"})
+}
+
+func TestSearchRequests(t *testing.T) {
+	f := newSearchFixture(t)
+	f.request("order", NewRequest{Path: "/hooks/orders/Ünïcode", Query: "event=order.paid&name=Jos%C3%A9",
+		Headers: []Header{{Name: "X-Signature", Values: []string{"t=1700000000,v1=deadbeefcafe"}},
+			{Name: "User-Agent", Values: []string{"Stripe/1.0"}}},
+		Body: []byte(`{"customer":{"name":"Renée","id":"cus_9XyZ42"}}`)})
+	f.request("binary", NewRequest{Method: "PUT", Path: "/upload", Body: []byte("\xff\xfe hidden binary words")})
+	f.request("plain", NewRequest{Method: "GET", Path: "/health", Query: "probe=1",
+		Body: []byte("ordinary text with deadbeef")})
+
+	cases := []struct {
+		f    RequestFilter
+		want []string
+	}{
+		{RequestFilter{Q: "hooks"}, []string{"order"}},
+		{RequestFilter{Q: "unicode"}, []string{"order"}},                        // path, folded
+		{RequestFilter{Q: "order.paid"}, []string{"order"}},                     // query
+		{RequestFilter{Q: "jose"}, []string{"order"}},                           // query, percent-decoded
+		{RequestFilter{Q: "beefcafe"}, []string{"order"}},                       // header value
+		{RequestFilter{Q: "stripe"}, []string{"order"}},                         // header value
+		{RequestFilter{Q: "signature"}, []string{}},                             // header names are not searched
+		{RequestFilter{Q: "renee 9xyz"}, []string{"order"}},                     // body
+		{RequestFilter{Q: `"name renee"`}, []string{"order"}},                   // a phrase in JSON
+		{RequestFilter{Q: "deadbeef"}, []string{"plain", "order"}},              // body and header
+		{RequestFilter{Q: "deadbeef", Method: "get"}, []string{"plain"}},        // with a filter
+		{RequestFilter{Q: "deadbeef", PathPrefix: "/hooks"}, []string{"order"}}, // with a filter
+		{RequestFilter{Q: "hidden"}, []string{}},                                // a body that is not UTF-8
+		{RequestFilter{Q: "upload"}, []string{"binary"}},
+	}
+	f.bothWays(func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.f.Q, func(t *testing.T) {
+				if got := f.requests(tc.f); !slices.Equal(got, tc.want) {
+					t.Errorf("%+v found %v, want %v", tc.f, got, tc.want)
+				}
+			})
+		}
+	})
+}
+
+// indexed counts the index rows, staged or not, holding token.
+func indexed(t *testing.T, s *Store, table, token string) int {
+	t.Helper()
+	var n int
+	if s.Shared() {
+		if err := s.rdb.QueryRow(`SELECT count(*) FROM `+table+` WHERE ' ' || tokens || ' ' LIKE $1`, "% "+token+" %").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM `+table+` WHERE `+table+` MATCH ?1) +
+		(SELECT count(*) FROM `+table+`_staged WHERE instr(' ' || tokens || ' ', ' ' || ?2 || ' ') > 0)`, `"`+token+`"`, token).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSearchIndexFollowsDeletes(t *testing.T) {
+	f := newSearchFixture(t)
+	ctx := t.Context()
+	one := f.message("one", NewMessage{Subject: "alphaword"})
+	f.message("two", NewMessage{Subject: "alphaword betaword"})
+	newest := f.message("three", NewMessage{Subject: "gammaword"})
+	// These three leave from FTS5, what follows from the staged rows.
+	if err := f.s.indexStaged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(t, f.s, "messages_search", "alphaword"); n != 2 {
+		t.Fatalf("indexed alphaword %d times", n)
+	}
+	if err := f.s.DeleteMessage(ctx, f.project.ID, one); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(t, f.s, "messages_search", "alphaword"); n != 1 {
+		t.Errorf("after delete: alphaword indexed %d times", n)
+	}
+	// The next message takes the deleted newest one's seq: it must not
+	// inherit its tokens.
+	if err := f.s.DeleteMessage(ctx, f.project.ID, newest); err != nil {
+		t.Fatal(err)
+	}
+	f.message("four", NewMessage{Subject: "deltaword"})
+	if got := f.messages(MessageFilter{Q: "gammaword"}); len(got) != 0 {
+		t.Errorf("gammaword after delete: %v", got)
+	}
+	if got := f.messages(MessageFilter{Q: "deltaword"}); !slices.Equal(got, []string{"four"}) {
+		t.Errorf("deltaword: %v", got)
+	}
+
+	if err := f.s.PurgeInbox(ctx, f.project.ID, f.inbox.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"alphaword", "betaword", "deltaword"} {
+		if n := indexed(t, f.s, "messages_search", w); n != 0 {
+			t.Errorf("after purge: %s indexed %d times", w, n)
+		}
+	}
+
+	// Requests: delete and purge.
+	r1 := f.request("r1", NewRequest{Path: "/epsilonword"})
+	f.request("r2", NewRequest{Path: "/epsilonword/zeta"})
+	if err := f.s.DeleteRequest(ctx, f.project.ID, r1); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.requests(RequestFilter{Q: "epsilonword"}); !slices.Equal(got, []string{"r2"}) {
+		t.Errorf("after request delete: %v", got)
+	}
+	if err := f.s.PurgeEndpoint(ctx, f.project.ID, f.endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(t, f.s, "requests_search", "epsilonword"); n != 0 {
+		t.Errorf("after endpoint purge: indexed %d times", n)
+	}
+
+	// Prune, and a cascade from the inbox.
+	old := time.Now().Add(-200 * 24 * time.Hour)
+	f.message("ancient", NewMessage{Subject: "etaword", ReceivedAt: old})
+	f.request("ancient-request", NewRequest{Path: "/etaword", ReceivedAt: old})
+	f.message("recent", NewMessage{Subject: "thetaword"})
+	if _, err := f.s.Prune(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if indexed(t, f.s, "messages_search", "etaword") != 0 || indexed(t, f.s, "requests_search", "etaword") != 0 {
+		t.Error("pruned captures still indexed")
+	}
+	if got := f.messages(MessageFilter{Q: "thetaword"}); !slices.Equal(got, []string{"recent"}) {
+		t.Errorf("kept message after prune: %v", got)
+	}
+	err := f.s.write(ctx, func(t *wtx) error {
+		_, err := t.exec(`DELETE FROM inboxes WHERE id = ?`, f.inbox.ID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(t, f.s, "messages_search", "thetaword"); n != 0 {
+		t.Errorf("after the inbox went: thetaword indexed %d times", n)
+	}
+}
+
+// TestSearchOtherCollections keeps each collection's search to itself.
+func TestSearchOtherCollections(t *testing.T) {
+	f := newSearchFixture(t)
+	other, err := f.s.CreateInbox(t.Context(), f.project.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.message("mine-old", NewMessage{Subject: "sharedword"})
+	for range 5 {
+		if _, err := f.s.InsertMessage(t.Context(), &NewMessage{InboxID: other.ID, Subject: "sharedword", ReceivedAt: now(), Raw: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.message("mine-new", NewMessage{Subject: "sharedword too"})
+	for _, q := range []string{"sharedword", "aredwor", `"sharedword too"`} {
+		if got := f.messages(MessageFilter{Q: q}); len(got) == 0 || got[0] != "mine-new" {
+			t.Errorf("q=%s: %v", q, got)
+		}
+	}
+	if got := f.messages(MessageFilter{Q: "sharedword"}); !slices.Equal(got, []string{"mine-new", "mine-old"}) {
+		t.Errorf("found %v", got)
+	}
+}
+
+// TestMigrateSearch opens a database from before search: the migration
+// indexes what it holds, and the vocabulary finds words inside its tokens.
+func TestMigrateSearch(t *testing.T) {
+	sqliteOnly(t, "a SQLite database from before search")
+	path := filepath.Join(t.TempDir(), DBFile)
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &searchFixture{t: t, s: s, names: map[string]string{}}
+	f.project = mustProject(t, s, "old", "team")
+	if f.inbox, err = s.CreateInbox(t.Context(), f.project.ID, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if f.endpoint, err = s.CreateEndpoint(t.Context(), f.project.ID, "ep", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.message("html", NewMessage{Subject: "Old news", From: &Address{Name: "Zoë", Address: "zoe@old.example"},
+		To:   []Address{{Name: "Ann", Address: "ann@old.example"}},
+		HTML: ptr("<p>Tracking <b>XJ</b>4471QZ</p><script>scriptword</script>"),
+		Attachments: []NewAttachment{{Filename: "label-77.pdf", Data: []byte("x")},
+			{Filename: "notes.txt", Data: []byte("y")}}})
+	f.message("text", NewMessage{Subject: "Plain", Text: ptr("Bonjour Renée, code 918273")})
+	f.request("hook", NewRequest{Path: "/hooks/legacy", Query: "a=%C3%A9t%C3%A9",
+		Headers: []Header{{Name: "X-Token", Values: []string{"tok_a1b2c3d4"}}}, Body: []byte(`{"status":"shipped"}`)})
+	s.Close()
+
+	// Take the database back to what it was before migration 0008 (search).
+	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TABLE messages_search`, `DROP TABLE requests_search`, `DROP TABLE messages_search_staged`,
+		`DROP TABLE requests_search_staged`, `DROP TABLE search_terms_trigram`, `DROP TABLE search_terms`,
+		`DROP TRIGGER messages_search_delete`, `DROP TRIGGER requests_search_delete`,
+		`UPDATE schema_version SET version = 7`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err = Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.s = s
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"xj4471qz", []string{"html"}},
+		{"4471", []string{"html"}}, // inside a token: the vocabulary was filled
+		{"zoe ann", []string{"html"}},
+		{"label-77", []string{"html"}},
+		{"notes.txt", []string{"html"}},
+		{"scriptword", []string{}},
+		{"renee 1827", []string{"text"}},
+		{`"bonjour renee"`, []string{"text"}},
+	} {
+		if got := f.messages(MessageFilter{Q: tc.q}); !slices.Equal(got, tc.want) {
+			t.Errorf("q=%q after migration: %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	for _, q := range []string{"legacy", "été", "b2c3", "shipped"} {
+		if got := f.requests(RequestFilter{Q: q}); !slices.Equal(got, []string{"hook"}) {
+			t.Errorf("q=%q after migration: %v", q, got)
+		}
+	}
+	// Captures after the migration are indexed, and deleted ones leave.
+	f.message("new", NewMessage{Subject: "fresh 4471 too"})
+	if got := f.messages(MessageFilter{Q: "4471"}); !slices.Equal(got, []string{"new", "html"}) {
+		t.Errorf("after a new capture: %v", got)
+	}
+	for id, name := range f.names {
+		if name == "html" {
+			if err := s.DeleteMessage(t.Context(), f.project.ID, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := f.messages(MessageFilter{Q: "4471"}); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("after deleting a migrated message: %v", got)
+	}
+}
+
+// FuzzParseQuery: any query either fails as an invalid q or gives words
+// in normal form, and a text equal to the query always matches it.
+func FuzzParseQuery(f *testing.F) {
+	f.Fuzz(func(t *testing.T, q string) {
+		words, err := parseQuery(q)
+		if err != nil {
+			var qe *QueryError
+			if !errors.As(err, &qe) || !errors.Is(err, ErrInvalid) || qe.Param != "q" || qe.Reason == "" {
+				t.Fatalf("parseQuery(%q): %v is not an invalid q", q, err)
+			}
+			return
+		}
+		if len(words) == 0 || len(words) > maxQueryWords {
+			t.Fatalf("parseQuery(%q): %d words", q, len(words))
+		}
+		seen := map[string]bool{}
+		for _, w := range words {
+			if w == "" || w != normalizeText(w) || strings.Contains(w, `"`) || seen[w] {
+				t.Fatalf("parseQuery(%q): word %q", q, w)
+			}
+			seen[w] = true
+		}
+		if !(searchPlan{check: words}).matches([]string{q}) {
+			t.Fatalf("parseQuery(%q) = %q: the query's own text does not match", q, words)
+		}
+	})
+}

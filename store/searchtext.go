@@ -1,0 +1,447 @@
+package store
+
+import (
+	"bytes"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+	"golang.org/x/text/unicode/norm"
+	"modernc.org/sqlite"
+)
+
+// The text side of search: what a capture's searchable text is, and how
+// text becomes tokens. Indexing, the migration that indexes old rows, the
+// query parser and the check of candidate rows all go through here, so
+// they can never disagree on what a word is.
+
+const (
+	// maxSearchField bounds the text of one field that search reads (a
+	// body, a header value): the first MiB of a huge body is searchable,
+	// and tokenizing stays bounded in time and memory.
+	maxSearchField = 1 << 20
+	// maxTokenBytes bounds a token; the rest of a longer one (a base64
+	// line, a signature) is not indexed.
+	maxTokenBytes = 128
+	// Tokens of vocabMinRunes to vocabMaxRunes characters, and the first
+	// vocabMaxRunes of longer ones, go into the vocabulary that finds a
+	// word inside tokens. Shorter ones cannot hold a three-character
+	// query; past 32 characters tokens are hashes, signatures and base64,
+	// whose insides nobody types, and each character costs a trigram.
+	vocabMinRunes = 3
+	vocabMaxRunes = 32
+)
+
+// eachToken calls fn with each token of s, folded: lower case, accents and
+// other combining marks removed, compatibility forms (ligatures, full-width
+// letters) decomposed. A token is a run of letters, digits and spacing
+// marks; everything else separates tokens. fn must not keep tok.
+func eachToken(s string, fn func(tok []byte, hash uint64)) {
+	var buf [maxTokenBytes + utf8.UTFMax]byte
+	tok := buf[:0]
+	// hash is a cheap running hash of tok (djb2), which fn may use to
+	// find repeats; mixHash spreads it.
+	var hash uint64
+	end := func() {
+		fn(tok, mixHash(hash))
+		tok, hash = tok[:0], 0
+	}
+	for i := 0; i < len(s); {
+		// ASCII, nearly all of most text, goes through a table.
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if f := asciiFold[c]; f != 0 {
+				if len(tok) < maxTokenBytes {
+					tok = append(tok, f)
+					hash = hash*33 + uint64(f)
+				}
+			} else if len(tok) > 0 {
+				end()
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		d := norm.NFKD.PropertiesString(s[i : i+n]).Decomposition()
+		i += n
+		if d == nil {
+			switch {
+			case unicode.Is(unicode.Mn, r):
+				// A combining mark joins the token without being indexed.
+			case isTokenRune(r):
+				tok, hash = appendFolded(tok, hash, r)
+			case len(tok) > 0:
+				end()
+			}
+			continue
+		}
+		// A decomposed character is part of a token when anything of it
+		// is: "é" is "e" plus a mark, "½" is "1⁄2", NBSP is a space.
+		part := false
+		for _, dr := range string(d) {
+			switch {
+			case unicode.Is(unicode.Mn, dr):
+				part = true
+			case isTokenRune(dr):
+				tok, hash = appendFolded(tok, hash, dr)
+				part = true
+			case len(tok) > 0:
+				end()
+			}
+		}
+		if !part && len(tok) > 0 {
+			end()
+		}
+	}
+	if len(tok) > 0 {
+		end()
+	}
+}
+
+// mixHash spreads the bits of a djb2 hash over the whole word.
+func mixHash(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	return h ^ h>>33
+}
+
+// asciiFold maps ASCII letters and digits to their folded byte, and
+// everything else to 0.
+var asciiFold = func() (t [utf8.RuneSelf]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = c, c
+	}
+	return t
+}()
+
+// appendFolded adds r in lower case, and to the token's hash, unless the
+// token is already maxTokenBytes long: the rest of a longer token is not
+// indexed.
+func appendFolded(tok []byte, hash uint64, r rune) ([]byte, uint64) {
+	r = unicode.ToLower(r)
+	if len(tok)+utf8.RuneLen(r) > maxTokenBytes {
+		return tok, hash
+	}
+	n := len(tok)
+	tok = utf8.AppendRune(tok, r)
+	for _, c := range tok[n:] {
+		hash = hash*33 + uint64(c)
+	}
+	return tok, hash
+}
+
+func isTokenRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.In(r, unicode.Mc, unicode.Me)
+}
+
+// normalizeText is s as search compares it: its tokens joined by single
+// spaces. A query word matches a field when the word's normalized text is
+// a substring of the field's.
+func normalizeText(s string) string {
+	var b strings.Builder
+	eachToken(s, func(tok []byte, _ uint64) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(tok)
+	})
+	return b.String()
+}
+
+// searchTokens is what a capture adds to the index: the distinct tokens of
+// its fields, separated by spaces. The index keeps no positions, so each
+// token is written once however often it occurs.
+func searchTokens(fields []string) string {
+	size := 0
+	for _, f := range fields {
+		size += len(f)
+	}
+	b := docBuilder{out: make([]byte, 0, min(size, 4096))}
+	for _, f := range fields {
+		eachToken(f, b.add)
+	}
+	return string(b.out)
+}
+
+// docBuilder collects distinct tokens. It finds repeats with a hash table
+// of its own over the tokens it has written: a Go map keyed by string
+// cost more than the rest of tokenizing.
+type docBuilder struct {
+	out    []byte     // the distinct tokens, separated by spaces
+	spans  [][2]int32 // where each token is in out
+	hashes []uint64   // each token's hash
+	slots  []int32    // open addressing: 0 empty, else index+1 into spans
+}
+
+func (b *docBuilder) add(tok []byte, h uint64) {
+	if 2*len(b.spans) >= len(b.slots) {
+		b.grow()
+	}
+	mask := len(b.slots) - 1
+	i := int(h) & mask
+	for ; b.slots[i] != 0; i = (i + 1) & mask {
+		j := b.slots[i] - 1
+		if b.hashes[j] == h && string(b.out[b.spans[j][0]:b.spans[j][1]]) == string(tok) {
+			return
+		}
+	}
+	if len(b.out) > 0 {
+		b.out = append(b.out, ' ')
+	}
+	b.spans = append(b.spans, [2]int32{int32(len(b.out)), int32(len(b.out) + len(tok))})
+	b.out = append(b.out, tok...)
+	b.hashes = append(b.hashes, h)
+	b.slots[i] = int32(len(b.spans))
+}
+
+func (b *docBuilder) grow() {
+	b.slots = make([]int32, max(64, 2*len(b.slots)))
+	mask := len(b.slots) - 1
+	for j, h := range b.hashes {
+		i := int(h) & mask
+		for b.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		b.slots[i] = int32(j + 1)
+	}
+}
+
+// vocabularyTerm is what the vocabulary keeps of an indexed token: the
+// token, or the start of a long one; nothing of a short one.
+func vocabularyTerm(tok string) (string, bool) {
+	switch n := utf8.RuneCountInString(tok); {
+	case n < vocabMinRunes:
+		return "", false
+	case n > vocabMaxRunes:
+		return runePrefix(tok, vocabMaxRunes), true
+	}
+	return tok, true
+}
+
+// runePrefix is the first n characters of s.
+func runePrefix(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// clip cuts s to maxSearchField bytes at a character boundary.
+func clip(s string) string {
+	if len(s) <= maxSearchField {
+		return s
+	}
+	i := maxSearchField
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// clipBytes is clip for bytes; a character the cut splits is dropped.
+func clipBytes(b []byte) []byte {
+	if len(b) <= maxSearchField {
+		return b
+	}
+	b = b[:maxSearchField]
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// messageSearchFields is the text search reads from a message: subject,
+// From, To and Cc names and addresses, the text body, the text of the HTML
+// body and the attachments' file names.
+func messageSearchFields(subject string, from *Address, to, cc []Address, text, htmlBody *string, attachments []string) []string {
+	fields := []string{subject}
+	if from != nil {
+		fields = append(fields, from.Name, from.Address)
+	}
+	for _, a := range to {
+		fields = append(fields, a.Name, a.Address)
+	}
+	for _, a := range cc {
+		fields = append(fields, a.Name, a.Address)
+	}
+	if text != nil {
+		fields = append(fields, clip(*text))
+	}
+	if htmlBody != nil {
+		fields = append(fields, htmlText(clip(*htmlBody)))
+	}
+	return append(fields, attachments...)
+}
+
+// requestSearchFields is the text search reads from a request: path and
+// query (also percent-decoded), header values, and the body when it is
+// UTF-8.
+func requestSearchFields(path, query string, headers []Header, body []byte) []string {
+	fields := []string{path}
+	if p, err := url.PathUnescape(path); err == nil && p != path {
+		fields = append(fields, p)
+	}
+	if query != "" {
+		fields = append(fields, query)
+		if q, err := url.QueryUnescape(query); err == nil && q != query {
+			fields = append(fields, q)
+		}
+	}
+	for _, h := range headers {
+		for _, v := range h.Values {
+			fields = append(fields, clip(v))
+		}
+	}
+	body = clipBytes(body)
+	if utf8.Valid(body) {
+		fields = append(fields, string(body))
+	}
+	return fields
+}
+
+// htmlText is the text a reader of the HTML sees: text nodes with entities
+// decoded, without scripts, styles or the title, with block boundaries kept
+// as spaces so that words in adjacent cells do not run together.
+func htmlText(s string) string {
+	z := html.NewTokenizer(strings.NewReader(s))
+	var b strings.Builder
+	hidden := 0 // depth inside elements whose text is not shown
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return b.String()
+		case html.TextToken:
+			if hidden == 0 {
+				b.Write(z.Text())
+			}
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			switch a {
+			case atom.Script, atom.Style, atom.Title, atom.Template:
+				if tt == html.StartTagToken {
+					hidden++
+				} else if tt == html.EndTagToken && hidden > 0 {
+					hidden--
+				}
+			}
+			if !inlineElements[a] {
+				b.WriteByte(' ')
+			}
+		}
+	}
+}
+
+// inlineElements do not separate words: "<b>Con</b>firm" is one word.
+var inlineElements = map[atom.Atom]bool{
+	atom.A: true, atom.Abbr: true, atom.B: true, atom.Bdi: true, atom.Bdo: true, atom.Cite: true,
+	atom.Code: true, atom.Data: true, atom.Dfn: true, atom.Em: true, atom.Font: true, atom.I: true,
+	atom.Kbd: true, atom.Mark: true, atom.Q: true, atom.S: true, atom.Samp: true, atom.Small: true,
+	atom.Span: true, atom.Strike: true, atom.Strong: true, atom.Sub: true, atom.Sup: true,
+	atom.Time: true, atom.Tt: true, atom.U: true, atom.Var: true, atom.Wbr: true,
+}
+
+// SQL functions: the documents Go writes, for the migration, and the match
+// of staged index rows, for searches.
+func init() {
+	mustRegister := func(name string, nArgs int32, fn func(args []driver.Value) (driver.Value, error)) {
+		err := sqlite.RegisterDeterministicScalarFunction(name, nArgs,
+			func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return fn(args) })
+		if err != nil {
+			panic(fmt.Sprintf("register SQL function %s: %v", name, err))
+		}
+	}
+	// search_staged_match(tokens, stagedQuery)
+	mustRegister("search_staged_match", 2, func(args []driver.Value) (driver.Value, error) {
+		tokens, query := sqlString(args[0]), sqlString(args[1])
+		if tokens != nil && query != nil && stagedMatch(*tokens, *query) {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	})
+	// search_message_tokens(subject, from_name, from_address, recipients,
+	// text_body, html_body, attachment names as a JSON array)
+	mustRegister("search_message_tokens", 7, func(args []driver.Value) (driver.Value, error) {
+		var rcpts storedRecipients
+		if err := json.Unmarshal(sqlBytes(args[3]), &rcpts); err != nil {
+			return "", fmt.Errorf("search_message_tokens: recipients: %w", err)
+		}
+		var names []string
+		if a := sqlBytes(args[6]); len(a) > 0 {
+			if err := json.Unmarshal(a, &names); err != nil {
+				return "", fmt.Errorf("search_message_tokens: attachment names: %w", err)
+			}
+		}
+		var from *Address
+		if addr := sqlString(args[2]); addr != nil {
+			from = &Address{Address: *addr}
+			if name := sqlString(args[1]); name != nil {
+				from.Name = *name
+			}
+		}
+		subject := ""
+		if s := sqlString(args[0]); s != nil {
+			subject = *s
+		}
+		fields := messageSearchFields(subject, from, addressesOf(rcpts.To), addressesOf(rcpts.Cc),
+			sqlString(args[4]), sqlString(args[5]), names)
+		return searchTokens(fields), nil
+	})
+	// search_request_tokens(path, query, headers, body)
+	mustRegister("search_request_tokens", 4, func(args []driver.Value) (driver.Value, error) {
+		var pairs [][2]any
+		if err := json.Unmarshal(sqlBytes(args[2]), &pairs); err != nil {
+			return "", fmt.Errorf("search_request_tokens: headers: %w", err)
+		}
+		var path, query string
+		if p := sqlString(args[0]); p != nil {
+			path = *p
+		}
+		if q := sqlString(args[1]); q != nil {
+			query = *q
+		}
+		fields := requestSearchFields(path, query, headersFromPairs(pairs), sqlBytes(args[3]))
+		return searchTokens(fields), nil
+	})
+}
+
+func sqlString(v driver.Value) *string {
+	switch v := v.(type) {
+	case string:
+		return &v
+	case []byte:
+		s := string(v)
+		return &s
+	}
+	return nil
+}
+
+func sqlBytes(v driver.Value) []byte {
+	switch v := v.(type) {
+	case string:
+		return []byte(v)
+	case []byte:
+		return bytes.Clone(v)
+	}
+	return nil
+}
