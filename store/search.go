@@ -368,20 +368,22 @@ func (p searchPlan) ftsSource(k *keyset, fts string) {
 
 // trigramSource makes k read its rows joined to index, a table of each
 // capture's tokens with a trigram index (PostgreSQL's pg_trgm), narrowed to
-// those whose tokens hold every query token of vocabMinRunes characters
-// or more somewhere; the scan then settles the plan with stagedMatch.
+// those whose tokens hold every query token somewhere (the index serves
+// those of three characters or more); the scan then settles the plan with
+// stagedMatch.
 func (p searchPlan) trigramSource(k *keyset, index string) {
 	var conds []string
 	var args []any
 	seen := map[string]bool{}
 	for _, w := range p.words {
 		for tok := range strings.SplitSeq(w, " ") {
-			if utf8.RuneCountInString(tok) < vocabMinRunes || seen[tok] {
+			if seen[tok] {
 				continue
 			}
 			seen[tok] = true
-			// Tokens hold only letters, digits and marks: nothing LIKE
-			// would read as a wildcard.
+			// Every token of a match holds each token of every word, even
+			// one too short for the trigrams to narrow. Tokens hold only
+			// letters, digits and marks: nothing LIKE reads as a wildcard.
 			conds = append(conds, index+`.tokens LIKE ?`)
 			args = append(args, "%"+tok+"%")
 		}
@@ -391,6 +393,7 @@ func (p searchPlan) trigramSource(k *keyset, index string) {
 		seqCol: k.table + `.seq`, where: strings.Join(conds, " AND "), args: args,
 	}}
 	k.columns += ", " + index + ".tokens"
+	k.windowed = true
 }
 
 // matches reports whether fields contain every word the plan checks.

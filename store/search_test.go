@@ -334,6 +334,29 @@ func TestSearchPages(t *testing.T) {
 	f.bothWays(func(t *testing.T) { checkSearchPages(t, f, want) })
 }
 
+// TestSearchPastManyNearMisses: a phrase whose words many newer captures
+// hold apart (near misses, which the index cannot tell from matches) still
+// finds the old captures that hold it, with its page and cursor right, however
+// many near misses each page's query reads past.
+func TestSearchPastManyNearMisses(t *testing.T) {
+	f := newSearchFixture(t)
+	f.message("first", NewMessage{Subject: "first", Text: ptr("the amber falcon flies")})
+	f.message("second", NewMessage{Subject: "second", Text: ptr("an amber falcon")})
+	for i := range 60 {
+		f.message(fmt.Sprint("miss", i), NewMessage{Subject: "falcon", Text: ptr("amber light")})
+	}
+	f.bothWays(func(t *testing.T) {
+		l, err := f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: `"amber falcon"`}, Page{Limit: 1})
+		if err != nil || len(l.Items) != 1 || f.names[l.Items[0].ID] != "second" || l.Next == "" {
+			t.Fatalf("first page: %+v, %v", l, err)
+		}
+		l, err = f.s.Messages(t.Context(), f.inbox.ID, MessageFilter{Q: `"amber falcon"`}, Page{Limit: 1, Before: l.Next})
+		if err != nil || len(l.Items) != 1 || f.names[l.Items[0].ID] != "first" || l.Next != "" {
+			t.Fatalf("second page: %+v, %v", l, err)
+		}
+	})
+}
+
 func checkSearchPages(t *testing.T, f *searchFixture, want []string) {
 	for _, q := range []string{"needle", "eedl", `"needle is"`, "ne"} {
 		t.Run(q, func(t *testing.T) {
