@@ -61,8 +61,8 @@ type backend interface {
 	// the index itself. vocabulary says whether the database keeps
 	// search_terms, through which planSearch expands query words.
 	// searchSource makes k's rows come through the index, as plan says;
-	// it returns whether the rows carry their tokens (the last column),
-	// which the scan then checks with stagedMatch.
+	// it returns whether it appended the rows' tokens to k's columns, for
+	// the scan to settle each row with stagedMatch.
 	indexTable(index string) string
 	vocabulary() bool
 	searchSource(k *keyset, plan searchPlan, index string) (tokens bool)

@@ -62,6 +62,16 @@ import (
 // to insert; with detail=none it cannot tell that a word's trigrams are
 // adjacent either, so it would need the same check of the text.
 //
+// On PostgreSQL (the same words, results and order): messages_search and
+// requests_search hold each capture's tokens as text, written in the
+// capture's own transaction (GIN takes writes into its pending list, so
+// nothing is staged), under a pg_trgm index. Every query token narrows the
+// rows with LIKE '%token%', which the trigram index serves, and each
+// candidate's tokens then settle the query with stagedMatch, exactly as
+// the vocabulary and FTS5 do on SQLite; phrases and short words are
+// checked in the text as on SQLite. There is no vocabulary: a word in
+// many tokens costs the candidates it names, not a fallback to the text.
+//
 // Known limits: inside a token longer than 32 characters only its first 32
 // are searched (the start of a hash is found, its middle is not), and a
 // token's characters past its 128th byte not at all; a query of words of
