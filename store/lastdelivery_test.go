@@ -56,6 +56,7 @@ func TestLastDeliveryOnListItems(t *testing.T) {
 // The newest delivery is found by index, one probe per listed request,
 // never by scanning deliveries or requests.
 func TestLastDeliveryQueryPlan(t *testing.T) {
+	sqliteOnly(t, "SQLite's EXPLAIN QUERY PLAN; PostgreSQL plans by table statistics")
 	s := newStore(t)
 	rows, err := s.rdb.QueryContext(t.Context(), `EXPLAIN QUERY PLAN SELECT requests.seq, requests.id, `+
 		requestSummaryCols+` FROM requests `+lastDeliveryJoin+

@@ -34,14 +34,19 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string,
 			return nil, err
 		}
 	}
-	err := s.write(ctx, func(t *wtx) error {
-		for _, insert := range inserts {
-			if err := insert(t); err != nil {
-				return err
+	inboxes := make([]string, len(ms))
+	for i, m := range ms {
+		inboxes[i] = m.InboxID
+	}
+	err := s.enqueue(ctx, &writeOp{done: make(chan error, 1), capture: EmailCapture, collections: inboxes,
+		fn: func(t *wtx) error {
+			for _, insert := range inserts {
+				if err := insert(t); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -108,35 +113,31 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	tokens := searchTokens(messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames))
 
 	return id, func(t *wtx) error {
-		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
+		const insert = `INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
 			subject, date, message_id, size, attachment_count, snippet, headers, text_body, html_body, warnings,
 			search_from, search_to, search_subject, recipients, links, raw, codes, links_truncated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		args := []any{id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
 			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(headers),
 			nullStringPtr(m.Text), nullStringPtr(m.HTML), string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw, string(codes), m.LinksTruncated)
-		if err != nil {
+			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw, string(codes), m.LinksTruncated}
+		// The index row and the attachments refer to the message by its
+		// seq.
+		var seq int64
+		if err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq); err != nil {
 			return fmt.Errorf("insert message: %w", err)
-		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
 		}
 		if err := t.indexMessage(seq, tokens); err != nil {
 			return fmt.Errorf("index message: %w", err)
 		}
-		if len(m.Attachments) > 0 {
-			for i, a := range m.Attachments {
-				if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
-					return err
-				}
+		for i, a := range m.Attachments {
+			if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
+				return err
 			}
 		}
-		t.countCapture("inboxes", "message_count", m.InboxID)
 		t.wakeAfterCommit(m.InboxID)
 		return nil
 	}, nil
@@ -361,7 +362,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 		return nil, err
 	}
 	links := []Link{}
-	err = ReadLinks(id, s.part(ctx, "messages", "links", seq, size, "message "+id), func(l Link) error {
+	err = ReadLinks(id, s.part(ctx, "messages", "links", "seq", seq, size, "message "+id), func(l Link) error {
 		if f.selects(l) {
 			links = append(links, l)
 		}

@@ -21,7 +21,7 @@ type Part struct {
 
 	ctx   context.Context
 	s     *Store
-	query string // selects the slice of ?1 bytes from byte ?2 (1-based) of row ?3
+	query string // selects the slice of ?1 bytes from byte ?2 (1-based) of the row keyed ?3
 	key   any
 	what  string // what the value is, for errors
 	off   int64
@@ -40,13 +40,12 @@ const (
 	sliceCount = 16
 )
 
-func (s *Store) part(ctx context.Context, table, column string, key any, size int64, what string) *Part {
+// part reads column of the row of table whose keyColumn is key.
+func (s *Store) part(ctx context.Context, table, column, keyColumn string, key any, size int64, what string) *Part {
 	chunk := min(max(size/sliceCount, minSlice), maxSlice)
 	return &Part{
 		Size: size, ctx: ctx, s: s, key: key, what: what, chunk: chunk,
-		// CAST to BLOB makes substr count bytes, not characters; it only
-		// relabels a UTF-8 TEXT value.
-		query: `SELECT substr(CAST(` + column + ` AS BLOB), ?2, ?1) FROM ` + table + ` WHERE rowid = ?3`,
+		query: s.b.partQuery(table, column, keyColumn),
 	}
 }
 
@@ -174,12 +173,12 @@ func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (Messag
 	d := MessageDetail{Message: m}
 	what := "message " + id
 	if textSize.Valid {
-		d.TextPart = s.part(ctx, "messages", "text_body", base.seq, textSize.Int64, what)
+		d.TextPart = s.part(ctx, "messages", "text_body", "seq", base.seq, textSize.Int64, what)
 	}
 	if htmlSize.Valid {
-		d.HTMLPart = s.part(ctx, "messages", "html_body", base.seq, htmlSize.Int64, what)
+		d.HTMLPart = s.part(ctx, "messages", "html_body", "seq", base.seq, htmlSize.Int64, what)
 	}
-	d.LinksPart = s.part(ctx, "messages", "links", base.seq, linksSize, what)
+	d.LinksPart = s.part(ctx, "messages", "links", "seq", base.seq, linksSize, what)
 	return d, nil
 }
 
@@ -234,7 +233,7 @@ func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error
 	if err != nil {
 		return nil, err
 	}
-	return s.part(ctx, "messages", "raw", seq, size, "message "+id), nil
+	return s.part(ctx, "messages", "raw", "seq", seq, size, "message "+id), nil
 }
 
 // AttachmentPart returns one attachment of a message of the project, its
@@ -246,10 +245,10 @@ func (s *Store) AttachmentPart(ctx context.Context, projectID, messageID, attach
 	}
 	var a Attachment
 	var cid sql.NullString
-	var rowid, size int64
-	err = s.queryRow(ctx, `SELECT rowid, id, filename, content_type, content_id, inline, size, octet_length(data)
+	var size int64
+	err = s.queryRow(ctx, `SELECT id, filename, content_type, content_id, inline, size, octet_length(data)
 		FROM attachments WHERE id = ? AND message_seq = ?`, attachmentID, seq).
-		Scan(&rowid, &a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &size)
+		Scan(&a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attachment{}, nil, fmt.Errorf("%w: no attachment %q in message %q", ErrNotFound, attachmentID, messageID)
 	}
@@ -257,5 +256,5 @@ func (s *Store) AttachmentPart(ctx context.Context, projectID, messageID, attach
 		return Attachment{}, nil, err
 	}
 	a.ContentID = cid.String
-	return a, s.part(ctx, "attachments", "data", rowid, size, "attachment "+attachmentID), nil
+	return a, s.part(ctx, "attachments", "data", "id", a.ID, size, "attachment "+attachmentID), nil
 }

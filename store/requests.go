@@ -45,28 +45,27 @@ type requestRow struct {
 	tokens     string // searchTokens
 }
 
-// insertRequests inserts a batch's captured requests and stages their
-// index rows. Each row's seq is chosen here, as SQLite would (one past the
-// largest), so that the index rows can name them.
+// insertRequests inserts a batch's captured requests and indexes them
+// (search.go). Each row's seq is drawn first (nextSeqs), so that the index
+// rows can name them.
 func (t *wtx) insertRequests(rows []*requestRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var last int64
-	if err := t.queryRow(`SELECT coalesce(max(seq), 0) FROM requests`).Scan(&last); err != nil {
+	seqs, err := t.b.nextSeqs(t, "requests", len(rows))
+	if err != nil {
 		return fmt.Errorf("insert into requests: %w", err)
 	}
 	values := make([][]any, len(rows))
 	index := make([][]any, len(rows))
 	for i, r := range rows {
-		seq := last + 1 + int64(i)
-		values[i] = append([]any{seq}, r.args...)
-		index[i] = []any{seq, r.tokens}
+		values[i] = append([]any{seqs[i]}, r.args...)
+		index[i] = []any{seqs[i], r.tokens}
 	}
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
 	}
-	return t.insertRows("requests_search_staged", "seq, tokens", index)
+	return t.insertRows(t.b.indexTable("requests_search"), "seq, tokens", index)
 }
 
 // requestSummaryCols are a request's list columns, its newest delivery's
@@ -116,13 +115,14 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols,
 		joins: lastDeliveryJoin}
 	if f.Method != "" {
-		k.where = append(k.where, "requests.method = ? COLLATE NOCASE")
+		// Methods are ASCII tokens, where upper() agrees on both databases.
+		k.where = append(k.where, "upper(requests.method) = upper(?)")
 		k.whereArgs = append(k.whereArgs, f.Method)
 	}
 	if f.PathPrefix != "" {
 		// substr and length both count characters, so the prefix test holds
 		// for any UTF-8 path; it also avoids LIKE's wildcards in paths.
-		k.where = append(k.where, "substr(requests.path, 1, length(?)) = ?")
+		k.where = append(k.where, "substr(requests.path, 1, length(CAST(? AS TEXT))) = ?")
 		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix)
 	}
 	if !f.Since.IsZero() {
