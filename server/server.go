@@ -308,6 +308,10 @@ func (s *Server) Run(ctx context.Context) error {
 	count := ops.metrics.Listener
 	httpLn := newConnLimit(count("http", s.httpLn), connCap)
 	captureLn := newConnLimit(count("capture", s.captureLn), connCap)
+	var emailLn *connLimit
+	if s.emailLn != nil {
+		emailLn = newConnLimit(count("email_api", s.emailLn), connCap)
+	}
 	apiHandler := api.New(s.store, api.Config{
 		SMTPHost:      cfg.SMTPHost,
 		StartTLSPorts: ports(s.StartTLSAddrs()),
@@ -369,15 +373,16 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var emailSrv *http.Server
 	if s.emailLn != nil {
-		emailSrv = emailapi.NewServer(emailapi.New(s.store, emailapi.Config{Logger: s.log}))
+		emailSrv = emailapi.NewServer(emailapi.New(s.store, emailapi.Config{Logger: s.log, Budget: budget}))
 		emailSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+		emailSrv.ConnState = emailLn.track
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveHTTP(httpSrv, httpLn) })
 	g.Go(func() error { return serveHTTP(captureSrv, captureLn) })
 	if emailSrv != nil {
-		g.Go(func() error { return serveHTTP(emailSrv, emailapi.Listener(count("email_api", s.emailLn))) })
+		g.Go(func() error { return serveHTTP(emailSrv, emailLn) })
 	}
 	for _, l := range s.startTLSLns {
 		g.Go(func() error { return smtpSrv.Serve(count("smtp_starttls", l), false) })
@@ -401,7 +406,7 @@ func (s *Server) Run(ctx context.Context) error {
 			smtpSrv.Shutdown,
 		}
 		if emailSrv != nil {
-			shutdowns = append(shutdowns, emailSrv.Shutdown)
+			shutdowns = append(shutdowns, func(ctx context.Context) error { return shutdownHTTP(ctx, emailSrv, emailLn) })
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(shutdowns))

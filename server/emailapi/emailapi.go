@@ -19,13 +19,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
-	"golang.org/x/sync/semaphore"
-
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
@@ -45,40 +42,37 @@ type Config struct {
 	// Logger receives failures and, at debug level, a line per capture.
 	// Default: discard.
 	Logger *slog.Logger
-	// InFlightBytes bounds the request bodies being decoded at once, so
-	// that concurrent large sends queue instead of exhausting memory. A
-	// body larger than this is decoded alone. Default 32 MiB.
-	InFlightBytes int64
+	// Budget bounds the request bodies held at once, together with what
+	// else shares it (webhooks, SMTP), so that concurrent large sends
+	// queue instead of exhausting memory. Nil means no bound.
+	Budget *admission.Budget
+	// AdmissionWait bounds how long a request waits for room in Budget
+	// before it is refused as unavailable. Default 20 s.
+	AdmissionWait time.Duration
 }
 
-const (
-	defaultInFlightBytes = 32 << 20
-	// bodyOverhead is what a request may carry beside the message itself:
-	// JSON syntax, field names, the other messages of a small batch.
-	bodyOverhead = 1 << 20
-	// MaxConnections caps the listener's open connections.
-	MaxConnections = 512
-)
+// bodyOverhead is what a request may carry beside the message itself:
+// JSON syntax, field names, the other messages of a small batch.
+const bodyOverhead = 1 << 20
 
 // Handler serves the providers' routes.
 type Handler struct {
-	store    Store
-	log      *slog.Logger
-	mux      *http.ServeMux
-	admit    *semaphore.Weighted
-	admitCap int64
+	store         Store
+	log           *slog.Logger
+	mux           *http.ServeMux
+	budget        *admission.Budget
+	admissionWait time.Duration
 }
 
 // New returns the email API handler over st.
 func New(st Store, cfg Config) *Handler {
-	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), admitCap: cfg.InFlightBytes}
+	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), budget: cfg.Budget, admissionWait: cfg.AdmissionWait}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if h.admitCap <= 0 {
-		h.admitCap = defaultInFlightBytes
+	if h.admissionWait <= 0 {
+		h.admissionWait = 20 * time.Second
 	}
-	h.admit = semaphore.NewWeighted(h.admitCap)
 	for _, p := range []*provider{sendgrid, postmarkEmail, postmarkBatch, mailgun, ses, resend} {
 		h.mux.HandleFunc(p.route, h.handle(p))
 	}
@@ -113,9 +107,6 @@ func NewServer(h *Handler) *http.Server {
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 	}
 }
-
-// Listener caps l at MaxConnections open connections.
-func Listener(l net.Listener) net.Listener { return netutil.LimitListener(l, MaxConnections) }
 
 // provider is one provider's send route: how it carries its credential,
 // how its body becomes messages, and how it answers.
@@ -277,8 +268,8 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 }
 
 // readBody reads the whole body, refusing one over what a message of the
-// plan can take once base64 and JSON have grown it. It first waits for its
-// share of InFlightBytes; release gives that back.
+// plan can take once base64 and JSON have grown it. It first waits for
+// room in the ingest budget; release gives that back.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan) ([]byte, func(), *apiError) {
 	limit := plan.MessageBytes/3*4 + bodyOverhead
 	if r.ContentLength > limit {
@@ -288,13 +279,14 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 	if want < 0 {
 		want = limit
 	}
-	weight := min(want, h.admitCap)
-	if err := h.admit.Acquire(r.Context(), weight); err != nil {
+	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
+	defer cancel()
+	reservation, err := h.budget.Reserve(admitCtx, want)
+	if err != nil {
 		return nil, nil, errUnavailable
 	}
-	release := func() { h.admit.Release(weight) }
+	release := reservation.Release
 	var body []byte
-	var err error
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	if r.ContentLength >= 0 {
 		body = make([]byte, r.ContentLength)

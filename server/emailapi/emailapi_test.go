@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/emailapi"
 	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
@@ -29,15 +30,17 @@ type env struct {
 	base string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, emailapi.Config{}) }
+
+func newEnvWith(t *testing.T, cfg emailapi.Config) *env {
 	t.Helper()
 	st, boot := servertest.Open(t, "free")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := emailapi.NewServer(emailapi.New(st, emailapi.Config{}))
-	go srv.Serve(emailapi.Listener(l))
+	srv := emailapi.NewServer(emailapi.New(st, cfg))
+	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return &env{t: t, st: st, boot: boot, base: "http://" + l.Addr().String()}
 }
@@ -363,6 +366,37 @@ func TestShuttingDown(t *testing.T) {
 	}
 	if n := len(e.messages()); n != 0 {
 		t.Errorf("%d messages stored while shutting down", n)
+	}
+}
+
+// TestSharedBudget holds the whole ingest budget, as concurrent webhooks
+// and SMTP messages would: a send waits for room, is refused with 503 and
+// Retry-After when none comes, stores nothing, and goes through once the
+// budget has room again.
+func TestSharedBudget(t *testing.T) {
+	budget := admission.New(64 << 10)
+	e := newEnvWith(t, emailapi.Config{Budget: budget, AdmissionWait: 100 * time.Millisecond})
+	held, err := budget.Reserve(context.Background(), 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range sampleRequests(e) {
+		r := do(t, req.build())
+		if r.status != 503 || r.header.Get("Retry-After") == "" {
+			t.Errorf("%s with the budget spent: got %d %s, want 503 with Retry-After", req.name, r.status, r.body)
+		}
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Fatalf("%d messages stored while the budget was spent", n)
+	}
+	held.Release()
+	for _, req := range sampleRequests(e) {
+		if r := do(t, req.build()); r.status/100 != 2 {
+			t.Errorf("%s with room again: got %d %s", req.name, r.status, r.body)
+		}
+	}
+	if n := len(e.messages()); n == 0 {
+		t.Error("nothing stored once the budget had room")
 	}
 }
 
