@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -12,10 +11,6 @@ import (
 // the transaction holding it has committed.
 func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error) {
 	id := NewID("req_")
-	headers, err := json.Marshal(headerPairs(r.Headers))
-	if err != nil {
-		return "", err
-	}
 	path := r.Path
 	if path == "" {
 		path = "/"
@@ -24,8 +19,11 @@ func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error
 	if body == nil {
 		body = []byte{}
 	}
+	// Encoding, compressing and tokenizing happen here, on the caller's
+	// goroutine: the writer, which every capture waits for, only inserts.
+	content := pack(bytesSection(appendHeaders(nil, r.Headers)), bytesSection(body))
 	row := &requestRow{endpointID: r.EndpointID, args: []any{id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
-		nullString(r.ContentType), len(body), r.RemoteAddr, string(headers), body},
+		nullString(r.ContentType), len(body), r.RemoteAddr, content},
 		tokens: searchTokens(requestSearchFields(path, r.Query, r.Headers, body))}
 	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
 		return "", err
@@ -34,7 +32,13 @@ func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error
 }
 
 // requestColumns are the columns of a requestRow's args, in order.
-const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, headers, body"
+const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, content"
+
+// The sections of a request's pack.
+const (
+	requestHeaders = iota // JSON array of [name, [values]] in order
+	requestBody
+)
 
 // requestRow is a captured request ready for the writer, which inserts the
 // rows of a whole batch with one statement: captures are the hottest write
@@ -67,6 +71,23 @@ func (t *wtx) insertRequests(rows []*requestRow) error {
 		return err
 	}
 	return t.insertRows("requests_search_staged", "seq, tokens", index)
+}
+
+// unpackRequest reads a request's headers and body from its pack.
+func unpackRequest(content []byte) ([]Header, []byte, error) {
+	sections, err := unpackSections(content, requestHeaders, requestBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	headers, err := decodeHeaders(sections[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("headers: %w", err)
+	}
+	body := sections[1]
+	if body == nil {
+		body = []byte{}
+	}
+	return headers, body, nil
 }
 
 // requestSummaryCols are a request's list columns, its newest delivery's
@@ -146,26 +167,20 @@ func scanRequestRow(r *sql.Rows, base *row) (RequestSummary, error) {
 // Request returns one captured request of the project with its deliveries.
 func (s *Store) Request(ctx context.Context, projectID, id string) (Request, error) {
 	var base row
-	var headers string
-	var body []byte
+	var content []byte
 	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
-		requests.headers, requests.body FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
-		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
+		requests.content FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
+		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &content)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
 	}
 	if err != nil {
 		return Request{}, err
 	}
-	r := Request{RequestSummary: summary, Body: body}
-	if r.Body == nil {
-		r.Body = []byte{}
+	r := Request{RequestSummary: summary}
+	if r.Headers, r.Body, err = unpackRequest(content); err != nil {
+		return Request{}, fmt.Errorf("request %s: %w", id, err)
 	}
-	var pairs [][2]any
-	if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
-		return Request{}, fmt.Errorf("request %s headers: %w", id, err)
-	}
-	r.Headers = headersFromPairs(pairs)
 	r.Deliveries, err = s.deliveries(ctx, base.seq)
 	return r, err
 }

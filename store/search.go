@@ -385,8 +385,31 @@ func (p searchPlan) matches(fields []string) bool {
 
 // messageCheckCols are what checking a message's text reads beyond its
 // summary.
-const messageCheckCols = `messages.text_body, messages.html_body,
+const messageCheckCols = `messages.content,
 	(SELECT json_group_array(filename ORDER BY position) FROM attachments WHERE message_seq = messages.seq)`
+
+// searchedBodies reads from a message's pack what search reads of its
+// bodies: the first maxSearchField bytes of each (clip cuts them at a
+// character), nil when absent.
+func searchedBodies(content []byte) (text, html *string, err error) {
+	u, err := openPack(content)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(i int) (*string, error) {
+		b, ok, err := u.section(i, maxSearchField+utf8.UTFMax)
+		if err != nil || !ok {
+			return nil, err
+		}
+		s := string(b)
+		return &s, nil
+	}
+	if text, err = read(messageText); err != nil {
+		return nil, nil, err
+	}
+	html, err = read(messageHTML)
+	return text, html, err
+}
 
 // searchMessages makes k a search of q and returns the scan for its rows.
 func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*sql.Rows, *row) (MessageSummary, error), error) {
@@ -400,9 +423,9 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 	}
 	k.columns += ", " + messageCheckCols
 	return func(r *sql.Rows, base *row) (MessageSummary, error) {
-		var text, html sql.NullString
+		var content []byte
 		var attachments string
-		m, err := scanMessageSummary(r, base, nil, &text, &html, &attachments)
+		m, err := scanMessageSummary(r, base, nil, &content, &attachments)
 		if err != nil {
 			return m, err
 		}
@@ -410,7 +433,11 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 		if err := json.Unmarshal([]byte(attachments), &names); err != nil {
 			return m, fmt.Errorf("message %s attachment names: %w", m.ID, err)
 		}
-		if !plan.matches(messageSearchFields(m.Subject, m.From, m.To, m.Cc, strPtr(text), strPtr(html), names)) {
+		text, html, err := searchedBodies(content)
+		if err != nil {
+			return m, fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		if !plan.matches(messageSearchFields(m.Subject, m.From, m.To, m.Cc, text, html, names)) {
 			return m, errSkipRow
 		}
 		return m, nil
@@ -427,19 +454,18 @@ func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*
 	if !k.filtered {
 		return scanRequestRow, nil
 	}
-	k.columns += ", requests.headers, requests.body"
+	k.columns += ", requests.content"
 	return func(r *sql.Rows, base *row) (RequestSummary, error) {
-		var headers string
-		var body []byte
-		q, err := scanRequestSummary(r, base, &headers, &body)
+		var content []byte
+		q, err := scanRequestSummary(r, base, &content)
 		if err != nil {
 			return q, err
 		}
-		var pairs [][2]any
-		if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
-			return q, fmt.Errorf("request %s headers: %w", q.ID, err)
+		headers, body, err := unpackRequest(content)
+		if err != nil {
+			return q, fmt.Errorf("request %s: %w", q.ID, err)
 		}
-		if !plan.matches(requestSearchFields(q.Path, q.Query, headersFromPairs(pairs), body)) {
+		if !plan.matches(requestSearchFields(q.Path, q.Query, headers, body)) {
 			return q, errSkipRow
 		}
 		return q, nil
