@@ -11,8 +11,7 @@ import (
 )
 
 func TestUserSetPassword(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	createDatabase(t, dir)
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
 	r := captureIn(t, "short\n", "user", "set-password", "--data-dir", dir)
 	if r.code != 1 || !strings.Contains(r.stderr, "at least 8 characters") {
 		t.Fatalf("short password: %+v", r)
@@ -32,8 +31,7 @@ func TestUserSetPassword(t *testing.T) {
 }
 
 func TestUserLoginLink(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	createDatabase(t, dir)
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
 	if r := capture(t, "user", "login-link", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "capture serve") {
 		t.Fatalf("login-link before any serve: %+v", r)
 	}
@@ -59,15 +57,4 @@ func TestUserLoginLink(t *testing.T) {
 			t.Errorf("%s: %d", l, resp.StatusCode)
 		}
 	}
-}
-
-// createDatabase leaves an empty database in dir, as a serve that never
-// got to bind would not: the user commands need one to work on.
-func createDatabase(t *testing.T, dir string) {
-	t.Helper()
-	st, err := store.OpenDir(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
 }

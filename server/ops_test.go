@@ -31,7 +31,13 @@ type running struct {
 func runServer(t *testing.T) *running {
 	t.Helper()
 	st, boot := servertest.Open(t, "free")
-	srv, err := server.Listen(st, servertest.Config(t))
+	return runServerWith(t, st, boot, servertest.Config(t))
+}
+
+// runServerWith runs a server of st with cfg until the test ends.
+func runServerWith(t *testing.T, st *store.Store, boot store.Bootstrap, cfg server.Config) *running {
+	t.Helper()
+	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

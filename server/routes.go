@@ -13,8 +13,10 @@ import (
 // answer plain text or an HTML redirect: a path that is not clean (a
 // doubled slash, a dot segment) or lacks its subtree's trailing slash is
 // not_found, a method the path does not take is method_not_allowed with
-// Allow. A GET pattern answers HEAD as ServeMux does.
-func envelopeRoutes(mux *http.ServeMux) http.Handler {
+// Allow. A GET pattern answers HEAD as ServeMux does. A path mux knows
+// nothing of goes to fallback (the web interface, which answers its own
+// unknown pages by the same rule).
+func envelopeRoutes(mux *http.ServeMux, fallback http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodConnect && !isCleanPath(r.URL.EscapedPath()) {
 			contract.WriteError(w, contract.NoRoute(r))
@@ -32,7 +34,7 @@ func envelopeRoutes(mux *http.ServeMux) http.Handler {
 				contract.WriteError(w, contract.MethodNotAllowed(r, strings.Split(probe.header.Get("Allow"), ", ")))
 				return
 			}
-			contract.WriteError(w, contract.NoRoute(r))
+			fallback.ServeHTTP(w, r)
 		case len(literalPrefix(pattern)) > len(r.URL.EscapedPath()):
 			// Every path a pattern matches starts with its literal part,
 			// so this is ServeMux's redirect from /tree to /tree/.

@@ -132,7 +132,13 @@ func (p *serveProc) captureURL() string { return p.banner["Capture URL"] }
 
 // smtpSession is an SMTP client over STARTTLS, authenticated as user.
 func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
-	nc, err := net.DialTimeout("tcp", p.smtp, 10*time.Second)
+	return smtpSession(p.smtp, p.banner["CA certificate"], user, pass)
+}
+
+// smtpSession is an SMTP client of the STARTTLS listener at addr, which
+// trusts the CA in caFile, authenticated as user.
+func smtpSession(addr, caFile, user, pass string) (*textproto.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +162,7 @@ func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
 	if err := step(220, "STARTTLS"); err != nil {
 		return nil, err
 	}
-	pem, err := os.ReadFile(p.banner["CA certificate"])
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
 	}

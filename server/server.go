@@ -336,15 +336,15 @@ func (s *Server) Run(ctx context.Context) error {
 			w.Write(body)
 		})
 	}
-	mux.Handle("/", web.New(s.store, web.Config{
+	webHandler := web.New(s.store, web.Config{
 		SMTPHost:      cfg.SMTPHost,
 		StartTLSPorts: ports(s.StartTLSAddrs()),
 		TLSPorts:      ports(s.TLSAddrs()),
 		CaptureBase:   s.CaptureBase(),
 		Logger:        s.log,
-	}))
+	})
 	httpSrv := &http.Server{
-		Handler:           longRequests(envelopeRoutes(mux)),
+		Handler:           longRequests(envelopeRoutes(mux, webHandler)),
 		ReadHeaderTimeout: apiReadHeaderTimeout,
 		ReadTimeout:       apiReadTimeout,
 		WriteTimeout:      apiWriteTimeout,

@@ -159,7 +159,7 @@ type listQuery struct {
 
 func (q listQuery) run(ctx context.Context, c *apiclient.Client) ([]capture, string, error) {
 	if q.kind == kindEndpoint {
-		l, err := c.Requests(ctx, q.id, apiclient.RequestQuery{Method: q.f.Method, Path: q.f.Path,
+		l, err := c.Requests(ctx, q.id, apiclient.RequestQuery{Method: q.f.Method, Path: q.f.Path, Q: q.f.Q,
 			Before: q.before, After: q.after, Limit: q.limit, Wait: q.wait})
 		if err != nil {
 			return nil, "", err
@@ -170,7 +170,7 @@ func (q listQuery) run(ctx context.Context, c *apiclient.Client) ([]capture, str
 		}
 		return out, l.Next, nil
 	}
-	l, err := c.Messages(ctx, q.id, apiclient.MessageQuery{To: q.f.To, From: q.f.From, Subject: q.f.Subject,
+	l, err := c.Messages(ctx, q.id, apiclient.MessageQuery{To: q.f.To, From: q.f.From, Subject: q.f.Subject, Q: q.f.Q,
 		Before: q.before, After: q.after, Limit: q.limit, Wait: q.wait})
 	if err != nil {
 		return nil, "", err

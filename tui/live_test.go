@@ -218,38 +218,68 @@ func TestFilter(t *testing.T) {
 		t.Fatalf("a message to alice passed the filter:\n%s", s)
 	}
 
-	// Bare words filter the subject; a bad term is refused on the spot.
+	// Other words search the whole message, here its HTML body; a bad
+	// term is refused on the spot.
 	u.keys("/")
 	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
 	u.keys("nope:x", "enter")
 	u.waitText(`unknown filter "nope:"`)
 	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.tm.Type("receipt")
+	u.tm.Type(`"42.00 eur"`)
 	u.keys("enter")
-	s = u.waitText("/receipt", "Your receipt #1042")
-	if strings.Contains(s, "For Bob live") {
-		t.Fatalf("subject filter:\n%s", s)
+	s = u.waitText(`/"42.00 eur"`, "Your receipt #1042")
+	if strings.Contains(s, "For Bob live") || strings.Contains(s, "Welcome to the Shop") {
+		t.Fatalf("search for a phrase of the HTML body:\n%s", s)
 	}
 
-	// Clearing the filter brings everything back.
-	u.keys("/")
-	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
-	u.keys("enter")
-	u.waitText("For Alice live", "Welcome to the Shop")
+	// A search with a prefixed filter; the live wait carries both.
+	u.filter("to:alice hello")
+	s = u.waitText("/to:alice hello", "Welcome to the Shop")
+	if strings.Contains(s, "Confirm your account") || strings.Contains(s, "For Alice live") {
+		t.Fatalf("to:alice hello:\n%s", s)
+	}
+	u.waitText("● live")
+	e.insert(mail{from: "noreply@shop.test", to: "alice@example.test", subject: "Silent live", text: "nothing to say"})
+	e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: "Bob greeted live", text: "hello Bob"})
+	e.insert(mail{from: "noreply@shop.test", to: "alice@example.test", subject: "Greeting live", text: "hello again"})
+	s = u.waitText("Greeting live")
+	if strings.Contains(s, "Silent live") || strings.Contains(s, "Bob greeted live") {
+		t.Fatalf("the live wait let a message through that does not match:\n%s", s)
+	}
 
-	// Requests: a method and a path prefix.
+	// A search the server refuses is said in the status bar, not retried.
+	u.filter("a b c d e f g h i j k l m n o p q")
+	u.waitText("nothing matches the filter", "more than 16 words")
+
+	// Clearing the filter brings everything back.
+	u.filter("")
+	u.waitText("For Alice live", "Welcome to the Shop", "● live")
+
+	// Requests: a method, a path prefix and a search of the body.
 	e.post("GET", "/health", "", "")
 	e.post("POST", "/hooks/a", "application/json", "{}")
+	e.post("POST", "/hooks/b", "application/json", `{"type":"invoice.paid"}`)
 	e.post("POST", "/other", "application/json", "{}")
 	u.keys("shift+tab", "j", "tab")
-	u.waitText("/hooks/a", "/health", "/other")
-	u.keys("/")
-	u.tm.Type("post /hooks")
-	u.keys("enter")
-	s = u.waitText("/post /hooks", "/hooks/a")
+	u.waitText("/hooks/a", "/hooks/b", "/health", "/other")
+	u.filter("post /hooks")
+	s = u.waitText("/post /hooks", "/hooks/a", "/hooks/b")
 	if strings.Contains(s, "/health") || strings.Contains(s, "/other") {
 		t.Fatalf("request filter:\n%s", s)
 	}
+	u.filter("post invoice.paid")
+	s = u.waitText("/post invoice.paid", "/hooks/b")
+	if strings.Contains(s, "/hooks/a") || strings.Contains(s, "/other") {
+		t.Fatalf("request search:\n%s", s)
+	}
+}
+
+// filter types text as the list's filter, in place of the one there.
+func (u *tui) filter(text string) {
+	u.keys("/")
+	u.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
+	u.tm.Type(text)
+	u.keys("enter")
 }
 
 func TestReplay(t *testing.T) {

@@ -539,6 +539,13 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 		m.list.older = msg.next
 		return nil
 	}
+	if contract.IsCode(msg.err, contract.CodeInvalidParameter) {
+		// The server refuses the filter (a search it cannot read): asking
+		// again would change nothing, so the error stays until / changes it.
+		m.record(opList, msg.err, 0)
+		m.list.loaded = true
+		return nil
+	}
 	if msg.err != nil {
 		return m.fail(opList, msg.gen, msg.err)
 	}

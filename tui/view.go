@@ -563,8 +563,9 @@ func (m *Model) helpBox() string {
 		rows = append(rows, fit(l, lw)+"   "+r)
 	}
 	rows = append(rows, "",
-		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset, or subject words"),
+		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset"),
 		m.st.dim.Render("Filter requests: POST /hooks, method:PUT, path:/api"),
+		m.st.dim.Render(`Other words and "quoted phrases" search the whole capture.`),
 		m.st.dim.Render("New captures arrive live and are marked • until looked at."))
 	return m.st.overlay.Render(strings.Join(rows, "\n"))
 }

@@ -74,6 +74,18 @@ func TestClientAgainstServer(t *testing.T) {
 	if err != nil || len(filtered.Items) != 1 || filtered.Items[0].ID != ids[1] {
 		t.Errorf("Requests(method, path) = %+v, %v", filtered, err)
 	}
+	searched, err := c.Requests(ctx, srv.EndpointID, apiclient.RequestQuery{Q: "x-one", Method: "post"})
+	if err != nil || len(searched.Items) != 0 {
+		t.Errorf("Requests(q of a header name) = %+v, %v; header names are not searched", searched, err)
+	}
+	searched, err = c.Requests(ctx, srv.EndpointID, apiclient.RequestQuery{Q: `"a b"`})
+	if err != nil || len(searched.Items) != 1 || searched.Items[0].ID != ids[0] {
+		t.Errorf("Requests(q) = %+v, %v", searched, err)
+	}
+	_, err = c.Requests(ctx, srv.EndpointID, apiclient.RequestQuery{Q: `"open`})
+	if !errors.As(err, &apiErr) || apiErr.Code != contract.CodeInvalidParameter || apiErr.Fields["q"] == "" {
+		t.Errorf("Requests(bad q) = %v, want invalid_parameter naming q", err)
+	}
 	_, err = c.Requests(ctx, srv.EndpointID, apiclient.RequestQuery{After: "req_gone"})
 	if !contract.IsCode(err, contract.CodeInvalidCursor) {
 		t.Errorf("Requests(after unknown) = %v, want invalid_cursor", err)

@@ -37,11 +37,12 @@ func (t tools) register(s registry) {
 	add(s, tool{
 		name: "list_messages", title: "List captured email", readOnly: true,
 		description: "List captured messages of an inbox, newest first: sender, recipients, subject, snippet. " +
-			"Filters: to, from, subject (case-insensitive substrings), since (RFC 3339 time; only messages received after it). " +
+			"Filters: to, from, subject (case-insensitive substrings), since (RFC 3339 time; only messages received after it), " +
+			"q (full-text search: words and \"quoted phrases\" anywhere in the message). " +
 			"Paging: pass next as before for older messages; after=<id> returns messages newer than that one. " +
 			"wait (seconds, up to 30) holds an empty answer open until a matching message arrives (timed_out says it did not). " +
 			"Use get_message for the body, headers and links.",
-		input: listBounds,
+		input: func(s *jsonschema.Schema) { listBounds(s); describeSearch(s, messageSearchFields) },
 	}, t.listMessages)
 	add(s, tool{
 		name: "get_message", title: "Get a captured email", readOnly: true,
@@ -72,11 +73,12 @@ func (t tools) register(s registry) {
 		name: "list_requests", title: "List captured webhook requests", readOnly: true,
 		description: "List captured HTTP requests of a webhook endpoint, newest first: method, path, query, content type, size. " +
 			"Filters: method (exact, case-insensitive), path (prefix of the captured path, e.g. \"/ci/run-42/\"), " +
-			"since (RFC 3339 time; only requests received after it). " +
+			"since (RFC 3339 time; only requests received after it), " +
+			"q (full-text search: words and \"quoted phrases\" anywhere in the request). " +
 			"Paging: pass next as before for older requests; after=<id> returns requests newer than that one. " +
 			"wait (seconds, up to 30) holds an empty answer open until a matching request arrives (timed_out says it did not). " +
 			"Use get_request for headers and body.",
-		input: listBounds,
+		input: func(s *jsonschema.Schema) { listBounds(s); describeSearch(s, requestSearchFields) },
 	}, t.listRequests)
 	add(s, tool{
 		name: "get_request", title: "Get a captured webhook request", readOnly: true,
@@ -98,7 +100,8 @@ func (t tools) register(s registry) {
 			"and codes, as get_message does. Only messages received after this call count, unless since " +
 			"(RFC 3339) reaches back: pass the time just before you triggered the email, so that one sent before the call " +
 			"still counts and one of an earlier attempt does not. Of several matches the first to arrive is returned. " +
-			"Filters: to, from, subject (case-insensitive substrings); has_code true waits for a message in which a " +
+			"Filters: to, from, subject (case-insensitive substrings), q (full-text search: words and \"quoted phrases\" " +
+			"anywhere in the message); has_code true waits for a message in which a " +
 			"verification code was found; link_kind waits for a message with a link of that kind (" + kindMeanings + "). " +
 			"timeout_seconds (0 to 30, default 20) bounds the wait; 0 looks once at what is there (with since). " +
 			"On timeout the result has timed_out true and the query it used, so you can adjust the filters and call again.",
@@ -106,6 +109,7 @@ func (t tools) register(s registry) {
 			bound(s, "timeout_seconds", 0, maxWait)
 			defaultTo(s, "timeout_seconds", "20")
 			oneOf(s, "link_kind", contract.LinkKinds)
+			describeSearch(s, messageSearchFields)
 		},
 	}, t.waitForMessage)
 }
@@ -124,6 +128,19 @@ func replaySchema(s *jsonschema.Schema) {
 		Types: []string{"string", "array", "null"},
 		Items: &jsonschema.Schema{Type: "string"},
 	}
+}
+
+// What q searches (SPEC §16).
+const (
+	messageSearchFields = "the subject, the sender's and recipients' names and addresses, the text and HTML bodies and the attachments' file names"
+	requestSearchFields = "the path, the query string, the header values and the body when it is UTF-8"
+)
+
+// describeSearch says what q of a tool searches, and how.
+func describeSearch(s *jsonschema.Schema, fields string) {
+	s.Properties["q"].Description = "full-text search of " + fields + `: words and "quoted phrases", all of which must be found ` +
+		"(invoice 1042 finds a capture with both words). Case and accents do not matter, and a word also matches inside " +
+		"a longer one, so part of a token or an id finds it; a phrase matches its words next to each other, in that order"
 }
 
 // kindMeanings says what each link kind means, for the tools' descriptions.
@@ -160,6 +177,7 @@ type messageFilter struct {
 	To      string `json:"to,omitempty" jsonschema:"substring of a recipient address (envelope, To or Cc), case-insensitive"`
 	From    string `json:"from,omitempty" jsonschema:"substring of the sender's address or name, case-insensitive"`
 	Subject string `json:"subject,omitempty" jsonschema:"substring of the subject, case-insensitive"`
+	Q       string `json:"q,omitempty"`
 }
 
 type getMessageIn struct {
@@ -177,6 +195,7 @@ type listRequestsIn struct {
 	EndpointID string `json:"endpoint_id" jsonschema:"webhook endpoint id (whe_…), from list_endpoints"`
 	Method     string `json:"method,omitempty" jsonschema:"HTTP method, e.g. POST (case-insensitive)"`
 	Path       string `json:"path,omitempty" jsonschema:"prefix of the captured path (the part appended to the capture URL), e.g. /ci/run-42/"`
+	Q          string `json:"q,omitempty"`
 	Since      string `json:"since,omitempty" jsonschema:"RFC 3339 time with a zone, e.g. 2025-01-02T15:04:05Z; only requests received after it"`
 	Limit      int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
 	Before     string `json:"before,omitempty" jsonschema:"cursor: a request id; returns older requests (pass the previous page's next)"`
@@ -299,6 +318,7 @@ type waitQuery struct {
 	To             string `json:"to,omitempty"`
 	From           string `json:"from,omitempty"`
 	Subject        string `json:"subject,omitempty"`
+	Q              string `json:"q,omitempty"`
 	Since          string `json:"since" jsonschema:"messages received after this time counted: the since given, else the moment of the call"`
 	HasCode        bool   `json:"has_code,omitempty"`
 	LinkKind       string `json:"link_kind,omitempty"`
@@ -335,7 +355,7 @@ func (t tools) listMessages(ctx context.Context, in listMessagesIn) (messagesOut
 	}
 	wait := time.Duration(in.Wait) * time.Second
 	l, err := t.c.Messages(ctx, in.InboxID, apiclient.MessageQuery{
-		To: in.To, From: in.From, Subject: in.Subject, Since: since,
+		To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since,
 		Wait: wait, Before: in.Before, After: in.After, Limit: in.Limit,
 	})
 	if err != nil {
@@ -373,7 +393,7 @@ func (t tools) listRequests(ctx context.Context, in listRequestsIn) (requestsOut
 	}
 	wait := time.Duration(in.Wait) * time.Second
 	l, err := t.c.Requests(ctx, in.EndpointID, apiclient.RequestQuery{
-		Method: in.Method, Path: in.Path, Since: since,
+		Method: in.Method, Path: in.Path, Q: in.Q, Since: since,
 		Wait: wait, Before: in.Before, After: in.After, Limit: in.Limit,
 	})
 	if err != nil {
@@ -450,7 +470,7 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 	if since.IsZero() {
 		since = wait.SinceStart(start)
 	}
-	q := waitQuery{InboxID: in.InboxID, To: in.To, From: in.From, Subject: in.Subject,
+	q := waitQuery{InboxID: in.InboxID, To: in.To, From: in.From, Subject: in.Subject, Q: in.Q,
 		Since: contract.FormatTime(since), HasCode: in.HasCode, LinkKind: in.LinkKind, TimeoutSeconds: in.TimeoutSeconds}
 	if in.Since != "" {
 		q.Since = in.Since
@@ -459,7 +479,7 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 	ctx, cancel := context.WithTimeout(ctx, timeout+waitCallGrace)
 	defer cancel()
 	f := wait.Finder{Client: t.c, Until: start.Add(timeout)}
-	mq := apiclient.MessageQuery{To: in.To, From: in.From, Subject: in.Subject, Since: since}
+	mq := apiclient.MessageQuery{To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since}
 	for {
 		found, err := f.NextMessage(ctx, in.InboxID, mq)
 		var unreachable *apiclient.UnreachableError
@@ -512,6 +532,9 @@ func waitHint(in waitForMessageIn) string {
 	}
 	b.WriteString("Check that the application sent it through this inbox (SMTP username = inbox id) and that the filters fit: " +
 		"to, from and subject are case-insensitive substrings")
+	if in.Q != "" {
+		b.WriteString("; q needs every one of its words and phrases in the message")
+	}
 	if in.HasCode || in.LinkKind != "" {
 		b.WriteString("; has_code and link_kind pass over messages without a code or such a link (get_message shows what a message has)")
 	}

@@ -15,8 +15,13 @@ import (
 // logged and shown only as "internal error".
 func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 	var e *contract.Error
+	var qe *store.QueryError
 	switch {
 	case errors.As(err, &e):
+	case errors.As(err, &qe):
+		// The store names the parameter it could not read; fields says
+		// why, as for a parameter this package refuses itself.
+		e = contract.Invalid(map[string]string{qe.Param: qe.Reason})
 	case errors.Is(err, store.ErrNotFound):
 		e = &contract.Error{Code: contract.CodeNotFound, Message: detail(err, store.ErrNotFound)}
 	case errors.Is(err, store.ErrInvalidCursor):

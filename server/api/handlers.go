@@ -86,7 +86,7 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 }
 
 func (a *API) listMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	f := store.MessageFilter{To: q.str("to"), From: q.str("from"), Subject: q.str("subject"), Since: q.since}
+	f := store.MessageFilter{To: q.str("to"), From: q.str("from"), Subject: q.str("subject"), Q: q.str("q"), Since: q.since}
 	inbox, err := a.store.Inbox(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httpr
 }
 
 func (a *API) listRequests(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	f := store.RequestFilter{Method: q.str("method"), PathPrefix: q.str("path"), Since: q.since}
+	f := store.RequestFilter{Method: q.str("method"), PathPrefix: q.str("path"), Q: q.str("q"), Since: q.since}
 	endpoint, err := a.store.Endpoint(r.Context(), c.project.ID, ps.ByName("id"))
 	if err != nil {
 		return err

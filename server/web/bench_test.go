@@ -185,6 +185,7 @@ func BenchmarkPages(b *testing.B) {
 		{"message-source", msg + "?tab=source"},
 		{"message-headers", msg + "?tab=headers"},
 		{"message-links", msg + "?tab=links"},
+		{"message-codes", msg + "?tab=codes"},
 		{"requests", base + "/endpoints/" + ep.ID},
 		{"requests-path-filter", base + "/endpoints/" + ep.ID + "?path=/hooks/3"},
 		{"request", base + "/requests/" + reqs.Items[0].ID},

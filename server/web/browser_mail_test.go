@@ -3,8 +3,11 @@ package web_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -109,3 +112,76 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// otpMessage carries a verification code, written in groups, and a link
+// of each of three kinds.
+const otpMessage = `From: Acme <no-reply@acme.test>
+To: dev@example.com
+Subject: Confirm your account
+MIME-Version: 1.0
+Content-Type: multipart/alternative; boundary=B
+
+--B
+Content-Type: text/plain; charset=utf-8
+
+Your verification code is 482-913. It expires in 10 minutes.
+Confirm your address: https://acme.test/verify?token=abc123
+--B
+Content-Type: text/html; charset=utf-8
+
+<p>Your verification code is <b>482-913</b>. It expires in 10 minutes.</p>
+<p><a href="https://acme.test/verify?token=abc123">Confirm your address</a></p>
+<p><a href="https://acme.test/unsubscribe?u=1">Unsubscribe</a> or visit <a href="https://acme.test/">Acme</a>.</p>
+--B--
+`
+
+// A message sent over SMTP shows the code found in it, ready to copy, and
+// each link's kind, with a filter by kind.
+func TestBrowserCodesAndLinkKinds(t *testing.T) {
+	e := start(t)
+	e.sendMail(t, e.boot.Inbox, "no-reply@acme.test", []string{"dev@example.com"}, otpMessage)
+	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("messages: %v %v", list, err)
+	}
+	m, err := e.st.Message(t.Context(), e.boot.Project.ID, list.Items[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	b.open("/projects/" + e.boot.Project.ID + "/messages/" + m.ID)
+
+	b.clickAndLoad("link", "Codes (1)")
+	if code := run(b, textOf(`.otp`)); code != "482913" {
+		t.Errorf("the code shown is %q", code)
+	}
+	if marked := run(b, textOf(`.code-context mark`)); marked != "482-913" {
+		t.Errorf("the context marks %q", marked)
+	}
+	b.click("button", "Copy")
+	b.waitFor(`document.querySelector(".code-item .copied").textContent === "Copied"`)
+	if got := b.clipboard(); got != "482913" {
+		t.Errorf("Copy copied %q", got)
+	}
+
+	b.clickAndLoad("link", fmt.Sprintf("Links (%d)", len(m.Links)))
+	kinds := map[string]string{}
+	for _, row := range eval[[][]string](b, `[...document.querySelectorAll("table.links tbody tr")].map(tr => [tr.cells[0].textContent.trim(), tr.cells[1].textContent.trim()])`) {
+		kinds[row[0]] = row[1]
+	}
+	want := map[string]string{"https://acme.test/verify?token=abc123": "verify",
+		"https://acme.test/unsubscribe?u=1": "unsubscribe", "https://acme.test/": "other"}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("the links and their kinds: %v, want %v", kinds, want)
+	}
+	b.clickAndLoad("link", "verify 1", b.scope("navigation", "Link kinds"))
+	if rows := eval[[]string](b, `[...document.querySelectorAll("table.links tbody tr td.url")].map(td => td.textContent.trim())`); !reflect.DeepEqual(rows, []string{"https://acme.test/verify?token=abc123"}) {
+		t.Errorf("filtered by verify: %v", rows)
+	}
+	if current := strings.Join(strings.Fields(run(b, textOf(`.chips [aria-current]`))), " "); current != "verify 1" {
+		t.Errorf("the current kind is %q", current)
+	}
+	shoot(t, b, os.Getenv("CAPTURE_SCREENSHOTS"), "desktop-light", "20-message-links-verify")
+	b.checkClean()
+}

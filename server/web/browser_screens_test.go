@@ -43,7 +43,7 @@ func TestBrowserEveryPageAtEverySize(t *testing.T) {
 		b.open(e.loginLink(t))
 		shoot(t, b, dir, m.name, "01-login-link")
 		b.signIn()
-		for i, p := range pages {
+		for i, p := range pages.pages {
 			b.open(p.path)
 			if p.wait != "" {
 				b.waitFor(p.wait)
@@ -53,6 +53,13 @@ func TestBrowserEveryPageAtEverySize(t *testing.T) {
 			}
 			shoot(t, b, dir, m.name, fmt.Sprintf("%02d-%s", i+2, p.name))
 		}
+		// A replay's answer is the page that answers the form.
+		b.open(pages.replay)
+		b.clickAndLoad("button", "Replay")
+		if overflow := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
+			t.Errorf("%s the replayed request scrolls sideways by %d px", m.name, overflow)
+		}
+		shoot(t, b, dir, m.name, fmt.Sprintf("%02d-request-replayed", len(pages.pages)+2))
 		b.clickAndLoad("button", "Sign out")
 	}
 	b.checkClean()
@@ -73,9 +80,15 @@ type screenPage struct {
 	name, path, wait string
 }
 
+// screens are the pages to look at, and a request to replay.
+type screens struct {
+	pages  []screenPage
+	replay string
+}
+
 // populate fills the data dir the way a day of development does, and
 // returns every page of the interface with something on it.
-func populate(t *testing.T, e *env) []screenPage {
+func populate(t *testing.T, e *env) screens {
 	t.Helper()
 	ctx := t.Context()
 	pid := e.boot.Project.ID
@@ -88,7 +101,8 @@ func populate(t *testing.T, e *env) []screenPage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := "http://localhost:3000/webhooks"
+	targetBase, _ := replayTarget(t)
+	target := targetBase + "/webhooks"
 	stripe, err := e.st.CreateEndpoint(ctx, pid, "stripe", &target)
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +153,19 @@ func populate(t *testing.T, e *env) []screenPage {
 		TargetURL: "http://localhost:3000/webhooks/stripe", ResponseStatus: &status, Duration: 12 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
+	refused := "dial tcp 127.0.0.1:3000: connect: connection refused"
+	if _, err := e.st.AddDelivery(ctx, pid, reqs.Items[1].ID, store.NewDelivery{Kind: store.DeliveryForward,
+		TargetURL: "http://localhost:3000/webhooks/stripe?attempt=2", Error: &refused, Duration: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
 	msgs, err := e.st.Messages(ctx, in.ID, store.MessageFilter{}, store.Page{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	welcome := "/projects/" + pid + "/messages/" + msgs.Items[0].ID
+	signInCode := "/projects/" + pid + "/messages/" + msgs.Items[2].ID
 	base := "/projects/" + pid
-	return []screenPage{
+	return screens{replay: "/projects/" + pid + "/requests/" + reqs.Items[2].ID, pages: []screenPage{
 		{name: "projects", path: "/projects"},
 		{name: "keys", path: base + "/keys"},
 		{name: "inboxes", path: base + "/inboxes"},
@@ -158,10 +178,11 @@ func populate(t *testing.T, e *env) []screenPage {
 		{name: "message-source", path: welcome + "?tab=source"},
 		{name: "message-headers", path: welcome + "?tab=headers"},
 		{name: "message-links", path: welcome + "?tab=links"},
+		{name: "message-codes", path: signInCode + "?tab=codes"},
 		{name: "message-attachments", path: welcome + "?tab=attachments"},
 		{name: "requests", path: base + "/endpoints/" + stripe.ID},
 		{name: "request-json", path: "/projects/" + pid + "/requests/" + reqs.Items[2].ID},
 		{name: "request-binary", path: "/projects/" + pid + "/requests/" + reqs.Items[0].ID},
 		{name: "not-found", path: base + "/messages/msg_nothere"},
-	}
+	}}
 }

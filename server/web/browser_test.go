@@ -71,8 +71,10 @@ type viewport struct {
 var desktop = viewport{width: 1280, height: 800}
 
 // stepTimeout bounds each browser step, so a missing element fails the
-// test with a message instead of hanging it.
-const stepTimeout = 15 * time.Second
+// test with a message instead of hanging it. Steps wait for conditions,
+// never for time, so the bound only has to be generous: a loaded machine
+// running the tests with -race is slow, not wrong.
+const stepTimeout = 60 * time.Second
 
 func newBrowser(t *testing.T, e *env, vp viewport) *browser {
 	t.Helper()
@@ -97,8 +99,17 @@ func newBrowser(t *testing.T, e *env, vp viewport) *browser {
 		cancel()
 		cancelAlloc()
 	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
+	// The first run starts the browser for the life of ctx, so it cannot
+	// take a context with a deadline of its own; it is waited for here.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start chromium: %v", err)
+		}
+	case <-time.After(stepTimeout):
+		t.Fatalf("chromium did not start within %s", stepTimeout)
 	}
 	b := &browser{t: t, e: e, ctx: ctx, downloads: t.TempDir()}
 
@@ -203,7 +214,7 @@ func run[T any](b *browser, a chromedp.Action[T]) T {
 }
 
 func (b *browser) location() string {
-	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
 	u, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
 	return u

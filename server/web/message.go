@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -30,7 +32,13 @@ type messageView struct {
 	SourceTruncated        bool
 	Headers                []fieldRow
 	Links                  []linkRow
-	Attachments            []attachmentRow
+	// LinkKinds filter the Links tab by kind; LinksKept is how many links
+	// the message keeps, LinksTruncated that it had more.
+	LinkKinds      []kindLink
+	LinksKept      int
+	LinksTruncated bool
+	Codes          []codeRow
+	Attachments    []attachmentRow
 }
 
 type tabLink struct {
@@ -41,9 +49,24 @@ type tabLink struct {
 type fieldRow struct{ Name, Value string }
 
 type linkRow struct {
-	URL, Text, Origin string
+	URL, Text, Origin, Kind string
 	// Safe is an http(s) URL the page may link to; others are shown as text.
 	Safe bool
+}
+
+// kindLink is one choice of the Links tab's kind filter, with how many
+// of the message's links it shows.
+type kindLink struct {
+	Label, URL string
+	Count      int
+	Current    bool
+}
+
+// codeRow is a verification code, with the text around it split where
+// the code appears in it.
+type codeRow struct {
+	ID, Value                string
+	Before, InContext, After string
 }
 
 type attachmentRow struct {
@@ -91,7 +114,8 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		{"text", "Text", m.Text != nil},
 		{"source", "Source", true},
 		{"headers", "Headers", true},
-		{"links", "Links (" + strconv.Itoa(len(m.Links)) + ")", true},
+		{"links", "Links (" + linkCount(m) + ")", true},
+		{"codes", "Codes (" + strconv.Itoa(len(m.Codes)) + ")", true},
 		{"attachments", "Attachments (" + strconv.Itoa(len(m.Attachments)) + ")", true},
 	}
 	v.Tab = r.URL.Query().Get("tab")
@@ -144,12 +168,38 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 			}
 		}
 	case "links":
+		kind := r.URL.Query().Get("kind")
+		if kind != "" && !slices.Contains(store.LinkKinds, kind) {
+			h.errorPage(w, r, http.StatusBadRequest, "There is no link kind "+strconv.Quote(kind)+
+				"; the kinds are "+strings.Join(store.LinkKinds, ", ")+".")
+			return
+		}
+		v.LinksKept, v.LinksTruncated = len(m.Links), m.LinksTruncated
+		v.LinkKinds = []kindLink{{Label: "All", URL: base + "?tab=links", Count: len(m.Links), Current: kind == ""}}
+		for _, k := range store.LinkKinds {
+			n := 0
+			for _, l := range m.Links {
+				if l.Kind == k {
+					n++
+				}
+			}
+			v.LinkKinds = append(v.LinkKinds, kindLink{Label: k, URL: base + "?tab=links&kind=" + k, Count: n, Current: kind == k})
+		}
 		for _, l := range m.Links {
-			row := linkRow{URL: l.URL, Origin: l.Origin, Safe: isWebURL(l.URL)}
+			if kind != "" && l.Kind != kind {
+				continue
+			}
+			row := linkRow{URL: l.URL, Origin: l.Origin, Kind: l.Kind, Safe: isWebURL(l.URL)}
 			if l.Text != nil {
 				row.Text = *l.Text
 			}
 			v.Links = append(v.Links, row)
+		}
+	case "codes":
+		for i, c := range m.Codes {
+			row := codeRow{ID: "code-" + strconv.Itoa(i+1), Value: c.Value}
+			row.Before, row.InContext, row.After = splitAround(c.Context, c.Value)
+			v.Codes = append(v.Codes, row)
 		}
 	case "attachments":
 		for _, a := range m.Attachments {
@@ -165,6 +215,40 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 	}
 	l.Page = v
 	h.render(w, r, http.StatusOK, "message", l)
+}
+
+// linkCount is the Links tab's count: "1000+" when the message had more
+// links than it keeps.
+func linkCount(m store.Message) string {
+	n := strconv.Itoa(len(m.Links))
+	if m.LinksTruncated {
+		n += "+"
+	}
+	return n
+}
+
+// splitAround finds a code in the text around it, where it may be written
+// in groups ("123-456", "123 456"), and returns the text before it, the
+// code as written, and the text after it; all of text in before when the
+// code is not there.
+func splitAround(text, code string) (before, inText, after string) {
+	var pattern strings.Builder
+	pattern.WriteString("(?i)")
+	for i, r := range code {
+		if i > 0 {
+			pattern.WriteString(`[-\s.\x{00a0}]?`)
+		}
+		pattern.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	re, err := regexp.Compile(pattern.String())
+	if code == "" || err != nil {
+		return text, "", ""
+	}
+	loc := re.FindStringIndex(text)
+	if loc == nil {
+		return text, "", ""
+	}
+	return text[:loc[0]], text[loc[0]:loc[1]], text[loc[1]:]
 }
 
 func subjectOrNone(s string) string {

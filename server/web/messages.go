@@ -16,9 +16,10 @@ type messagesView struct {
 	ID, Name, Count, SettingsURL, PurgeURL string
 	Rows                                   []messageRow
 	Search, To, From                       string
-	// SearchParam names the search box's query parameter.
-	SearchParam string
-	Filtered    bool
+	// SearchParam names the search box's query parameter; SearchHint is
+	// what the box says it searches.
+	SearchParam, SearchHint string
+	Filtered                bool
 	// LiveURL streams new captures; set on the newest page only.
 	LiveURL string
 	Pager   pager
@@ -30,16 +31,21 @@ type messageRow struct {
 	Received                                                        timeView
 }
 
-// searchParam is the search box's parameter. Its words filter on the
-// subject; the store's full-text search (q) takes them once it exists, by
-// changing searchParam and applySearch alone.
-const searchParam = "subject"
+// searchBox is what the message list's search box does: the query
+// parameter its words go in, the hint it shows, and the filter they set.
+type searchBox struct {
+	param, hint string
+	apply       func(f *store.MessageFilter, words string)
+}
 
-func applySearch(f *store.MessageFilter, words string) { f.Subject = words }
+// messageSearch searches subjects. Once the store has full-text search
+// (MessageFilter.Q, SPEC §16), this one line becomes
+// searchBox{"q", "Search", func(f *store.MessageFilter, words string) { f.Q = words }}.
+var messageSearch = searchBox{"subject", "Search subjects", func(f *store.MessageFilter, words string) { f.Subject = words }}
 
 func messageFilter(q url.Values) store.MessageFilter {
 	f := store.MessageFilter{To: q.Get("to"), From: q.Get("from")}
-	applySearch(&f, q.Get(searchParam))
+	messageSearch.apply(&f, q.Get(messageSearch.param))
 	return f
 }
 
@@ -65,7 +71,8 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := messagesView{
 		ID: in.ID, Name: in.Name, Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
-		Search: q.Get(searchParam), To: q.Get("to"), From: q.Get("from"), SearchParam: searchParam,
+		Search: q.Get(messageSearch.param), To: q.Get("to"), From: q.Get("from"),
+		SearchParam: messageSearch.param, SearchHint: messageSearch.hint,
 	}
 	v.Filtered = v.Search != "" || v.To != "" || v.From != ""
 	for _, m := range list.Items {

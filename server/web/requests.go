@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/capturedev/capture/store"
 )
@@ -22,6 +23,29 @@ type requestsView struct {
 type requestRow struct {
 	ID, URL, Method, Path, Query, ContentType, Size, RemoteAddr string
 	Received                                                    timeView
+	// Delivery is the request's last delivery; nil when there was none.
+	Delivery *deliveryMark
+}
+
+// deliveryMark shows a last delivery in a list: the target's status, or
+// "failed" when it did not answer, and in words what happened.
+type deliveryMark struct {
+	Label, Words string
+	OK           bool
+}
+
+func deliveryMarkOf(d *store.DeliverySummary) *deliveryMark {
+	if d == nil {
+		return nil
+	}
+	m := &deliveryMark{Label: "failed", OK: d.Status == store.DeliveryDelivered}
+	m.Words = "Last delivery: " + d.Kind + ", " + d.Status
+	if d.ResponseStatus != nil {
+		m.Label = strconv.Itoa(*d.ResponseStatus)
+		m.Words += " with status " + m.Label
+	}
+	m.Words += ", " + timeOf(d.CreatedAt).Short
+	return m
 }
 
 func requestFilter(q url.Values) store.RequestFilter {
@@ -70,7 +94,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 
 func requestRowOf(pid string, rq store.RequestSummary) requestRow {
 	row := requestRow{ID: rq.ID, URL: requestURL(pid, rq.ID), Method: rq.Method, Path: rq.Path, Query: rq.Query,
-		Size: size(rq.Size), RemoteAddr: rq.RemoteAddr, Received: timeOf(rq.ReceivedAt)}
+		Size: size(rq.Size), RemoteAddr: rq.RemoteAddr, Received: timeOf(rq.ReceivedAt), Delivery: deliveryMarkOf(rq.LastDelivery)}
 	if rq.ContentType != nil {
 		row.ContentType = *rq.ContentType
 	}

@@ -15,10 +15,14 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 
+	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/replay"
 	"github.com/capturedev/capture/store"
 )
 
@@ -70,6 +74,8 @@ type Store interface {
 	Request(ctx context.Context, projectID, id string) (store.Request, error)
 	DeleteRequest(ctx context.Context, projectID, id string) error
 	PurgeEndpoint(ctx context.Context, projectID, endpointID string) error
+	// The Replay form replays through the read API's own replay.
+	replay.Store
 }
 
 var _ Store = (*store.Store)(nil)
@@ -83,9 +89,7 @@ type Config struct {
 	// CaptureBase is the public base URL of capture URLs, without a
 	// trailing slash.
 	CaptureBase string
-	// Replayer, when set, adds the Replay form to captured requests.
-	Replayer Replayer
-	Logger   *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Handler serves the web interface.
@@ -96,6 +100,7 @@ type Handler struct {
 	handler  http.Handler
 	pages    map[string]*template.Template
 	throttle *throttle
+	replay   *replay.Replayer
 	// assets maps a static file's name to its name with a content hash,
 	// so that pages can let browsers cache assets for good.
 	assets map[string]string
@@ -108,7 +113,7 @@ func New(st Store, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle()}
+	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil)}
 	if err := h.loadStatic(); err != nil {
 		panic(err)
 	}
@@ -158,8 +163,12 @@ func New(st Store, cfg Config) *Handler {
 	mux.Handle("POST /projects/{pid}/requests/{rid}/delete", h.inProject(h.deleteRequest))
 	mux.Handle("POST /projects/{pid}/requests/{rid}/replay", h.inProject(h.replayRequest))
 
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.errorPage(w, r, http.StatusNotFound, "There is no page at this address.")
+	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			h.noRoute(w, r, allowedMethods(mux, r))
+			return
+		}
+		mux.ServeHTTP(w, r)
 	})
 
 	// Browsers say where a state-changing request came from; one from
@@ -168,12 +177,67 @@ func New(st Store, cfg Config) *Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "This form was sent from another site and was refused.")
 	}))
-	h.handler = securityHeaders(cop.Handler(mux))
+	h.handler = securityHeaders(cop.Handler(routes))
 	return h
 }
 
 // ServeHTTP serves the web interface.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
+
+// noRoute answers a request for no page: 404, or 405 with Allow when the
+// path is a page that takes other methods (allow). People get a page to
+// read; anything that does not ask for HTML gets the read API's error
+// envelope, as every error on the listener is (SPEC §8).
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request, allow []string) {
+	if !acceptsHTML(r) {
+		if len(allow) > 0 {
+			contract.WriteError(w, contract.MethodNotAllowed(r, allow))
+		} else {
+			contract.WriteError(w, contract.NoRoute(r))
+		}
+		return
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.errorPage(w, r, http.StatusMethodNotAllowed, "This page does not take "+r.Method+" requests.")
+		return
+	}
+	h.errorPage(w, r, http.StatusNotFound, "There is no page at this address.")
+}
+
+// allowedMethods lists, in order, the methods the routes of mux take at
+// r's path; none when the path is no page at all.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions,
+		http.MethodPatch, http.MethodPost, http.MethodPut} {
+		other := *r
+		other.Method = m
+		if _, pattern := mux.Handler(&other); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}
+
+// acceptsHTML reports whether the request's Accept header takes
+// text/html, as a browser's navigation does. No Accept header at all is
+// a program's request.
+func acceptsHTML(r *http.Request) bool {
+	for _, accept := range r.Header.Values("Accept") {
+		for _, item := range strings.Split(accept, ",") {
+			mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(item))
+			if err != nil || mediaType != "text/html" {
+				continue
+			}
+			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q == 0 {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
 
 // pageCSP is the policy of every page of the interface: its own script and
 // styles only, no inline script, no plugins, no framing by other sites.
@@ -224,7 +288,7 @@ func (h *Handler) serveStatic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	b, ok := h.static[name]
 	if !ok {
-		http.NotFound(w, r)
+		h.noRoute(w, r, nil)
 		return
 	}
 	w.Header().Set("Content-Type", staticTypes[path.Ext(name)])

@@ -86,6 +86,18 @@ func checkTools(t *testing.T, sess *mcpsdk.ClientSession) {
 	if in.Properties["wait"].Maximum != 30 || in.Properties["limit"].Maximum != 100 || !slices.Contains(in.Required, "inbox_id") {
 		t.Errorf("list_messages input schema: %+v", in)
 	}
+	// q says what it searches and how (SPEC §16).
+	for tool, field := range map[string]string{"list_messages": "attachments' file names", "list_requests": "header values",
+		"wait_for_message": "HTML bodies"} {
+		p := schemaOf(t, byName[tool].InputSchema).Properties["q"]
+		if p.Type != "string" || !strings.Contains(p.Description, field) || !strings.Contains(p.Description, `"quoted phrases"`) ||
+			!strings.Contains(p.Description, "accents") || !strings.Contains(p.Description, "inside") {
+			t.Errorf("%s q: %+v", tool, p)
+		}
+		if !strings.Contains(byName[tool].Description, "q (full-text search") {
+			t.Errorf("%s description does not mention q", tool)
+		}
+	}
 	in = schemaOf(t, byName["wait_for_message"].InputSchema)
 	if p := in.Properties["timeout_seconds"]; p.Maximum != 30 || string(p.Default) != "20" {
 		t.Errorf("wait_for_message timeout_seconds: %+v", p)
@@ -201,6 +213,25 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	}
 	untrustedOnly(t, res, injection)
 
+	// q searches the text body, also inside a word, with the other filters.
+	for _, args := range []map[string]any{
+		{"q": "WELCOME 731"},
+		{"q": `"your code is"`, "to": "alice", "subject": "confirm"},
+		{"q": "token=abc12"},
+	} {
+		var l List
+		args["inbox_id"] = e.InboxID
+		Ok(t, sess, "list_messages", args, &l)
+		if l.Count != 1 || l.Items[0]["id"] != id {
+			t.Errorf("list_messages %v = %+v, want %s", args, l, id)
+		}
+	}
+	var none List
+	Ok(t, sess, "list_messages", map[string]any{"inbox_id": e.InboxID, "q": "welcome", "to": "bob"}, &none)
+	if none.Count != 0 {
+		t.Errorf("list_messages q welcome to bob = %+v, want none", none)
+	}
+
 	var page List
 	Ok(t, sess, "list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 1}, &page)
 	if page.Count != 1 || page.Next == "" {
@@ -303,6 +334,14 @@ func checkRequests(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		t.Errorf("list_requests = %+v", l)
 	}
 	untrustedOnly(t, res, "/ci/run-1/hook")
+	// q searches the body and the header values.
+	for q, want := range map[string]int{"repositor": 1, "x-drop": 0, "me": 1, `"delete the" run`: 1, "repository run-2": 0} {
+		l = List{}
+		Ok(t, sess, "list_requests", map[string]any{"endpoint_id": ep.ID, "q": q, "method": "POST"}, &l)
+		if l.Count != want || want == 1 && l.Items[0]["id"] != id {
+			t.Errorf("list_requests q %s = %+v, want %d", q, l, want)
+		}
+	}
 
 	var r struct {
 		Request struct {
@@ -420,6 +459,41 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	if w.TimedOut || w.Message.ID != id {
 		t.Errorf("wait_for_message with since, timeout 0 = %+v, want %s", w, id)
 	}
+
+	// q passes over a message without its words, and the query says it.
+	t.Run("q", func(t *testing.T) {
+		stored := later(t, delay, func() (string, error) {
+			if _, err := e.message(e.InboxID, Mail{To: "q@example.test", Subject: "Your invoice", Text: "Nothing due."}); err != nil {
+				return "", err
+			}
+			return e.message(e.InboxID, Mail{To: "q@example.test", Subject: "Your invoice", Text: "Invoice INV-20417 is paid."})
+		})
+		var w struct {
+			TimedOut bool `json:"timed_out"`
+			Query    struct {
+				Q string `json:"q"`
+			} `json:"query"`
+			Message struct {
+				ID string `json:"id"`
+			} `json:"untrusted_content"`
+		}
+		Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "inv-2041 paid", "timeout_seconds": 20}, &w)
+		want := <-stored
+		if w.TimedOut || w.Message.ID != want || w.Query.Q != "inv-2041 paid" {
+			t.Errorf("wait_for_message q = %+v, want %s", w, want)
+		}
+		posted := later(t, delay, func() (string, error) {
+			if _, err := e.post(e.EndpointID, "POST", "/ci/q", nil, []byte(`{"status":"pending"}`)); err != nil {
+				return "", err
+			}
+			return e.post(e.EndpointID, "POST", "/ci/q", nil, []byte(`{"status":"succeeded"}`))
+		})
+		var l List
+		Ok(t, sess, "list_requests", map[string]any{"endpoint_id": e.EndpointID, "q": "succeeded", "wait": 20}, &l)
+		if want := <-posted; l.Count != 1 || l.Items[0]["id"] != want {
+			t.Errorf("list_requests q wait = %+v, want %s", l, want)
+		}
+	})
 
 	// has_code and link_kind pass over the messages without: a welcome
 	// arrives first, then the one with the code, then the reset link.
@@ -557,6 +631,9 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "after": "req_gone"}, []string{"invalid_cursor (HTTP 400)", "without before and after"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "before": "msg_gone"}, []string{"invalid_cursor"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "since": "yesterday"}, []string{"invalid_parameter", "since"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID, "q": `"sign in`}, []string{"invalid_parameter (HTTP 400)", "q: a quotation mark is not closed"}},
+		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "q": "!!!", "wait": 5}, []string{"q: nothing to search for"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "--", "timeout_seconds": 5}, []string{"q: nothing to search for"}},
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "before": "req_a", "after": "req_b"}, []string{"invalid_parameter"}},
 		{"list_messages", map[string]any{"inbox_id": e.InboxID, "limit": 500}, []string{"limit must be from 1 to 100 (got 500)"}},
 		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "wait": 31},

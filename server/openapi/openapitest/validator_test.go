@@ -211,8 +211,8 @@ func TestQueryParameters(t *testing.T) {
 	}{
 		{"/inboxes", []string{"after", "before", "limit"}},
 		{"/endpoints", []string{"after", "before", "limit"}},
-		{"/inboxes/{id}/messages", []string{"after", "before", "from", "limit", "since", "subject", "to", "wait"}},
-		{"/endpoints/{id}/requests", []string{"after", "before", "limit", "method", "path", "since", "wait"}},
+		{"/inboxes/{id}/messages", []string{"after", "before", "from", "limit", "q", "since", "subject", "to", "wait"}},
+		{"/endpoints/{id}/requests", []string{"after", "before", "limit", "method", "path", "q", "since", "wait"}},
 		{"/messages/{id}/links", []string{"kind", "match"}},
 		{"/me", nil},
 		{"/messages/{id}", nil},

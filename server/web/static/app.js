@@ -22,8 +22,21 @@
   }
   document.querySelectorAll("time[datetime]").forEach(localTime);
 
-  // On narrow screens the sidebar is a scrolling row: show where we are.
-  document.querySelector(".side [aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
+  // A page that answers a form (a replay) takes back its own address, so
+  // that a reload shows the request again instead of resending the form.
+  const own = document.querySelector("[data-own-url]");
+  if (own) history.replaceState(null, "", own.dataset.ownUrl);
+
+  // The sidebar (a scrolling row on narrow screens) and the tabs show
+  // where we are: each scrolls within itself, never the page, which may
+  // have been sent to a fragment.
+  for (const current of document.querySelectorAll(".side [aria-current], .tabs [aria-current]")) {
+    const strip = current.closest(".side, .tabs");
+    const s = strip.getBoundingClientRect();
+    const c = current.getBoundingClientRect();
+    if (c.left < s.left || c.right > s.right) strip.scrollLeft += c.left - s.left - 12;
+    if (c.top < s.top || c.bottom > s.bottom) strip.scrollTop += c.top - s.top - 12;
+  }
 
   // Ask before destructive forms are sent.
   document.addEventListener("submit", (e) => {
@@ -47,8 +60,10 @@
     return resp.text();
   }
 
-  // A secret field is empty until revealed; its value comes from its URL.
+  // What a copy button copies: a field's value, or an element's text. A
+  // secret field is empty until revealed; its value comes from its URL.
   async function secretValue(input) {
+    if (!("value" in input)) return input.textContent;
     if (input.value === "" && input.dataset.secretUrl) {
       input.value = await fetchText(input.dataset.secretUrl);
     }
