@@ -39,10 +39,12 @@ const (
 // packEncoder and packDecoder are shared: EncodeAll and DecodeAll may be
 // called concurrently, each call taking one of a few encoder (decoder)
 // states. The fastest level: at ingest every microsecond is a capture's,
-// and for mail it compresses nearly as well as the default level.
+// and for mail it compresses nearly as well as the default level. The
+// window is one chunk, as chunks are compressed apart: the default (8 MiB)
+// made each encoder state keep a history buffer of megabytes for life.
 var (
 	packEncoder = sync.OnceValue(func() *zstd.Encoder {
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(packChunk),
 			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
 		if err != nil {
 			panic(fmt.Sprintf("zstd encoder: %v", err))
