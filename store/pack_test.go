@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -225,4 +226,25 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatalf("%q: decoded %q, encoding/json gives %q", s, got, want)
 		}
 	})
+}
+
+// BenchmarkPack packs a webhook's headers and JSON body of a few sizes:
+// what a capture pays for its pack.
+func BenchmarkPack(b *testing.B) {
+	headers := appendHeaders(nil, []Header{{Name: "Content-Type", Values: []string{"application/json"}},
+		{Name: "Host", Values: []string{"127.0.0.1:7781"}}, {Name: "User-Agent", Values: []string{"Stripe/1.0 (+https://stripe.com/docs/webhooks)"}}})
+	for _, size := range []int{256, 1 << 10, 2 << 10, 8 << 10} {
+		body := []byte(`{"event":"payment.succeeded","id":"evt_0001","data":{"object":{"amount":4200,"currency":"usd","note":"`)
+		for len(body) < size-3 {
+			body = append(body, "lorem ipsum dolor sit amet "[len(body)%27])
+		}
+		body = append(body, `"}}`...)
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				n = len(pack(bytesSection(headers), bytesSection(body)))
+			}
+			b.ReportMetric(float64(n)/float64(len(headers)+len(body)), "stored/B")
+		})
+	}
 }
