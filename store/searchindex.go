@@ -86,11 +86,7 @@ func (t *wtx) moveStaged(staged, fts string) (int, error) {
 			return 0, err
 		}
 		n++
-		for tok := range strings.SplitSeq(tokens, " ") {
-			if term, ok := vocabularyTerm(tok); ok {
-				t.w.vocab.add(term)
-			}
-		}
+		t.w.vocab.addTokens(tokens)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || n == 0 {
@@ -115,6 +111,15 @@ type vocabulary struct {
 
 func newVocabulary() *vocabulary {
 	return &vocabulary{cur: map[string]struct{}{}, prev: map[string]struct{}{}, pending: map[string]struct{}{}}
+}
+
+// addTokens queues the vocabulary terms of a row's tokens (searchTokens).
+func (v *vocabulary) addTokens(tokens string) {
+	for tok := range strings.SplitSeq(tokens, " ") {
+		if term, ok := vocabularyTerm(tok); ok {
+			v.add(term)
+		}
+	}
 }
 
 // add queues term for the open transaction unless it is known to be
