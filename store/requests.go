@@ -31,13 +31,13 @@ func newRequestRow(r *NewRequest) (string, *requestRow) {
 	// Encoding, compressing and tokenizing happen here, on the caller's
 	// goroutine: the writer, which every capture waits for, only inserts.
 	content := pack(bytesSection(appendHeaders(nil, r.Headers)), bytesSection(body))
-	row := &requestRow{endpointID: r.EndpointID, args: []any{id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
+	row := &requestRow{endpointID: r.EndpointID, args: []any{nil, id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
 		nullString(r.ContentType), len(body), r.RemoteAddr, content},
 		tokens: searchTokens(requestSearchFields(path, r.Query, r.Headers, body))}
 	return id, row
 }
 
-// requestColumns are the columns of a requestRow's args, in order.
+// requestColumns are the columns of a requestRow's args after seq, in order.
 const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, content"
 
 // The sections of a request's pack.
@@ -51,7 +51,7 @@ const (
 // and one statement per row costs more than the row.
 type requestRow struct {
 	endpointID string
-	args       []any
+	args       []any // seq, left for the writer to set, then requestColumns
 	tokens     string // searchTokens
 }
 
@@ -68,10 +68,12 @@ func (t *wtx) insertRequests(rows []*requestRow) error {
 	}
 	values := make([][]any, len(rows))
 	index := make([][]any, len(rows))
+	indexArgs := make([]any, 0, 2*len(rows))
 	for i, r := range rows {
-		seq := last + 1 + int64(i)
-		values[i] = append([]any{seq}, r.args...)
-		index[i] = []any{seq, r.tokens}
+		r.args[0] = last + 1 + int64(i)
+		values[i] = r.args
+		indexArgs = append(indexArgs, r.args[0], r.tokens)
+		index[i] = indexArgs[2*i : 2*i+2]
 	}
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
