@@ -107,9 +107,10 @@ func BenchmarkListRequestsLastDelivery(b *testing.B) {
 	const requests, deliveredEvery = 1_000_000, 10
 	err := s.write(b.Context(), func(t *wtx) error {
 		rows := make([][]any, 0, maxRowsPerInsert)
+		content := pack(bytesSection([]byte("[]")), bytesSection([]byte("{}")))
 		for i := range requests {
 			rows = append(rows, []any{NewID("req_"), endpointID, ms(time.Now()), "POST", "/hook", "",
-				"application/json", 2, "127.0.0.1:1", "[]", []byte("{}")})
+				"application/json", 2, "127.0.0.1:1", content})
 			if len(rows) == maxRowsPerInsert || i == requests-1 {
 				if err := t.insertRows("requests", requestColumns, rows); err != nil {
 					return err
