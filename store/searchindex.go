@@ -21,8 +21,10 @@ const (
 	indexChunk = 128
 	// vocabCacheSize bounds each of the two generations of terms the
 	// writer knows are in search_terms: common words then cost no
-	// statement at all.
-	vocabCacheSize = 1 << 15
+	// statement at all. At 1<<15 the two took 6 MiB of a 13 MiB live
+	// heap after 200,000 messages, which the collector's GOGC of 400
+	// made 30 MiB of RSS; a word in use stays in the newer generation.
+	vocabCacheSize = 1 << 13
 )
 
 // indexMessage stages a stored message's tokens.
