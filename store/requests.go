@@ -51,7 +51,7 @@ const (
 // and one statement per row costs more than the row.
 type requestRow struct {
 	endpointID string
-	args       []any // seq, left for the writer to set, then requestColumns
+	args       []any  // seq, left for the writer to set, then requestColumns
 	tokens     string // searchTokens
 }
 
