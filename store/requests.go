@@ -78,22 +78,8 @@ func (t *wtx) insertRequests(rows []*requestRow) error {
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
 	}
-	if len(rows) < directIndexBatch {
-		return t.insertRows("requests_search_staged", "seq, tokens", index)
-	}
-	// A batch this large pays for the segment FTS5 writes at its commit:
-	// indexed at once, its rows skip being staged, read back and deleted.
-	for _, r := range rows {
-		t.w.vocab.addTokens(r.tokens)
-	}
-	return t.insertRows("requests_search", "rowid, tokens", index)
+	return t.insertRows("requests_search_staged", "seq, tokens", index)
 }
-
-// directIndexBatch is the smallest batch of requests indexed in FTS5 in
-// its own transaction rather than staged (searchindex.go): at 16 rows,
-// BenchmarkInsertRequestParallel measured the FTS5 segment cheaper per row
-// than staging.
-const directIndexBatch = 16
 
 // unpackRequest reads a request's headers and body from its pack.
 func unpackRequest(content []byte) ([]Header, []byte, error) {

@@ -643,28 +643,3 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
-
-// TestSearchRequestsIndexedInTheirBatch: a batch of requests large enough
-// goes into FTS5 in its own transaction, unstaged, and is found as staged
-// ones are, a word inside its tokens included.
-func TestSearchRequestsIndexedInTheirBatch(t *testing.T) {
-	f := newSearchFixture(t)
-	var rows []*requestRow
-	for i := range directIndexBatch + 4 {
-		id, row := newRequestRow(&NewRequest{EndpointID: f.endpoint.ID, ReceivedAt: now(), Method: "POST",
-			Path: fmt.Sprintf("/batch/%d", i), Body: fmt.Appendf(nil, `{"order":"zqbatch%dx"}`, i)})
-		f.names[id] = fmt.Sprintf("r%d", i)
-		rows = append(rows, row)
-	}
-	if err := f.s.write(t.Context(), func(t *wtx) error { return t.insertRequests(rows) }); err != nil {
-		t.Fatal(err)
-	}
-	if n := f.staged(); n != 0 {
-		t.Fatalf("%d index rows staged, want the batch in FTS5", n)
-	}
-	for q, want := range map[string][]string{"zqbatch7x": {"r7"}, "batch7": {"r7"}, "qbatch19": {"r19"}, "/batch/3": {"r3"}} {
-		if got := f.requests(RequestFilter{Q: q}); !slices.Equal(got, want) {
-			t.Errorf("q=%q found %v, want %v", q, got, want)
-		}
-	}
-}
