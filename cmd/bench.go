@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	}
 	c.PersistentFlags().Int("conns", 8, "concurrent connections")
 	c.PersistentFlags().String("server", "", "binary to run as the server, to compare builds (default: this one)")
+	c.PersistentFlags().Int("replicas", 1, "servers sharing the --database (an empty postgres:// database) that smtp and webhook spread their load over")
 
 	smtp := &cobra.Command{
 		Use: "smtp", Short: "SMTP ingest over STARTTLS + AUTH (or --mode tls)", Args: cobra.NoArgs,
@@ -35,16 +38,23 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			if conns < 1 || msgs < 1 || size < 1 || (mode != "starttls" && mode != "tls") {
 				return usagef("want --conns, --msgs, --size ≥ 1 and --mode starttls or tls")
 			}
-			return withTarget(c, func(t *bench.Target) error {
-				addr := t.StartTLSAddr
-				if mode == "tls" {
-					addr = t.TLSAddr
+			return withTargets(c, func(ts []*bench.Target) error {
+				cpu := serverCPU(ts[0])
+				res, err := spread(ts, conns, msgs, func(t *bench.Target, conns, msgs int) (smtpload.Result, error) {
+					addr := t.StartTLSAddr
+					if mode == "tls" {
+						addr = t.TLSAddr
+					}
+					return smtpload.Run(c.Context(), smtpload.Options{Addr: addr, Mode: mode, User: t.InboxID,
+						Pass: t.SMTPPassword, CAFile: t.CAFile, ServerName: "localhost", Conns: conns, Msgs: msgs, Size: size})
+				}, func(a, b smtpload.Result) smtpload.Result {
+					return smtpload.Result{Msgs: a.Msgs + b.Msgs, Errors: a.Errors + b.Errors, Elapsed: max(a.Elapsed, b.Elapsed),
+						P50: max(a.P50, b.P50), P99: max(a.P99, b.P99)}
+				})
+				fprintf(c.OutOrStdout(), "smtp (%s, %d conns, %d B%s): %s\n", mode, conns, size, replicasNote(ts), res)
+				if len(ts) == 1 {
+					cpu.report(c, res.Msgs, "message")
 				}
-				cpu := serverCPU(t)
-				res, err := smtpload.Run(c.Context(), smtpload.Options{Addr: addr, Mode: mode, User: t.InboxID,
-					Pass: t.SMTPPassword, CAFile: t.CAFile, ServerName: "localhost", Conns: conns, Msgs: msgs, Size: size})
-				fprintf(c.OutOrStdout(), "smtp (%s, %d conns, %d B): %s\n", mode, conns, size, res)
-				cpu.report(c, res.Msgs, "message")
 				return err
 			})
 		},
@@ -65,11 +75,18 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			}
 			body := append([]byte(`"`), bytes.Repeat([]byte("x"), size-2)...)
 			body = append(body, '"')
-			return withTarget(c, func(t *bench.Target) error {
-				cpu := serverCPU(t)
-				res, err := webload.Run(c.Context(), webload.Options{URL: t.CaptureURL + "/bench", Conns: conns, Duration: d, Body: body})
-				fprintf(c.OutOrStdout(), "webhook (%d conns, %d B): %s\n", conns, size, res)
-				cpu.report(c, res.Requests, "request")
+			return withTargets(c, func(ts []*bench.Target) error {
+				cpu := serverCPU(ts[0])
+				res, err := spread(ts, conns, 0, func(t *bench.Target, conns, _ int) (webload.Result, error) {
+					return webload.Run(c.Context(), webload.Options{URL: t.CaptureURL + "/bench", Conns: conns, Duration: d, Body: body})
+				}, func(a, b webload.Result) webload.Result {
+					return webload.Result{Requests: a.Requests + b.Requests, Errors: a.Errors + b.Errors,
+						Elapsed: max(a.Elapsed, b.Elapsed), P50: max(a.P50, b.P50), P99: max(a.P99, b.P99)}
+				})
+				fprintf(c.OutOrStdout(), "webhook (%d conns, %d B%s): %s\n", conns, size, replicasNote(ts), res)
+				if len(ts) == 1 {
+					cpu.report(c, res.Requests, "request")
+				}
 				return err
 			})
 		},
@@ -216,6 +233,23 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 // withTarget runs fn against a fresh server started from this binary and
 // reports its peak memory afterwards.
 func withTarget(c *cobra.Command, fn func(*bench.Target) error) error {
+	if n, _ := c.Flags().GetInt("replicas"); n != 1 {
+		return usagef("--replicas: only smtp and webhook spread their load over replicas")
+	}
+	return withTargets(c, func(ts []*bench.Target) error { return fn(ts[0]) })
+}
+
+// withTargets runs fn against --replicas fresh servers sharing the
+// --database, or one on a throwaway data dir.
+func withTargets(c *cobra.Command, fn func([]*bench.Target) error) error {
+	replicas, _ := c.Flags().GetInt("replicas")
+	url, err := database(c)
+	if err != nil {
+		return err
+	}
+	if replicas < 1 || (replicas > 1 && url == "") {
+		return usagef("--replicas: want 1, or more with --database postgres://… (an empty database)")
+	}
 	server, _ := c.Flags().GetString("server")
 	if server == "" {
 		self, err := os.Executable()
@@ -224,15 +258,70 @@ func withTarget(c *cobra.Command, fn func(*bench.Target) error) error {
 		}
 		server = self
 	}
-	t, err := bench.Start(c.Context(), server)
+	var args []string
+	if url != "" {
+		args = []string{"--database", url}
+	}
+	t, err := bench.Start(c.Context(), server, args...)
 	if err != nil {
 		return err
 	}
-	runErr := fn(t)
-	if rss, err := t.PeakRSS(); err == nil {
-		fprintf(c.OutOrStdout(), "server peak RSS: %.1f MiB\n", float64(rss)/(1<<20))
+	ts := []*bench.Target{t}
+	defer func() {
+		for _, t := range ts[1:] {
+			t.Stop()
+		}
+	}()
+	for len(ts) < replicas {
+		r, err := t.Replica(c.Context())
+		if err != nil {
+			return joinErr(err, t.Stop())
+		}
+		ts = append(ts, r)
+	}
+	runErr := fn(ts)
+	for i, t := range ts {
+		which := "server"
+		if len(ts) > 1 {
+			which = fmt.Sprintf("server %d", i+1)
+		}
+		if rss, err := t.PeakRSS(); err == nil {
+			fprintf(c.OutOrStdout(), "%s peak RSS: %.1f MiB\n", which, float64(rss)/(1<<20))
+		}
 	}
 	return joinErr(runErr, t.Stop())
+}
+
+// spread runs one load per target at once, conns and n (when not 0)
+// shared out, and adds up what they measured.
+func spread[R any](ts []*bench.Target, conns, n int, run func(t *bench.Target, conns, n int) (R, error), add func(a, b R) R) (R, error) {
+	results := make([]R, len(ts))
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		share := func(total int) int { return total/len(ts) + btoi(i < total%len(ts)) }
+		wg.Go(func() { results[i], errs[i] = run(t, max(share(conns), 1), share(n)) })
+	}
+	wg.Wait()
+	total := results[0]
+	for _, r := range results[1:] {
+		total = add(total, r)
+	}
+	return total, errors.Join(errs...)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func replicasNote(ts []*bench.Target) string {
+	if len(ts) == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", %d replicas", len(ts))
 }
 
 // cpuMeter measures the server's CPU time over a load run: a figure the

@@ -6,13 +6,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/store"
 )
 
 func newCACmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "ca",
 		Short: "Print the local CA certificate (PEM) that signs the SMTP certificate",
-		Long: `ca prints the PEM of the local CA that capture serve generated in the data dir.
+		Long: `ca prints the PEM of the local CA that capture serve generated in the data dir
+(or in the --database that replicas share).
 Trust it in the application under test so that SMTP TLS validates, e.g.
 
   capture ca > capture-ca.pem
@@ -20,11 +22,23 @@ Trust it in the application under test so that SMTP TLS validates, e.g.
   NODE_EXTRA_CA_CERTS=capture-ca.pem node app.js`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			dir, err := dataDir(c)
+			url, err := database(c)
 			if err != nil {
 				return err
 			}
-			pem, err := certs.CAPEM(filepath.Join(dir, "tls"))
+			var pem []byte
+			if url != "" {
+				// Replicas of a shared database keep the CA in it.
+				err = withStore(c, func(st *store.Store) error {
+					pem, err = certs.CAPEMIn(certs.InDatabase(c.Context(), st, store.ErrNotFound), "the database")
+					return err
+				})
+			} else {
+				var dir string
+				if dir, err = dataDir(c); err == nil {
+					pem, err = certs.CAPEM(filepath.Join(dir, "tls"))
+				}
+			}
 			if err != nil {
 				return err
 			}

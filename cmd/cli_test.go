@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/pgtest"
 )
 
 // binary is the real capture binary, built once for the tests that run it.
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		panic("build capture: " + err.Error())
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

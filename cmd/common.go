@@ -21,10 +21,41 @@ func dataDir(c *cobra.Command) (string, error) {
 	return datadir.Resolve(flag)
 }
 
-// openStore opens the data dir's database for an administration command.
-// A data dir without one is refused, not created: a mistyped --data-dir
-// must not leave an empty database behind (SPEC §2a).
+// databaseEnv names a PostgreSQL database when --database does not.
+const databaseEnv = "CAPTURE_DATABASE_URL"
+
+// database is the PostgreSQL URL that --database or $CAPTURE_DATABASE_URL
+// give, or "" for the data dir's SQLite database.
+func database(c *cobra.Command) (string, error) {
+	url, _ := c.Flags().GetString("database")
+	if url == "" {
+		url = os.Getenv(databaseEnv)
+	}
+	if url != "" && !store.IsPostgresURL(url) {
+		return "", usagef("--database: want a postgres:// URL (or none for the data dir's SQLite database)")
+	}
+	return url, nil
+}
+
+// openStore opens the database for an administration command: the one
+// --database names, else the data dir's. A data dir without one is
+// refused, not created: a mistyped --data-dir must not leave an empty
+// database behind (SPEC §2a).
 func openStore(c *cobra.Command) (*store.Store, error) {
+	url, err := database(c)
+	if err != nil {
+		return nil, err
+	}
+	if url != "" {
+		has, err := store.PostgresHasData(c.Context(), url)
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			return nil, errors.New("no capture data in the --database: run `capture serve --database …` first")
+		}
+		return store.OpenPostgres(c.Context(), url)
+	}
 	dir, err := dataDir(c)
 	if err != nil {
 		return nil, err

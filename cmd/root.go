@@ -93,6 +93,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 		},
 	}
 	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else ~/.local/share/capture)")
+	root.PersistentFlags().String("database", "", "postgres://… database to serve and administer instead of the data dir's SQLite one (default $"+databaseEnv+")")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	// `capture --version` prints what `capture version` does.
 	root.SetVersionTemplate("capture {{.Version}}\n")

@@ -25,7 +25,8 @@ func newServeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run SMTP capture, webhook capture, the provider email APIs and the read API in one process",
-		Long: `serve runs every listener over one SQLite database in the data dir:
+		Long: `serve runs every listener over one SQLite database in the data dir, or over a
+PostgreSQL database (--database postgres://…) that any number of replicas share:
 
   --http           web interface at /, read API at /api/v1 (schema at /api/v1/schema/),
                    forward client download
@@ -39,7 +40,8 @@ and an API key, and prints them once. Every start prints a one-time sign-in
 link for the web interface. Privileged ports (587, 465) that need
 root are skipped with a warning; 465 is then replaced by 2465.`,
 		Example: `  capture serve
-  capture serve --data-dir ./.capture --http 127.0.0.1:8025`,
+  capture serve --data-dir ./.capture --http 127.0.0.1:8025
+  capture serve --database postgres://capture@db.internal/capture --http 0.0.0.0:7780`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
@@ -107,6 +109,10 @@ func runServe(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	url, err := database(c)
+	if err != nil {
+		return err
+	}
 	version := versionString()
 	return server.Serve(c.Context(), server.ServeConfig{
 		Config: server.Config{
@@ -119,6 +125,7 @@ func runServe(c *cobra.Command, _ []string) error {
 			Logger:       log,
 		},
 		DataDir:     dir,
+		Database:    url,
 		TLSCertFile: certFile, TLSKeyFile: keyFile,
 		Banner: c.OutOrStdout(),
 	})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/capturedev/capture/cmd/bench"
 	"github.com/capturedev/capture/cmd/bench/smtpload"
+	"github.com/capturedev/capture/store/pgtest"
 )
 
 // memoryCeiling is SPEC §13's bound on the server's peak RSS under each load.
@@ -114,7 +115,7 @@ func TestMain(m *testing.M) {
 		holdIdleHelper(spec)
 		return
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	if builtPath != "" {
 		os.RemoveAll(filepath.Dir(builtPath))
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +25,8 @@ import (
 // (SPEC §16).
 type searchServer struct {
 	*running
-	caFile string
-	v      *openapitest.Validator
+	caPEM []byte
+	v     *openapitest.Validator
 }
 
 func startSearchServer(t *testing.T) *searchServer {
@@ -37,18 +38,22 @@ func startSearchServer(t *testing.T) *searchServer {
 		t.Fatal(err)
 	}
 	cfg.TLSConfig = certs.ServerConfig(ca.Certificate)
+	caPEM, err := os.ReadFile(ca.CAPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v, err := openapitest.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &searchServer{running: runServerWith(t, st, boot, cfg), caFile: ca.CAPath, v: v}
+	return &searchServer{running: runServerWith(t, st, boot, cfg), caPEM: caPEM, v: v}
 }
 
 // mail sends msg (headers and body, CRLF line ends) to the default inbox
 // over SMTP and returns the id the 250 reply names.
 func (s *searchServer) mail(t *testing.T, msg string) string {
 	t.Helper()
-	tp, err := smtpSession(s.srv.StartTLSAddrs()[0].String(), s.caFile, s.boot.Inbox.ID, s.boot.Inbox.SMTPPassword)
+	tp, err := smtpSession(s.srv.StartTLSAddrs()[0].String(), s.caPEM, s.boot.Inbox.ID, s.boot.Inbox.SMTPPassword)
 	if err != nil {
 		t.Fatal(err)
 	}

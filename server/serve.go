@@ -22,6 +22,10 @@ type ServeConfig struct {
 	// Config sets the listeners; TLSConfig is left to Serve.
 	Config
 	DataDir string
+	// Database is a postgres:// URL to serve from instead of the data
+	// dir's SQLite database; replicas given the same one share it, and
+	// keep nothing of their own.
+	Database string
 	// TLSCertFile and TLSKeyFile name the user's own SMTP certificate and
 	// key; empty means a certificate from the data dir's local CA.
 	TLSCertFile, TLSKeyFile string
@@ -30,11 +34,13 @@ type ServeConfig struct {
 	Banner io.Writer
 }
 
-// Serve runs capture from a data dir until ctx ends: it binds every
-// listener, opens the database, makes sure the local CA and the SMTP
-// certificate exist, creates the first project, inbox, endpoint and key on
-// a first start, records the addresses it serves on, leaves
-// credentials.json for the clients, prints the banner and serves.
+// Serve runs capture from a data dir, or a shared PostgreSQL database,
+// until ctx ends: it binds every listener, opens the database, makes sure
+// the local CA and the SMTP certificate exist, creates the first project,
+// inbox, endpoint and key on a first start, records the addresses it
+// serves on, leaves credentials.json for the clients (in the data dir; a
+// replica of a shared database writes no file), prints the banner and
+// serves.
 //
 // Binding comes first: a port in use must stop serve before it writes
 // anything to the data dir, so that a failed first start leaves a first
@@ -52,12 +58,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 	}()
 
-	st, err := store.OpenDir(ctx, cfg.DataDir, store.WithLogger(log))
+	st, err := store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	srv.store = st
+	where := cfg.DataDir
+	if st.Shared() {
+		where = st.Where()
+	}
 
 	caPath := ""
 	if cfg.TLSCertFile != "" {
@@ -67,7 +77,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		srv.cfg.TLSConfig = certs.ServerConfig(cert)
 	} else {
-		res, err := certs.Ensure(filepath.Join(cfg.DataDir, "tls"), []string{cfg.SMTPHost})
+		res, err := ensureCerts(ctx, st, cfg.DataDir, cfg.SMTPHost)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
@@ -93,7 +103,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 
 	creds := datadir.Credentials{API: srv.APIBase()}
-	if boot.Created {
+	if st.Shared() {
+		// Nothing of a replica's own: the key is shown once, below.
+	} else if boot.Created {
 		creds.Key = boot.Secret
 	} else if old, err := datadir.ReadCredentials(cfg.DataDir); err == nil {
 		creds.Key = old.Key
@@ -108,11 +120,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	if cfg.Banner != nil {
-		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, cfg.DataDir, caPath, web.LoginURL(srv.HTTPBase(), signIn))
+		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), !st.Shared())
 	}
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
-		"email_api", srv.EmailAPIBase(), "data_dir", cfg.DataDir)
+		"email_api", srv.EmailAPIBase(), "database", where)
 
 	serving = true
 	err = srv.Run(ctx)
@@ -151,7 +163,25 @@ func portList(ports []int) string {
 	return strings.Join(s, ", ")
 }
 
-func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caPath, signIn string) {
+// ensureCerts makes sure the local CA and the SMTP certificate exist: in
+// the data dir, or in a shared database, where replicas starting together
+// take turns so that all of them present the one certificate.
+func ensureCerts(ctx context.Context, st *store.Store, dir, host string) (*certs.Result, error) {
+	if !st.Shared() {
+		return certs.Ensure(filepath.Join(dir, "tls"), []string{host})
+	}
+	var res *certs.Result
+	err := st.Exclusively(ctx, "tls", func() (err error) {
+		res, err = certs.EnsureIn(certs.InDatabase(ctx, st, store.ErrNotFound), []string{host})
+		return err
+	})
+	if err == nil {
+		res.CAPath = "in the database: print it with `capture ca --database …`"
+	}
+	return res, err
+}
+
+func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caPath, signIn string, savedKey bool) {
 	if b.Created {
 		fmt.Fprintf(w, "capture: first start, created project %q (plan %s) in %s\n\n", b.Project.Name, b.Project.Plan.Name, dir)
 	} else {
@@ -160,7 +190,11 @@ func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caP
 	row := func(k, v string) { fmt.Fprintf(w, "  %-15s %s\n", k, v) }
 	row("Read API", srv.APIBase())
 	if b.Created {
-		row("API key", b.Secret+"   (shown once; saved in "+filepath.Join(dir, datadir.CredentialsFile)+")")
+		saved := "saved in " + filepath.Join(dir, datadir.CredentialsFile)
+		if !savedKey {
+			saved = "not saved anywhere: keep it"
+		}
+		row("API key", b.Secret+"   (shown once; "+saved+")")
 	}
 	row("SMTP", SMTPSummary(smtpHost, ports(srv.StartTLSAddrs()), ports(srv.TLSAddrs())))
 	if b.Inbox.ID != "" {

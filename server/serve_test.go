@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,17 +28,23 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/pgtest"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // serveProc is the real binary's `serve` on free loopback ports.
 type serveProc struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string
-	cmd    *exec.Cmd
-	banner map[string]string
-	smtp   string // STARTTLS address
-	done   chan error
+	dbArgs []string // --database URL, or nothing
+	// smtp and smtpTLS are the STARTTLS and implicit TLS listeners.
+	smtpTLS string
+	stdout  io.Reader
+	cmd     *exec.Cmd
+	banner  map[string]string
+	smtp    string // STARTTLS address
+	done    chan error
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -45,17 +53,34 @@ type serveProc struct {
 var (
 	bannerRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|Capture URL|CA certificate|SMTP)\s+(.*)$`)
 	smtpPorts = regexp.MustCompile(`STARTTLS: (\d+)`)
+	tlsPorts  = regexp.MustCompile(`\sTLS: (\d+)`)
 )
 
 // startServe runs `capture serve` on dir (a new data dir unless it holds
 // one) and waits for its banner. It is stopped when the test ends.
-func startServe(t *testing.T, dir string, args ...string) *serveProc {
+func startServe(t testing.TB, dir string, args ...string) *serveProc {
+	t.Helper()
+	p := launchServe(t, dir, args...)
+	p.awaitBanner()
+	return p
+}
+
+// launchServe starts `capture serve` on dir; awaitBanner waits for it to
+// serve. args with --database name the database, else the tests' backend
+// gives dir one.
+func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1)}
+	if i := slices.Index(args, "--database"); i >= 0 {
+		p.dbArgs = args[i : i+2]
+	} else {
+		p.dbArgs = databaseArgs(t, dir)
+		args = append(p.dbArgs, args...)
+	}
 	p.cmd = exec.Command(p.bin, append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
 		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, args...)...)
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
+	var err error
+	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
@@ -67,12 +92,21 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 		p.cmd.Process.Kill()
 		<-p.done
 	})
+	return p
+}
+
+func (p *serveProc) awaitBanner() {
+	t, stdout := p.t, p.stdout
+	t.Helper()
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if m := bannerRow.FindStringSubmatch(sc.Text()); m != nil {
 			p.banner[m[1]] = strings.Fields(m[2])[0]
 			if m := smtpPorts.FindStringSubmatch(m[2]); m != nil {
 				p.smtp = "127.0.0.1:" + m[1]
+			}
+			if m := tlsPorts.FindStringSubmatch(m[2]); m != nil {
+				p.smtpTLS = "127.0.0.1:" + m[1]
 			}
 		}
 		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "CA certificate") {
@@ -83,7 +117,6 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	if p.banner["Read API"] == "" || p.smtp == "" {
 		t.Fatalf("serve printed no banner; stderr:\n%s", p.logs())
 	}
-	return p
 }
 
 type lockedWriter struct {
@@ -121,7 +154,7 @@ func (p *serveProc) stop(sig os.Signal) {
 // admin runs an administration command on the data dir.
 func (p *serveProc) admin(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command(p.bin, append(args, "--data-dir", p.dir)...).CombinedOutput()
+	out, err := exec.Command(p.bin, append(append(args, "--data-dir", p.dir), p.dbArgs...)...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("capture %v: %v\n%s", args, err, out)
 	}
@@ -132,12 +165,12 @@ func (p *serveProc) captureURL() string { return p.banner["Capture URL"] }
 
 // smtpSession is an SMTP client over STARTTLS, authenticated as user.
 func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
-	return smtpSession(p.smtp, p.banner["CA certificate"], user, pass)
+	return smtpSession(p.smtp, []byte(p.admin("ca")), user, pass)
 }
 
 // smtpSession is an SMTP client of the STARTTLS listener at addr, which
-// trusts the CA in caFile, authenticated as user.
-func smtpSession(addr, caFile, user, pass string) (*textproto.Conn, error) {
+// trusts the CA certificate caPEM, authenticated as user.
+func smtpSession(addr string, caPEM []byte, user, pass string) (*textproto.Conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return nil, err
@@ -162,12 +195,8 @@ func smtpSession(addr, caFile, user, pass string) (*textproto.Conn, error) {
 	if err := step(220, "STARTTLS"); err != nil {
 		return nil, err
 	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
+	roots.AppendCertsFromPEM(caPEM)
 	tc := tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "localhost"})
 	if err := tc.Handshake(); err != nil {
 		return nil, err
@@ -219,11 +248,38 @@ func post(url, body string) (int, http.Header, string, error) {
 	return resp.StatusCode, resp.Header, string(b), err
 }
 
+// databases maps a data dir of these tests to the PostgreSQL database its
+// serve runs on when the tests run on PostgreSQL.
+var databases sync.Map
+
+// database is what dir's serve stores in: its SQLite file, or the
+// PostgreSQL database made for it.
+func database(t testing.TB, dir string) string {
+	t.Helper()
+	if !pgtest.Requested() {
+		return filepath.Join(dir, store.DBFile)
+	}
+	if url, ok := databases.Load(dir); ok {
+		return url.(string)
+	}
+	url := storetest.PostgresDatabase(t)
+	databases.Store(dir, url)
+	return url
+}
+
+// databaseArgs are the flags that run a command on dir's database.
+func databaseArgs(t testing.TB, dir string) []string {
+	if !pgtest.Requested() {
+		return nil
+	}
+	return []string{"--database", database(t, dir)}
+}
+
 // requestsStored counts an endpoint's captured requests, straight from the
 // database once serve has stopped.
 func requestsStored(t *testing.T, dir, endpointID string) []string {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(dir, store.DBFile))
+	st, err := store.Open(t.Context(), database(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +338,13 @@ func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	// Another process takes the write lock and keeps it.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.DBFile))
+	// Another process takes the write lock and keeps it: SQLite's, or on
+	// PostgreSQL the row every write transaction reads.
+	driver, source, take := "sqlite", "file:"+filepath.Join(dir, store.DBFile), "BEGIN EXCLUSIVE"
+	if pgtest.Requested() {
+		driver, source, take = "pgx", database(t, dir), "BEGIN; LOCK TABLE settings_version IN ACCESS EXCLUSIVE MODE"
+	}
+	db, err := sql.Open(driver, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +353,7 @@ func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
+	if _, err := lock.ExecContext(t.Context(), take); err != nil {
 		t.Fatal(err)
 	}
 	unlocked := false
@@ -473,17 +534,20 @@ func TestServeFilesAndLogsKeepSecrets(t *testing.T) {
 		t.Fatalf("webhook: %d %v", status, err)
 	}
 
-	for _, name := range []string{store.DBFile, store.DBFile + "-wal", store.DBFile + "-shm"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: %v %v, want mode 0600", name, fi.Mode(), err)
+	// On PostgreSQL serve keeps no files: the data dir is not its.
+	if !pgtest.Requested() {
+		for _, name := range []string{store.DBFile, store.DBFile + "-wal", store.DBFile + "-shm"} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %v %v, want mode 0600", name, fi.Mode(), err)
+			}
 		}
-	}
-	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
-		t.Errorf("data dir mode %v, want 0700", fi.Mode().Perm())
+		if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+			t.Errorf("data dir mode %v, want 0700", fi.Mode().Perm())
+		}
 	}
 	p.stop(syscall.SIGTERM)
 	logs := p.logs()
-	if n := strings.Count(logs, "data dir "+dir); n != 1 || !strings.Contains(logs, "tightened to 0700") {
+	if n := strings.Count(logs, "data dir "+dir); !pgtest.Requested() && (n != 1 || !strings.Contains(logs, "tightened to 0700")) {
 		t.Errorf("want one warning about the data dir, got %d:\n%s", n, logs)
 	}
 	for what, secret := range map[string]string{"SMTP password": password, "API key": p.banner["API key"],

@@ -11,7 +11,7 @@ import (
 
 	"github.com/capturedev/capture/server"
 	"github.com/capturedev/capture/server/servertest"
-	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 func config(t *testing.T) server.Config {
@@ -23,11 +23,7 @@ func config(t *testing.T) server.Config {
 }
 
 func TestRunServesEveryListenerAndStops(t *testing.T) {
-	st, err := store.OpenDir(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Store(t)
 	boot, err := st.EnsureBootstrap(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +111,7 @@ func TestRunServesEveryListenerAndStops(t *testing.T) {
 }
 
 func TestListenNamesAPortInUse(t *testing.T) {
-	st, err := store.OpenDir(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Store(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -56,3 +56,36 @@ func (s *Store) Addresses(ctx context.Context) (a Addresses, ok bool, err error)
 	}
 	return a, true, nil
 }
+
+// tlsSetting is the settings name under which a file of the local CA is
+// kept when replicas share the database (see Shared).
+func tlsSetting(name string) string { return "tls/" + name }
+
+// TLSFile returns a PEM file of the local CA and SMTP certificate kept in
+// the database, ErrNotFound when it was never set.
+func (s *Store) TLSFile(ctx context.Context, name string) ([]byte, error) {
+	var v string
+	err := s.queryRow(ctx, `SELECT value FROM settings WHERE name = ?`, tlsSetting(name)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no %s in the database", ErrNotFound, name)
+	}
+	return []byte(v), err
+}
+
+// SetTLSFile keeps a PEM file of the local CA and SMTP certificate in the
+// database, replacing the last.
+func (s *Store) SetTLSFile(ctx context.Context, name string, pem []byte) error {
+	return s.write(ctx, func(t *wtx) error {
+		_, err := t.exec(`INSERT INTO settings (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, tlsSetting(name), string(pem))
+		return err
+	})
+}
+
+// Exclusively runs fn while no other process sharing the database runs
+// anything under name, waiting for one that does: for what must happen
+// once, such as making the local CA on a first start.
+func (s *Store) Exclusively(ctx context.Context, name string, fn func() error) error {
+	_, err := s.b.exclusively(ctx, name, true, fn)
+	return err
+}

@@ -37,6 +37,11 @@ func (s *Store) EnsureBootstrap(ctx context.Context) (Bootstrap, error) {
 	}
 	b.Inbox.ProjectID, b.Endpoint.ProjectID, b.Key.ProjectID = b.Project.ID, b.Project.ID, b.Project.ID
 	err := s.write(ctx, func(t *wtx) error {
+		// Replicas starting together bootstrap once: the others wait here
+		// and then find the project.
+		if err := t.lock("bootstrap"); err != nil {
+			return err
+		}
 		var n int
 		if err := t.queryRow(`SELECT count(*) FROM projects`).Scan(&n); err != nil {
 			return err

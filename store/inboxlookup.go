@@ -4,29 +4,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-
-	"modernc.org/sqlite"
 )
-
-// capture_sha256 lets migrations compute what hashKey computes, so that
-// rows written before a digest column existed can be filled in SQL.
-func init() {
-	sqlite.MustRegisterDeterministicScalarFunction("capture_sha256", 1,
-		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-			switch v := args[0].(type) {
-			case string:
-				return hashKey(v), nil
-			case []byte:
-				return hashKey(string(v)), nil
-			case nil:
-				return nil, nil
-			}
-			return nil, fmt.Errorf("capture_sha256: want text, got %T", args[0])
-		})
-}
 
 // InboxBySMTPPassword finds the inbox whose SMTP password is password, for
 // callers that are given the password alone (the provider email APIs). It

@@ -56,6 +56,7 @@ func TestLastDeliveryOnListItems(t *testing.T) {
 // The newest delivery is found by index, one probe per listed request,
 // never by scanning deliveries or requests.
 func TestLastDeliveryQueryPlan(t *testing.T) {
+	sqliteOnly(t, "SQLite's EXPLAIN QUERY PLAN; PostgreSQL plans by table statistics")
 	s := newStore(t)
 	rows, err := s.rdb.QueryContext(t.Context(), `EXPLAIN QUERY PLAN SELECT requests.seq, requests.id, `+
 		requestSummaryCols+` FROM requests `+lastDeliveryJoin+
@@ -84,5 +85,27 @@ func TestLastDeliveryQueryPlan(t *testing.T) {
 		if strings.Contains(joined, bad) {
 			t.Errorf("plan has %s:\n%s", bad, joined)
 		}
+	}
+}
+
+// Recording a delivery wakes the endpoint's watchers, so that live lists
+// show the new last delivery.
+func TestAddDeliveryWakesEndpoint(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	ids := insertRequests(t, s, e.ID, "/hook")
+	status := 200
+	changed := s.Watch(e.ID)
+	if _, err := s.AddDelivery(ctx, p.ID, ids[0], NewDelivery{Kind: DeliveryForward, TargetURL: "http://t/",
+		ResponseStatus: &status}); err != nil {
+		t.Fatal(err)
+	}
+	// The writer wakes watchers just after it answers the caller.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a recorded delivery did not wake the endpoint's watchers")
 	}
 }

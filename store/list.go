@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +31,10 @@ type keyset struct {
 	// filtered says scan may reject rows (errSkipRow): the query then
 	// has no LIMIT and is read until the page is full.
 	filtered bool
+	// windowed bounds a filtered query by a LIMIT that widens until the
+	// page fills: PostgreSQL's driver reads a result to its end even
+	// when the page is full, so an unbounded one would send every match.
+	windowed bool
 }
 
 // source is one way to the rows of a keyset: a search index joined to the
@@ -37,8 +42,8 @@ type keyset struct {
 type source struct {
 	from   string // FROM clause, joining the table
 	seqCol string // equals the table's seq; orders and bounds the rows
-	where  string // a condition of this source, with one argument
-	arg    any
+	where  string // a condition of this source, with its arguments
+	args   []any
 	// ownerBounds bounds seqCol by the collection's oldest and newest
 	// seq, so an index shared by all collections skips the others' rows.
 	ownerBounds bool
@@ -97,7 +102,7 @@ func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 		args = append(args, k.whereArgs...)
 		if src.where != "" {
 			conds = append(conds, src.where)
-			args = append(args, src.arg)
+			args = append(args, src.args...)
 		}
 		if p.Before != "" {
 			conds = append(conds, src.seqCol+" < ?")
@@ -127,37 +132,28 @@ func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 		orderBy = "1"
 	}
 	q := strings.Join(selects, " UNION ALL ") + ` ORDER BY ` + orderBy + ` ` + order
-	if !k.filtered {
-		q += ` LIMIT ?`
-		args = append(args, limit+1)
+	window := 0 // read to the end
+	switch {
+	case !k.filtered:
+		window = limit + 1
+	case k.windowed:
+		window = 4 * (limit + 1)
 	}
-
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return List[T]{}, err
-	}
-	defer rows.Close()
 	var items []T
 	var ids []string
-	for rows.Next() {
-		if len(items) == limit {
-			// The extra row only says that more exist.
-			ids = append(ids, "")
-			break
-		}
-		var base row
-		item, err := scan(rows, &base)
-		if errors.Is(err, errSkipRow) {
-			continue
-		}
+	for {
+		var read int
+		var err error
+		items, ids, read, err = pageRows(ctx, s, q, args, window, limit, scan)
 		if err != nil {
 			return List[T]{}, err
 		}
-		items = append(items, item)
-		ids = append(ids, base.id)
-	}
-	if err := rows.Err(); err != nil {
-		return List[T]{}, err
+		// A window that ran out before the page filled may have left
+		// matching rows out: read again through a wider one.
+		if !k.filtered || window == 0 || read < window || len(ids) > limit {
+			break
+		}
+		window *= 8
 	}
 	more := len(ids) > len(items)
 	out := List[T]{Items: items}
@@ -174,6 +170,40 @@ func page[T any](ctx context.Context, s *Store, k keyset, p Page,
 		}
 	}
 	return out, nil
+}
+
+// pageRows runs q, bounded to window rows unless window is 0, and scans
+// up to limit items and one more row, which only says that more exist
+// (its id is ""). read is how many rows it read.
+func pageRows[T any](ctx context.Context, s *Store, q string, args []any, window, limit int,
+	scan func(*sql.Rows, *row) (T, error)) (items []T, ids []string, read int, err error) {
+	if window > 0 {
+		q += ` LIMIT ?`
+		args = append(slices.Clip(args), window)
+	}
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		read++
+		if len(items) == limit {
+			ids = append(ids, "")
+			break
+		}
+		var base row
+		item, err := scan(rows, &base)
+		if errors.Is(err, errSkipRow) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		items = append(items, item)
+		ids = append(ids, base.id)
+	}
+	return items, ids, read, rows.Err()
 }
 
 // likeNeedle lower-cases a substring filter for instr() over the

@@ -35,14 +35,19 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string,
 			return nil, err
 		}
 	}
-	err := s.write(ctx, func(t *wtx) error {
-		for _, insert := range inserts {
-			if err := insert(t); err != nil {
-				return err
+	inboxes := make([]string, len(ms))
+	for i, m := range ms {
+		inboxes[i] = m.InboxID
+	}
+	err := s.enqueue(ctx, &writeOp{done: make(chan error, 1), capture: EmailCapture, collections: inboxes,
+		fn: func(t *wtx) error {
+			for _, insert := range inserts {
+				if err := insert(t); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -110,20 +115,19 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 		optionalText(m.Text), optionalText(m.HTML), bytesSection(m.Raw))
 
 	return id, func(t *wtx) error {
-		res, err := t.exec(`INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
+		const insert = `INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
 			subject, date, message_id, size, attachment_count, snippet, warnings,
 			search_from, search_to, search_subject, recipients, codes, links_truncated, content)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		args := []any{id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
 			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), string(rcpts), string(codes), m.LinksTruncated, content)
-		if err != nil {
+			strings.ToLower(m.Subject), string(rcpts), string(codes), m.LinksTruncated, content}
+		// The index row and the attachments refer to the message by its
+		// seq.
+		var seq int64
+		if err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq); err != nil {
 			return fmt.Errorf("insert message: %w", err)
-		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
 		}
 		if err := t.indexMessage(seq, tokens); err != nil {
 			return fmt.Errorf("index message: %w", err)
@@ -135,7 +139,6 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 				return err
 			}
 		}
-		t.countCapture("inboxes", "message_count", m.InboxID)
 		t.wakeAfterCommit(m.InboxID)
 		return nil
 	}, nil
@@ -361,7 +364,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.openPacked(ctx, "messages", "content", seq, head, size, "message "+id)
+	v, err := s.openPacked(ctx, "messages", "content", "seq", seq, head, size, "message "+id)
 	if err != nil {
 		return nil, err
 	}

@@ -33,3 +33,13 @@ func (n *notifier) notify(keys []string) {
 		}
 	}
 }
+
+// wakeAll wakes every waiter, for when commits may have gone unheard.
+func (n *notifier) wakeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, c := range n.chans {
+		close(c)
+		delete(n.chans, k)
+	}
+}

@@ -49,7 +49,7 @@ const (
 type packedValue struct {
 	ctx   context.Context
 	s     *Store
-	query string // selects ?1 bytes from byte ?2 (1-based) of the pack in row ?3
+	query string // selects ?1 bytes from byte ?2 (1-based) of the pack in the row keyed ?3
 	key   any
 	what  string // what the capture is, for errors
 	h     packHeader
@@ -68,13 +68,11 @@ func packColumns(column string) string {
 	return `substr(` + column + `, 1, ` + strconv.Itoa(packWith) + `), octet_length(` + column + `)`
 }
 
-// openPacked reads the header of the pack in column of row key, given
-// what packColumns selected: head, the pack's start, and its length.
-func (s *Store) openPacked(ctx context.Context, table, column string, key any, head []byte, size int64, what string) (*packedValue, error) {
-	v := &packedValue{ctx: ctx, s: s, key: key, what: what,
-		// CAST to BLOB makes substr count bytes (a pack is a BLOB
-		// already; this keeps it so for any value).
-		query: `SELECT substr(CAST(` + column + ` AS BLOB), ?2, ?1) FROM ` + table + ` WHERE rowid = ?3`}
+// openPacked reads the header of the pack in column of the row of table
+// whose keyColumn is key, given what packColumns selected: head, the
+// pack's start, and its length.
+func (s *Store) openPacked(ctx context.Context, table, column, keyColumn string, key any, head []byte, size int64, what string) (*packedValue, error) {
+	v := &packedValue{ctx: ctx, s: s, key: key, what: what, query: s.b.partQuery(table, column, keyColumn)}
 	v.head = head
 	if int64(len(head)) == size {
 		v.whole = head
@@ -275,7 +273,7 @@ func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (Messag
 		return MessageDetail{}, err
 	}
 	what := "message " + id
-	v, err := s.openPacked(ctx, "messages", "content", base.seq, head, packSize, what)
+	v, err := s.openPacked(ctx, "messages", "content", "seq", base.seq, head, packSize, what)
 	if err != nil {
 		return MessageDetail{}, err
 	}
@@ -372,7 +370,7 @@ func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.openPacked(ctx, "messages", "content", seq, head, size, "message "+id)
+	v, err := s.openPacked(ctx, "messages", "content", "seq", seq, head, size, "message "+id)
 	if err != nil {
 		return nil, err
 	}
@@ -392,11 +390,11 @@ func (s *Store) AttachmentPart(ctx context.Context, projectID, messageID, attach
 	}
 	var a Attachment
 	var cid sql.NullString
-	var rowid, size int64
+	var size int64
 	var head []byte
-	err = s.queryRow(ctx, `SELECT rowid, id, filename, content_type, content_id, inline, size, `+packColumns("data")+`
+	err = s.queryRow(ctx, `SELECT id, filename, content_type, content_id, inline, size, `+packColumns("data")+`
 		FROM attachments WHERE id = ? AND message_seq = ?`, attachmentID, seq).
-		Scan(&rowid, &a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &head, &size)
+		Scan(&a.ID, &a.Filename, &a.ContentType, &cid, &a.Inline, &a.Size, &head, &size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attachment{}, nil, fmt.Errorf("%w: no attachment %q in message %q", ErrNotFound, attachmentID, messageID)
 	}
@@ -405,7 +403,7 @@ func (s *Store) AttachmentPart(ctx context.Context, projectID, messageID, attach
 	}
 	a.ContentID = cid.String
 	what := "attachment " + attachmentID
-	v, err := s.openPacked(ctx, "attachments", "data", rowid, head, size, what)
+	v, err := s.openPacked(ctx, "attachments", "data", "id", a.ID, head, size, what)
 	if err != nil {
 		return Attachment{}, nil, err
 	}

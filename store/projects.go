@@ -51,6 +51,9 @@ func (s *Store) CreateProject(ctx context.Context, name, plan string) (Project, 
 	}
 	p := Project{ID: NewID("proj_"), Name: name, Plan: pl, CreatedAt: now()}
 	err = s.write(ctx, func(t *wtx) error {
+		if err := t.lock("bootstrap"); err != nil {
+			return err
+		}
 		var n int
 		if err := t.queryRow(`SELECT count(*) FROM projects WHERE name = ?`, name).Scan(&n); err != nil {
 			return err
@@ -110,6 +113,9 @@ func (s *Store) SetPlan(ctx context.Context, idOrName, plan string) (Project, er
 		return Project{}, err
 	}
 	err = s.write(ctx, func(t *wtx) error {
+		if err := t.lock("project " + p.ID); err != nil {
+			return err
+		}
 		var over []string
 		for _, q := range countables {
 			var n int64
@@ -141,8 +147,8 @@ func (s *Store) Usage(ctx context.Context, projectID string) (Usage, error) {
 		(SELECT count(*) FROM api_keys WHERE project_id = ?1 AND revoked_at IS NULL),
 		(SELECT count(*) FROM inboxes WHERE project_id = ?1),
 		(SELECT count(*) FROM endpoints WHERE project_id = ?1),
-		(SELECT coalesce(sum(message_count), 0) FROM inboxes WHERE project_id = ?1),
-		(SELECT coalesce(sum(request_count), 0) FROM endpoints WHERE project_id = ?1)`, projectID).
+		(SELECT CAST(coalesce(sum(message_count), 0) AS BIGINT) FROM inboxes WHERE project_id = ?1),
+		(SELECT CAST(coalesce(sum(request_count), 0) AS BIGINT) FROM endpoints WHERE project_id = ?1)`, projectID).
 		Scan(&u.APIKeys, &u.Inboxes, &u.Endpoints, &u.Messages, &u.Requests)
 	return u, err
 }
@@ -174,8 +180,12 @@ func (q countable) of(n int64) string {
 }
 
 // checkQuota fails with ErrQuotaExceeded when the project already holds
-// the plan's number of q.
+// the plan's number of q. Replicas creating in one project take turns, so
+// that two cannot both take the last one.
 func checkQuota(t *wtx, projectID string, q countable) error {
+	if err := t.lock("project " + projectID); err != nil {
+		return err
+	}
 	var planName string
 	if err := t.queryRow(`SELECT plan FROM projects WHERE id = ?`, projectID).Scan(&planName); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {

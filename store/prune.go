@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -53,8 +55,18 @@ func (s *Store) purge(ctx context.Context, ct captureTable, ownerID string) erro
 
 // Prune deletes captures older than their plan's retention and, in each
 // inbox and endpoint, the oldest captures beyond the plan's cap. It returns
-// how many it deleted.
+// how many it deleted. Replicas sharing a database prune one at a time: one
+// that finds another pruning leaves it to that one.
 func (s *Store) Prune(ctx context.Context, at time.Time) (int64, error) {
+	var total int64
+	_, err := s.b.exclusively(ctx, "prune", false, func() (err error) {
+		total, err = s.prune(ctx, at)
+		return err
+	})
+	return total, err
+}
+
+func (s *Store) prune(ctx context.Context, at time.Time) (int64, error) {
 	var total int64
 	for _, plan := range plans {
 		cutoff := ms(at.Add(-plan.Retention))
@@ -103,7 +115,9 @@ func (s *Store) pruneWhere(ctx context.Context, ct captureTable, cond string, ar
 				return err
 			}
 			n = 0
-			for owner, c := range counts {
+			// In the order of their ids, as the writer bumps them.
+			for _, owner := range slices.Sorted(maps.Keys(counts)) {
+				c := counts[owner]
 				n += c
 				if _, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - ? WHERE id = ?`, c, owner); err != nil {
 					return err

@@ -55,30 +55,30 @@ type requestRow struct {
 	tokens     string // searchTokens
 }
 
-// insertRequests inserts a batch's captured requests and stages their
-// index rows. Each row's seq is chosen here, as SQLite would (one past the
-// largest), so that the index rows can name them.
+// insertRequests inserts a batch's captured requests and indexes them
+// (search.go). Each row's seq is drawn first (nextSeqs), so that the index
+// rows can name them.
 func (t *wtx) insertRequests(rows []*requestRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var last int64
-	if err := t.queryRow(`SELECT coalesce(max(seq), 0) FROM requests`).Scan(&last); err != nil {
+	seqs, err := t.b.nextSeqs(t, "requests", len(rows))
+	if err != nil {
 		return fmt.Errorf("insert into requests: %w", err)
 	}
 	values := make([][]any, len(rows))
 	index := make([][]any, len(rows))
 	indexArgs := make([]any, 0, 2*len(rows))
 	for i, r := range rows {
-		r.args[0] = last + 1 + int64(i)
+		r.args[0] = seqs[i]
 		values[i] = r.args
-		indexArgs = append(indexArgs, r.args[0], r.tokens)
+		indexArgs = append(indexArgs, seqs[i], r.tokens)
 		index[i] = indexArgs[2*i : 2*i+2]
 	}
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
 	}
-	return t.insertRows("requests_search_staged", "seq, tokens", index)
+	return t.insertRows(t.b.indexTable("requests_search"), "seq, tokens", index)
 }
 
 // unpackRequest reads a request's headers and body from its pack.
@@ -145,13 +145,14 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 	k := keyset{table: "requests", ownerCol: "endpoint_id", owner: endpointID, columns: requestSummaryCols,
 		joins: lastDeliveryJoin}
 	if f.Method != "" {
-		k.where = append(k.where, "requests.method = ? COLLATE NOCASE")
+		// Methods are ASCII tokens, where upper() agrees on both databases.
+		k.where = append(k.where, "upper(requests.method) = upper(?)")
 		k.whereArgs = append(k.whereArgs, f.Method)
 	}
 	if f.PathPrefix != "" {
 		// substr and length both count characters, so the prefix test holds
 		// for any UTF-8 path; it also avoids LIKE's wildcards in paths.
-		k.where = append(k.where, "substr(requests.path, 1, length(?)) = ?")
+		k.where = append(k.where, "substr(requests.path, 1, length(CAST(? AS TEXT))) = ?")
 		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix)
 	}
 	if !f.Since.IsZero() {
@@ -247,8 +248,9 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 	}
 	err := s.write(ctx, func(t *wtx) error {
 		var seq int64
-		err := t.queryRow(`SELECT r.seq FROM requests r JOIN endpoints e ON e.id = r.endpoint_id
-			WHERE r.id = ? AND e.project_id = ?`, requestID, projectID).Scan(&seq)
+		var endpointID string
+		err := t.queryRow(`SELECT r.seq, r.endpoint_id FROM requests r JOIN endpoints e ON e.id = r.endpoint_id
+			WHERE r.id = ? AND e.project_id = ?`, requestID, projectID).Scan(&seq, &endpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no request %q", ErrNotFound, requestID)
 		}
@@ -263,6 +265,10 @@ func (s *Store) AddDelivery(ctx context.Context, projectID, requestID string, nd
 		}
 		_, err = t.exec(`DELETE FROM deliveries WHERE request_seq = ?1 AND seq <=
 			(SELECT seq FROM deliveries WHERE request_seq = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`, seq, DeliveriesKept)
+		// The endpoint's live lists show each request's last delivery, so
+		// a delivery wakes them as a capture does; a wait for captures
+		// reads again and keeps waiting.
+		t.wakeAfterCommit(endpointID)
 		return err
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -60,6 +61,16 @@ import (
 // which no number of messages amortizes) and nearly three times the work
 // to insert; with detail=none it cannot tell that a word's trigrams are
 // adjacent either, so it would need the same check of the text.
+//
+// On PostgreSQL (the same words, results and order): messages_search and
+// requests_search hold each capture's tokens as text, written in the
+// capture's own transaction (GIN takes writes into its pending list, so
+// nothing is staged), under a pg_trgm index. Every query token narrows the
+// rows with LIKE '%token%', which the trigram index serves, and each
+// candidate's tokens then settle the query with stagedMatch, exactly as
+// the vocabulary and FTS5 do on SQLite; phrases and short words are
+// checked in the text as on SQLite. There is no vocabulary: a word in
+// many tokens costs the candidates it names, not a fallback to the text.
 //
 // Known limits: inside a token longer than 32 characters only its first 32
 // are searched (the start of a hash is found, its middle is not), and a
@@ -230,6 +241,12 @@ func (s *Store) expand(ctx context.Context, tok string, part tokenPart) ([]index
 	if n < vocabMinRunes && part != atStart {
 		return nil, false, nil
 	}
+	if !s.b.vocabulary() {
+		// PostgreSQL: the trigram index narrows the search, and
+		// stagedMatch settles the word on each row as the vocabulary
+		// and FTS5 do on SQLite.
+		return nil, part == inside, nil
+	}
 	rows, err := s.query(ctx, vocabularyQueries[part], tok, maxExpansion+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("search vocabulary: %w", err)
@@ -339,24 +356,54 @@ func stagedHas(tokens, word string) bool {
 	return false
 }
 
-// apply makes k run the plan against the FTS5 table fts and its staged
-// rows.
-func (p searchPlan) apply(k *keyset, fts string) {
-	if len(p.groups) > 0 {
-		// The index drives the query, newest match first: with the
-		// collection joined the other way round, a rare word would read
-		// the whole collection to fill a page. The staged rows, the
-		// newest, come second, and the page merges both in seq order.
-		staged := fts + "_staged"
-		k.sources = []source{{
-			from:   fts + ` CROSS JOIN ` + k.table + ` ON ` + k.table + `.seq = ` + fts + `.rowid`,
-			seqCol: fts + `.rowid`, where: fts + ` MATCH ?`, arg: p.ftsQuery(), ownerBounds: true,
-		}, {
-			from:   staged + ` CROSS JOIN ` + k.table + ` ON ` + k.table + `.seq = ` + staged + `.seq`,
-			seqCol: staged + `.seq`, where: `search_staged_match(` + staged + `.tokens, ?)`, arg: p.stagedQuery(),
-		}}
+// ftsSource makes k run the plan against the FTS5 table fts and its
+// staged rows (SQLite).
+func (p searchPlan) ftsSource(k *keyset, fts string) {
+	if len(p.groups) == 0 {
+		return
 	}
-	k.filtered = len(p.check) > 0
+	// The index drives the query, newest match first: with the
+	// collection joined the other way round, a rare word would read
+	// the whole collection to fill a page. The staged rows, the
+	// newest, come second, and the page merges both in seq order.
+	staged := fts + "_staged"
+	k.sources = []source{{
+		from:   fts + ` CROSS JOIN ` + k.table + ` ON ` + k.table + `.seq = ` + fts + `.rowid`,
+		seqCol: fts + `.rowid`, where: fts + ` MATCH ?`, args: []any{p.ftsQuery()}, ownerBounds: true,
+	}, {
+		from:   staged + ` CROSS JOIN ` + k.table + ` ON ` + k.table + `.seq = ` + staged + `.seq`,
+		seqCol: staged + `.seq`, where: `search_staged_match(` + staged + `.tokens, ?)`, args: []any{p.stagedQuery()},
+	}}
+}
+
+// trigramSource makes k read its rows joined to index, a table of each
+// capture's tokens with a trigram index (PostgreSQL's pg_trgm), narrowed to
+// those whose tokens hold every query token somewhere (the index serves
+// those of three characters or more); the scan then settles the plan with
+// stagedMatch.
+func (p searchPlan) trigramSource(k *keyset, index string) {
+	var conds []string
+	var args []any
+	seen := map[string]bool{}
+	for _, w := range p.words {
+		for tok := range strings.SplitSeq(w, " ") {
+			if seen[tok] {
+				continue
+			}
+			seen[tok] = true
+			// Every token of a match holds each token of every word, even
+			// one too short for the trigrams to narrow. Tokens hold only
+			// letters, digits and marks: nothing LIKE reads as a wildcard.
+			conds = append(conds, index+`.tokens LIKE ?`)
+			args = append(args, "%"+tok+"%")
+		}
+	}
+	k.sources = []source{{
+		from:   k.table + ` JOIN ` + index + ` ON ` + index + `.seq = ` + k.table + `.seq`,
+		seqCol: k.table + `.seq`, where: strings.Join(conds, " AND "), args: args,
+	}}
+	k.columns += ", " + index + ".tokens"
+	k.windowed = true
 }
 
 // matches reports whether fields contain every word the plan checks.
@@ -385,8 +432,10 @@ func (p searchPlan) matches(fields []string) bool {
 
 // messageCheckCols are what checking a message's text reads beyond its
 // summary.
-const messageCheckCols = `messages.content,
-	(SELECT json_group_array(filename ORDER BY position) FROM attachments WHERE message_seq = messages.seq)`
+func messageCheckCols(b backend) string {
+	return `messages.content,
+	(SELECT ` + b.jsonGroupArray("filename", "position") + ` FROM attachments WHERE message_seq = messages.seq)`
+}
 
 // searchedBodies reads from a message's pack what search reads of its
 // bodies: the first maxSearchField bytes of each (clip cuts them at a
@@ -417,17 +466,32 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 	if err != nil {
 		return nil, err
 	}
-	plan.apply(k, "messages_search")
-	if !k.filtered {
+	tokens, check := s.b.searchSource(k, plan, "messages_search"), len(plan.check) > 0
+	if !tokens && !check {
 		return scanMessageRow, nil
 	}
-	k.columns += ", " + messageCheckCols
+	k.filtered = true
+	if check {
+		k.columns += ", " + messageCheckCols(s.b)
+	}
+	staged := plan.stagedQuery()
 	return func(r *sql.Rows, base *row) (MessageSummary, error) {
+		var toks string
 		var content []byte
 		var attachments string
-		m, err := scanMessageSummary(r, base, nil, &content, &attachments)
-		if err != nil {
-			return m, err
+		var extra []any
+		if tokens {
+			extra = append(extra, &toks)
+		}
+		if check {
+			extra = append(extra, &content, &attachments)
+		}
+		m, err := scanMessageSummary(r, base, nil, extra...)
+		if err != nil || (tokens && !stagedMatch(toks, staged)) {
+			return m, cmp.Or(err, errSkipRow)
+		}
+		if !check {
+			return m, nil
 		}
 		var names []string
 		if err := json.Unmarshal([]byte(attachments), &names); err != nil {
@@ -450,16 +514,31 @@ func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*
 	if err != nil {
 		return nil, err
 	}
-	plan.apply(k, "requests_search")
-	if !k.filtered {
+	tokens, check := s.b.searchSource(k, plan, "requests_search"), len(plan.check) > 0
+	if !tokens && !check {
 		return scanRequestRow, nil
 	}
-	k.columns += ", requests.content"
+	k.filtered = true
+	if check {
+		k.columns += ", requests.content"
+	}
+	staged := plan.stagedQuery()
 	return func(r *sql.Rows, base *row) (RequestSummary, error) {
+		var toks string
 		var content []byte
-		q, err := scanRequestSummary(r, base, &content)
-		if err != nil {
-			return q, err
+		var extra []any
+		if tokens {
+			extra = append(extra, &toks)
+		}
+		if check {
+			extra = append(extra, &content)
+		}
+		q, err := scanRequestSummary(r, base, extra...)
+		if err != nil || (tokens && !stagedMatch(toks, staged)) {
+			return q, cmp.Or(err, errSkipRow)
+		}
+		if !check {
+			return q, nil
 		}
 		headers, body, err := unpackRequest(content)
 		if err != nil {

@@ -27,9 +27,10 @@ const (
 	vocabCacheSize = 1 << 13
 )
 
-// indexMessage stages a stored message's tokens.
+// indexMessage stages a stored message's tokens (on PostgreSQL, indexes
+// them).
 func (t *wtx) indexMessage(seq int64, tokens string) error {
-	_, err := t.exec(`INSERT INTO messages_search_staged (seq, tokens) VALUES (?, ?)`, seq, tokens)
+	_, err := t.exec(`INSERT INTO `+t.b.indexTable("messages_search")+` (seq, tokens) VALUES (?, ?)`, seq, tokens)
 	return err
 }
 
@@ -48,6 +49,9 @@ var stagedIndexes = [][2]string{{"messages_search_staged", "messages_search"}, {
 // indexStaged moves every staged row into FTS5, in transactions of at most
 // indexChunk rows of each table.
 func (s *Store) indexStaged(ctx context.Context) error {
+	if s.b.indexTable("messages_search") == "messages_search" {
+		return nil // PostgreSQL stages nothing
+	}
 	// An idle store looks without taking the writer.
 	var staged bool
 	if err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages_search_staged)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 	"time"
 )
 
@@ -35,16 +34,6 @@ type Observer interface {
 	CaptureCommitted(kind CaptureKind, collectionID string, queued time.Duration)
 }
 
-func captureKindOf(table string) CaptureKind {
-	switch table {
-	case "inboxes":
-		return EmailCapture
-	case "endpoints":
-		return WebhookCapture
-	}
-	return NotACapture
-}
-
 // observer holds the Observer for an atomic swap while the writer runs.
 type observer struct{ Observer }
 
@@ -69,8 +58,10 @@ func (s *Store) observeCommit(batch []*writeOp) {
 		switch {
 		case op.request != nil:
 			o.CaptureCommitted(WebhookCapture, op.request.endpointID, now.Sub(op.queued))
-		case op.capture != NotACapture:
-			o.CaptureCommitted(op.capture, op.collection, now.Sub(op.queued))
+		default:
+			for _, c := range op.collections {
+				o.CaptureCommitted(op.capture, c, now.Sub(op.queued))
+			}
 		}
 	}
 }
@@ -110,18 +101,11 @@ func (s *Store) CollectionProjects(ctx context.Context) (map[string]string, erro
 	return out, rows.Err()
 }
 
-// FileSizes are the sizes in bytes of the database file and of its
-// write-ahead log (0 when there is none).
+// FileSizes are the sizes in bytes of the database on disk and of its
+// write-ahead log (0 when there is none, or on PostgreSQL, which keeps its
+// log to itself).
 func (s *Store) FileSizes() (db, wal int64, err error) {
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return 0, 0, err
-	}
-	db = fi.Size()
-	if fi, err := os.Stat(s.path + "-wal"); err == nil {
-		wal = fi.Size()
-	} else if !os.IsNotExist(err) {
-		return db, 0, err
-	}
-	return db, wal, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.b.sizes(ctx)
 }

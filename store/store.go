@@ -1,6 +1,30 @@
-// Package store keeps everything capture knows in one SQLite file: projects,
-// keys, inboxes, endpoints and the captures themselves. It is the only
-// package that speaks SQL.
+// Package store keeps everything capture knows: projects, keys, inboxes,
+// endpoints and the captures themselves. It is the only package that speaks
+// SQL.
+//
+// One Store runs on either of two databases. SQLite (the default, one file
+// in the data dir) serves one process; PostgreSQL (--database postgres://…)
+// serves any number of replicas sharing it. Everything a caller sees is the
+// same on both, and so is nearly all of the code: the queries are written
+// once, in the SQL both speak (with SQLite's ? and ?N placeholders, which
+// the PostgreSQL side renumbers as $N), and the Go logic around them (the
+// group-commit writer, the commit notifier, validation, quotas, paging) is
+// shared. What truly differs sits behind the small backend interface, one
+// file per database: opening connections and migrating, how a transaction
+// starts and what "busy" means, how the writer learns of settings changed
+// by others (SQLite's data_version, a version read in the same transaction
+// on PostgreSQL), how a commit reaches waiters in other processes
+// (pg_notify sent inside the committing transaction, heard on a LISTEN
+// connection), locks (none are needed on SQLite, whose writer is alone;
+// advisory locks on PostgreSQL), reading large values slice by slice, the
+// API's rate and wait limits (in process, or in shared rows). That is
+// river's driver split, without writing each query twice: the one
+// interface is the store the servers already use, and the store and
+// server test suites, run on each database, are its conformance suite.
+//
+// Shared says which kind a store is, for the little that callers keep
+// beside the database on SQLite and in it on PostgreSQL (the local CA:
+// TLSFile).
 package store
 
 import (
@@ -19,11 +43,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrations embed.FS
 
 // ErrClosed is returned by writes after Close. It is an ErrUnavailable:
@@ -31,13 +53,13 @@ var migrations embed.FS
 var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
 
 // Store is the database. Writes go through one goroutine that commits them
-// in batches; reads use a separate pool of read-only connections.
+// in batches; reads use a separate pool of connections.
 type Store struct {
-	path   string
-	wdb    *sql.DB
-	cdb    *sql.DB // checkpoints
-	cpDone chan struct{}
+	b   backend
+	wdb *sql.DB
 
+	// indexDone is closed when the SQLite search indexer (indexLoop)
+	// stops; nil on PostgreSQL, whose index needs no mover.
 	indexDone chan struct{}
 
 	readStmts sync.Map // query text → *sql.Stmt on rdb
@@ -51,172 +73,47 @@ type Store struct {
 	// commits counts the writer's transactions, so the checkpointer can
 	// tell an idle writer from a busy one.
 	commits   atomic.Uint64
-	settings  *settingsWatch
+	settings  settingsSeen
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// The page size stays SQLite's 4 KiB: a commit writes every page it
-// touches as a whole WAL frame, and with one or two messages per commit
-// 8 and 16 KiB pages measured 20-30% fewer inserts per second. The
-// shorthand keys run after any _pragma entries, which the driver sorts.
-const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1"
-
-// Open opens (creating when missing) the database at path and brings its
-// schema up to date. The database, its WAL and shared-memory files are
-// readable by their owner only: they hold revealable SMTP passwords.
-func Open(ctx context.Context, path string) (*Store, error) {
-	ownerOnly(path)
-	return open(ctx, path, indexInterval)
-}
-
-// open is Open with the interval at which staged index rows move into
-// FTS5 (search.go).
-func open(ctx context.Context, path string, indexEvery time.Duration) (*Store, error) {
-	// The writer never checkpoints itself: a checkpoint's page copying and
-	// fsync would stall every commit queued behind it. A separate
-	// connection checkpoints in the background instead (checkpointLoop).
-	// journal_size_limit: the WAL grows to what one checkpoint interval of
-	// a burst wrote; once the writer starts it over, it shrinks back.
-	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+
-		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(67108864)&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	// One writer connection: SQLite has one writer at a time anyway, and a
-	// single connection never meets "database is locked" from itself.
-	wdb.SetMaxOpenConns(1)
-	wdb.SetConnMaxLifetime(0)
-	wdb.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, wdb); err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	rdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
-	if err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	rdb.SetMaxOpenConns(8)
-	rdb.SetMaxIdleConns(8)
-	rdb.SetConnMaxIdleTime(0)
-
-	// A checkpoint that must wait for readers holds the write lock while
-	// it waits, so it gives up after a short while and tries again later.
-	cdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(250)")
-	if err != nil {
-		wdb.Close()
-		rdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	cdb.SetMaxOpenConns(1)
-	cdb.SetConnMaxIdleTime(0)
-	conn, err := wdb.Conn(ctx)
-	if err != nil {
-		wdb.Close()
-		rdb.Close()
-		cdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	settings, err := newSettingsWatch(ctx, path)
-	if err != nil {
-		conn.Close()
-		wdb.Close()
-		rdb.Close()
-		cdb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	// SQLite creates the WAL and shared-memory files with the database
-	// file's mode; ones left by an older version are tightened here.
-	tighten(path + "-wal")
-	tighten(path + "-shm")
-	s := &Store{
-		path:       path,
-		wdb:        wdb,
-		cdb:        cdb,
-		cpDone:     make(chan struct{}),
-		indexDone:  make(chan struct{}),
-		rdb:        rdb,
-		notify:     newNotifier(),
-		ops:        make(chan *writeOp, 4096),
-		quit:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		settings:   settings,
-	}
+// start runs the writer over conn, the one connection it commits on.
+func (s *Store) start(ctx context.Context, conn *sql.Conn) error {
 	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), vocab: newVocabulary()}
+	if err := w.prepareControl(ctx, s.b); err != nil {
+		w.closeStmts()
+		return err
+	}
+	s.ops = make(chan *writeOp, 4096)
+	s.quit = make(chan struct{})
+	s.writerDone = make(chan struct{})
 	go s.runWriter(w)
-	go s.checkpointLoop()
-	go s.indexLoop(indexEvery)
-	return s, nil
+	return nil
 }
-
-// Path is the database file.
-func (s *Store) Path() string { return s.path }
 
 // Close finishes the writes already queued, then closes the database.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
-		<-s.indexDone
+		if s.indexDone != nil {
+			<-s.indexDone
+		}
 		<-s.writerDone
-		<-s.cpDone
 		s.readStmts.Range(func(_, st any) bool {
 			st.(*sql.Stmt).Close()
 			return true
 		})
-		s.closeErr = errors.Join(s.settings.close(), s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
+		s.closeErr = errors.Join(s.b.close(), s.rdb.Close(), s.wdb.Close())
 	})
 	return s.closeErr
 }
 
 // Watch returns a channel closed at the next commit that adds captures to
-// the collection (an inbox or endpoint id). Take it before querying.
+// the collection (an inbox or endpoint id), by this process or, on
+// PostgreSQL, any other. Take it before querying.
 func (s *Store) Watch(collectionID string) <-chan struct{} {
 	return s.notify.watch(collectionID)
-}
-
-// checkpointInterval is how often the WAL is copied back into the
-// database; between checkpoints the WAL grows by what was written.
-const checkpointInterval = 200 * time.Millisecond
-
-// restartFrames is the WAL length (in 4 KiB pages, 64 MiB) past which the
-// checkpointer makes the writer start the WAL over. A passive checkpoint
-// copies pages back but the WAL restarts only when a commit finds every
-// page copied and no reader on it, which sustained ingest beside readers
-// (lists, waits, a viewer) never allows: it grew to 1.5 GB over 200,000
-// messages. A restart holds commits back while it finishes (tens of
-// milliseconds), hence not more often.
-const restartFrames = 16384
-
-// checkpointLoop copies committed WAL pages into the database file without
-// blocking the writer (PASSIVE never waits for it), and keeps the WAL
-// short: past restartFrames it waits a moment for the readers still on the
-// WAL (new ones read the database file once every page is copied back), so
-// that the next commit starts the WAL from its beginning; when the writer
-// is idle it truncates the file to nothing.
-func (s *Store) checkpointLoop() {
-	var lastCommits uint64
-	truncated := false
-	s.every(checkpointInterval, s.cpDone, func() {
-		commits := s.commits.Load()
-		idle := commits == lastCommits
-		lastCommits = commits
-		if idle && truncated {
-			return
-		}
-		mode := "PASSIVE"
-		if idle {
-			mode = "TRUNCATE"
-		}
-		// A checkpoint that cannot finish (a reader still on old pages)
-		// copies what it can; the next tick continues.
-		var busy, frames, copied int64
-		err := s.cdb.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied)
-		if err == nil && !idle && frames >= restartFrames {
-			err = s.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
-		}
-		truncated = idle && err == nil && busy == 0
-	})
 }
 
 // every runs fn at each interval until Close, then closes done.
@@ -240,7 +137,7 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.readStmts.Load(query); ok {
 		return st.(*sql.Stmt), nil
 	}
-	st, err := s.rdb.PrepareContext(ctx, query)
+	st, err := s.rdb.PrepareContext(ctx, s.b.rebind(query))
 	if err != nil {
 		return nil, err
 	}
@@ -256,174 +153,65 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(ctx, s.b.args(args)...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		// database/sql reports the prepare error from Scan this way.
-		return s.rdb.QueryRowContext(ctx, query, args...)
+		return s.rdb.QueryRowContext(ctx, s.b.rebind(query), s.b.args(args)...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st.QueryRowContext(ctx, s.b.args(args)...)
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	var current int
-	err := db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&current)
-	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	type migration struct {
-		version int
-		name    string
-	}
-	var all []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return fmt.Errorf("migrate: bad migration name %q", e.Name())
-		}
-		all = append(all, migration{v, e.Name()})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
-	if len(all) == 0 || all[len(all)-1].version <= current {
-		return nil
-	}
-	// A migration may rebuild a table, which SQLite does with foreign keys
-	// off (they cannot change inside a transaction, and dropping the old
-	// table would otherwise cascade to the rows that refer to it). db has
-	// one connection, so this covers every migration; what they leave
-	// behind is checked before foreign keys come back on.
-	if _, err := db.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer db.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
-	for _, m := range all {
-		if m.version <= current {
-			continue
-		}
-		body, err := migrations.ReadFile("migrations/" + m.name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		attached, err := attachedObjects(ctx, tx)
-		if err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := restoreObjects(ctx, tx, attached, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := foreignKeysHold(ctx, tx); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, m.version); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-	}
-	// A migration that rewrote a table left a WAL as large as the table;
-	// the writer never checkpoints, so fold it back and shrink it now.
-	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return fmt.Errorf("migrate: checkpoint: %w", err)
-	}
-	return nil
-}
-
-// schemaObject is an index or trigger as sqlite_schema records it.
-type schemaObject struct{ name, table, sql string }
-
-// attachedObjects lists the indexes and triggers that hang on tables, in
-// the order they were made (automatic indexes have no SQL and are left
-// out).
-func attachedObjects(ctx context.Context, tx *sql.Tx) ([]schemaObject, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, tbl_name, sql FROM sqlite_schema
-		WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY rowid`)
+// migrationFiles lists the migrations in dir in order of their numbers.
+func migrationFiles(dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(migrations, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []schemaObject
-	for rows.Next() {
-		var o schemaObject
-		if err := rows.Scan(&o.name, &o.table, &o.sql); err != nil {
+	var all []migration
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("bad migration name %q", e.Name())
+		}
+		body, err := migrations.ReadFile(dir + "/" + e.Name())
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, o)
+		all = append(all, migration{v, e.Name(), string(body)})
 	}
-	return out, rows.Err()
+	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
+	return all, nil
 }
 
-// restoreObjects puts back the indexes and triggers that a migration lost
-// by rebuilding their table (SQLite drops them with the old table), so a
-// rebuild need not know what other migrations hung on the table. One the
-// migration names is its own business and is left as it is.
-func restoreObjects(ctx context.Context, tx *sql.Tx, before []schemaObject, migration string) error {
-	for _, o := range before {
-		if strings.Contains(migration, o.name) {
-			continue
-		}
-		var objects, tables int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name = ?1),
-			count(*) FILTER (WHERE type = 'table' AND name = ?2) FROM sqlite_schema`, o.name, o.table).Scan(&objects, &tables)
-		if err != nil {
-			return err
-		}
-		if objects > 0 || tables == 0 {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, o.sql); err != nil {
-			return fmt.Errorf("restore %s on %s: %w", o.name, o.table, err)
-		}
-	}
-	return nil
+type migration struct {
+	version int
+	name    string
+	body    string
 }
 
-// foreignKeysHold checks, with foreign keys off, that every reference
-// still points at a row.
-func foreignKeysHold(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
-	if err != nil {
-		return err
+// schemaVersion reads the version a database is at, creating the table
+// that keeps it on a new database.
+func schemaVersion(ctx context.Context, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	if _, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return 0, err
 	}
-	defer rows.Close()
-	if rows.Next() {
-		var table, parent string
-		var rowid sql.NullInt64
-		var fk int
-		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
-			return err
-		}
-		return fmt.Errorf("row %d of %s refers to a missing row of %s", rowid.Int64, table, parent)
+	var current int
+	err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&current)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err = q.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`)
 	}
-	return rows.Err()
+	return current, err
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -486,6 +274,35 @@ type options struct{ log *slog.Logger }
 
 // WithLogger sends OpenDir's warnings to log instead of slog.Default().
 func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
+// OpenDatabase opens the PostgreSQL database named by database when it is
+// set, else the SQLite database in the data dir.
+func OpenDatabase(ctx context.Context, database, dir string, opts ...Option) (*Store, error) {
+	if database == "" {
+		return OpenDir(ctx, dir, opts...)
+	}
+	if !IsPostgresURL(database) {
+		return nil, fmt.Errorf("--database %q: want a postgres:// URL", database)
+	}
+	return OpenPostgres(ctx, database)
+}
+
+// Shared says whether other processes may serve the same database (it is
+// PostgreSQL): what a process would otherwise keep beside it, it keeps in
+// the database.
+func (s *Store) Shared() bool {
+	_, ok := s.b.(*postgresDB)
+	return ok
+}
+
+// Where names the database for messages: the SQLite file, or the
+// PostgreSQL URL without its password.
+func (s *Store) Where() string {
+	if b, ok := s.b.(*postgresDB); ok {
+		return b.where
+	}
+	return s.Path()
+}
 
 // OpenDir prepares the data dir and opens its database.
 func OpenDir(ctx context.Context, dir string, opts ...Option) (*Store, error) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -12,16 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-func newStore(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 func mustProject(t *testing.T, s *Store, name, plan string) Project {
 	t.Helper()
@@ -47,15 +38,23 @@ func insertRequests(t *testing.T, s *Store, endpointID string, paths ...string) 
 }
 
 func TestMigrationsAndReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
+	path := newDatabase(t)
 	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := mustProject(t, s, "keep", "pro")
 	var version int
-	if err := s.rdb.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version < 1 {
+	if err := s.queryRow(t.Context(), `SELECT version FROM schema_version`).Scan(&version); err != nil || version < 1 {
 		t.Fatalf("schema_version = %d, %v", version, err)
+	}
+	if s.Shared() {
+		var sync string
+		if err := s.rdb.QueryRow(`SHOW synchronous_commit`).Scan(&sync); err != nil || sync != "on" {
+			t.Fatalf("synchronous_commit = %q, %v (want on)", sync, err)
+		}
+		checkReopen(t, path, p)
+		return
 	}
 	var journal string
 	if err := s.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&journal); err != nil || journal != "wal" {
@@ -69,8 +68,12 @@ func TestMigrationsAndReopen(t *testing.T) {
 		t.Fatalf("synchronous = %d, %v (want 1, NORMAL)", sync, err)
 	}
 	s.Close()
+	checkReopen(t, path, p)
+}
 
-	s, err = Open(t.Context(), path)
+func checkReopen(t *testing.T, path string, p Project) {
+	t.Helper()
+	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 }
 
 func TestOpenBadPlaces(t *testing.T) {
+	sqliteOnly(t, "data dirs and database files")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "afile")
 	os.WriteFile(file, []byte("x"), 0o600)
@@ -144,7 +148,7 @@ func TestProjectsAndQuotas(t *testing.T) {
 	}
 	// Only the hash is stored.
 	var n int
-	s.rdb.QueryRow(`SELECT count(*) FROM api_keys WHERE hash = ?`, secret).Scan(&n)
+	s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n)
 	if n != 0 {
 		t.Fatal("secret stored in clear")
 	}
@@ -454,7 +458,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	s.rdb.QueryRow(`SELECT count(*) FROM attachments`).Scan(&n)
+	s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n)
 	if n != 0 {
 		t.Fatalf("%d child rows left after delete", n)
 	}
@@ -709,15 +713,10 @@ func TestDeliveries(t *testing.T) {
 }
 
 func TestLockedDatabaseIsAClearError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newStore(t)
 	// Another process holding the write lock past the busy timeout.
-	release := lockDatabase(t, path)
-	_, err = s.CreateProject(t.Context(), "blocked", "free")
+	release := lockDatabase(t, s)
+	_, err := s.CreateProject(t.Context(), "blocked", "free")
 	if err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("write under another writer's lock: %v", err)
 	}
@@ -727,5 +726,116 @@ func TestLockedDatabaseIsAClearError(t *testing.T) {
 	}
 	if _, err := s.CreateProject(t.Context(), "blocked", "free"); err != nil {
 		t.Fatalf("after the lock is gone: %v", err)
+	}
+}
+
+// On PostgreSQL a commit by another process (another replica) wakes this
+// one's waiters, and only for its collection.
+func TestWatchWakesAcrossProcesses(t *testing.T) {
+	s := newStore(t)
+	if !s.Shared() {
+		t.Skip("PostgreSQL only: one process serves a SQLite database, and its own commits wake its waiters")
+	}
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	other, _ := s.CreateEndpoint(ctx, p.ID, "o", nil)
+	replica := openAgain(t, s)
+	ch, otherCh := s.Watch(e.ID), s.Watch(other.ID)
+	insertRequests(t, replica, e.ID, "/from-the-other-replica")
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit by another process did not wake the watcher")
+	}
+	select {
+	case <-otherCh:
+		t.Fatal("another collection's watcher woke")
+	default:
+	}
+	// What the other process committed is there to read once woken.
+	l, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Path != "/from-the-other-replica" {
+		t.Fatalf("after the wake: %+v, %v", l.Items, err)
+	}
+	// A settings change there is seen here without a write of its own.
+	before := s.SettingsSeen()
+	status := 201
+	if _, err := replica.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Status: &status}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.SettingsVersion(ctx); err != nil || v <= before {
+		t.Fatalf("settings version %d after a change elsewhere, was %d (%v)", v, before, err)
+	}
+}
+
+// The connection that listens for other replicas' commits comes back when
+// PostgreSQL drops it, and commits after that wake waiters again.
+func TestListenerReconnects(t *testing.T) {
+	s := newStore(t)
+	if !s.Shared() {
+		t.Skip("PostgreSQL only: SQLite has no connection to lose")
+	}
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, _ := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	replica := openAgain(t, s)
+	admin, err := sql.Open("pgx", s.b.(*postgresDB).url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	// The listeners' connections are the ones whose last statement was a
+	// LISTEN; the replica's is dropped too, which does not matter here.
+	listeners := func() (pids []int) {
+		rows, err := admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var pid int
+			rows.Scan(&pid)
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+	before := listeners()
+	if len(before) != 2 {
+		t.Fatalf("%d listening connections, want one per store", len(before))
+	}
+	woken := s.Watch(e.ID)
+	for _, pid := range before {
+		if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Whatever was announced while nobody listened is lost: the new
+	// connection wakes every waiter to look again.
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiters were not woken when the listener came back")
+	}
+	// Wait (boundedly) until both stores listen again, then a commit by
+	// the replica wakes this store's waiter as before.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; len(listeners()) < 2; i++ {
+		if i == 1000 {
+			t.Fatal("the listeners did not reconnect")
+		}
+		<-tick.C
+	}
+	// Twice: the reconnect's own wake-up may close the first channel.
+	for i := range 2 {
+		ch := s.Watch(e.ID)
+		insertRequests(t, replica, e.ID, fmt.Sprint("/after-the-drop/", i))
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a commit by another process after the reconnect did not wake the watcher")
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 // passwords: they are the owner's only, whether new or left by an older
 // version with group and world access.
 func TestDatabaseFilesAreOwnerOnly(t *testing.T) {
+	sqliteOnly(t, "database files")
 	dir := t.TempDir()
 	path := filepath.Join(dir, DBFile)
 	check := func(when string) {
@@ -52,6 +54,7 @@ func TestDatabaseFilesAreOwnerOnly(t *testing.T) {
 }
 
 func TestDataDirOpenToOthersIsTightened(t *testing.T) {
+	sqliteOnly(t, "the data dir holds the database")
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -85,10 +88,19 @@ func TestDataDirOpenToOthersIsTightened(t *testing.T) {
 }
 
 // lockDatabase holds the write lock from another connection, as another
-// process would, until the returned function is called.
-func lockDatabase(t *testing.T, path string) (release func()) {
+// process would, until the returned function is called: on SQLite the
+// database's, on PostgreSQL the row every write transaction reads.
+func lockDatabase(t *testing.T, s *Store) (release func()) {
 	t.Helper()
-	other, err := sql.Open("sqlite", "file:"+path)
+	var other *sql.DB
+	var err error
+	lock := "BEGIN EXCLUSIVE"
+	if b, ok := s.b.(*postgresDB); ok {
+		other, err = sql.Open("pgx", b.url)
+		lock = "BEGIN; LOCK TABLE settings_version IN ACCESS EXCLUSIVE MODE"
+	} else {
+		other, err = sql.Open("sqlite", "file:"+s.Path())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +108,7 @@ func lockDatabase(t *testing.T, path string) (release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
+	if _, err := conn.ExecContext(t.Context(), lock); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
@@ -110,18 +122,13 @@ func lockDatabase(t *testing.T, path string) (release func()) {
 // ErrUnavailable, and is then never committed: its caller has been told to
 // retry, and a retry must not find it stored twice.
 func TestUncommittableWriteIsUnavailableAndDropped(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newStore(t)
 	p := mustProject(t, s, "p", "team")
 	e, err := s.CreateEndpoint(t.Context(), p.ID, "e", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := lockDatabase(t, path)
+	release := lockDatabase(t, s)
 	const n = 20
 	errs := make(chan error, n)
 	for i := range n {
@@ -159,17 +166,8 @@ func TestUncommittableWriteIsUnavailableAndDropped(t *testing.T) {
 // SettingsVersion moves with every change to what a listener caches, made
 // here or by another process, and stays put under captures.
 func TestSettingsVersion(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFile)
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := Open(t.Context(), path) // as an admin command would
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := newStore(t)
+	other := openAgain(t, s) // as an admin command would
 	version := func() int64 {
 		t.Helper()
 		v, err := s.SettingsVersion(t.Context())

@@ -41,7 +41,7 @@ func TestPassword(t *testing.T) {
 		t.Errorf("wrong password: %v", err)
 	}
 	var stored string
-	if err := s.rdb.QueryRow(`SELECT hash FROM web_password`).Scan(&stored); err != nil || !strings.HasPrefix(stored, "$2") {
+	if err := s.queryRow(ctx, `SELECT hash FROM web_password`).Scan(&stored); err != nil || !strings.HasPrefix(stored, "$2") {
 		t.Errorf("stored %q, %v: want a bcrypt hash", stored, err)
 	}
 }
@@ -72,7 +72,7 @@ func TestLoginTokensAreSingleUse(t *testing.T) {
 		t.Errorf("expired token: %v", err)
 	}
 	var plain int
-	s.rdb.QueryRow(`SELECT count(*) FROM web_login_tokens WHERE hash = ?`, token).Scan(&plain)
+	s.queryRow(ctx, `SELECT count(*) FROM web_login_tokens WHERE hash = ?`, []byte(token)).Scan(&plain)
 	if plain != 0 {
 		t.Error("a token is stored in the clear")
 	}
@@ -108,7 +108,7 @@ func TestSessions(t *testing.T) {
 }
 
 // expireAll moves every row of table into the past.
-func expireAll(t *testing.T, s *Store, table string) {
+func expireAll(t testing.TB, s *Store, table string) {
 	t.Helper()
 	err := s.write(t.Context(), func(w *wtx) error {
 		_, err := w.exec(`UPDATE `+table+` SET expires_at = ?`, ms(now())-1)

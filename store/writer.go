@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // maxBatch bounds one group commit so a burst cannot hold the write lock
@@ -43,10 +42,11 @@ type writeOp struct {
 	// wake lists the collections whose waiters the commit must wake.
 	wake []string
 	// queued is when the operation was handed to the writer; capture and
-	// collection name the capture it stored (request does for its own).
-	queued     time.Time
-	capture    CaptureKind
-	collection string
+	// collections say what it stores: a capture of that kind into each
+	// collection (request does for its own).
+	queued      time.Time
+	capture     CaptureKind
+	collections []string
 }
 
 // claim takes the operation for the transaction about to write it; false
@@ -61,27 +61,60 @@ type writer struct {
 	vocab *vocabulary
 }
 
+// prepareControl prepares the statements that begin and end transactions
+// while none is open: PostgreSQL refuses to prepare anything, ROLLBACK
+// included, inside a transaction that failed, though it runs a ROLLBACK
+// prepared before.
+func (w *writer) prepareControl(ctx context.Context, b backend) error {
+	for _, q := range []string{b.begin(), "COMMIT", "ROLLBACK"} {
+		st, err := w.conn.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		w.stmts[q] = st
+	}
+	return nil
+}
+
+// renew replaces a connection that broke (PostgreSQL restarted, the
+// network dropped) with a new one from db; a working one is kept.
+func (w *writer) renew(db *sql.DB, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if w.conn.PingContext(ctx) == nil {
+		return
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	w.closeStmts()
+	w.conn.Close()
+	w.conn = conn
+	w.prepareControl(ctx, b)
+}
+
+func (w *writer) closeStmts() {
+	for q, st := range w.stmts {
+		st.Close()
+		delete(w.stmts, q)
+	}
+}
+
 // wtx is the write transaction an operation runs in. Statements are
 // prepared once on the writer connection and reused.
 type wtx struct {
 	ctx  context.Context
 	w    *writer
+	b    backend
 	wake []string
-	// bumps collects counter increments that the batch applies once per
-	// collection instead of once per capture.
-	bumps map[bump]int64
-	// capture and collection name the capture the operation counted.
-	capture    CaptureKind
-	collection string
 }
-
-type bump struct{ table, column, id string }
 
 func (t *wtx) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := t.w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := t.w.conn.PrepareContext(t.ctx, query)
+	st, err := t.w.conn.PrepareContext(t.ctx, t.b.rebind(query))
 	if err != nil {
 		return nil, err
 	}
@@ -94,24 +127,33 @@ func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(t.ctx, args...)
+	return st.ExecContext(t.ctx, t.b.args(args)...)
 }
 
-func (t *wtx) queryRow(query string, args ...any) *sql.Row {
+func (t *wtx) queryRow(query string, args ...any) scanner {
 	st, err := t.stmt(query)
 	if err != nil {
-		// Surface the prepare error through Scan, as database/sql does.
-		return t.w.conn.QueryRowContext(t.ctx, query, args...)
+		// Not run again unprepared: on PostgreSQL the failed prepare has
+		// aborted the transaction, which would hide why.
+		return errRow{err}
 	}
-	return st.QueryRowContext(t.ctx, args...)
+	return st.QueryRowContext(t.ctx, t.b.args(args)...)
 }
+
+// scanner is a row to scan: a *sql.Row, or the error that kept it from
+// being read.
+type scanner interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 func (t *wtx) query(query string, args ...any) (*sql.Rows, error) {
 	st, err := t.stmt(query)
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(t.ctx, args...)
+	return st.QueryContext(t.ctx, t.b.args(args)...)
 }
 
 // maxRowsPerInsert bounds a multi-row INSERT well below SQLite's limit of
@@ -162,12 +204,9 @@ func rowBytes(row []any) int {
 	return n
 }
 
-// countCapture adds one to a collection's capture counter before the
-// batch commits.
-func (t *wtx) countCapture(table, column, id string) {
-	t.bumps[bump{table, column, id}]++
-	t.capture, t.collection = captureKindOf(table), id
-}
+// lock holds name until the transaction ends, against other processes'
+// transactions that take it (see backend.lockTx).
+func (t *wtx) lock(name string) error { return t.b.lockTx(t, name) }
 
 // wakeAfterCommit marks a collection whose waiters the commit wakes.
 func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, collectionID) }
@@ -237,9 +276,7 @@ func (s *Store) outcome(op *writeOp) error {
 func (s *Store) runWriter(w *writer) {
 	defer close(s.writerDone)
 	defer func() {
-		for _, st := range w.stmts {
-			st.Close()
-		}
+		w.closeStmts()
 		w.conn.Close()
 	}()
 	batch := make([]*writeOp, 0, maxBatch)
@@ -314,6 +351,9 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	}
 	w.vocab.forget()
 	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, ErrUnavailable) {
+			w.renew(s.wdb, s.b)
+		}
 		for _, op := range batch {
 			op.done <- err
 		}
@@ -324,22 +364,11 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	}
 }
 
-// isBusy says whether err is SQLite giving up on a lock another
-// connection holds.
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
-}
-
 // runTx writes the operations of batch that can still be claimed in one
 // transaction and returns them: those it committed, or those that hear err.
 func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed []*writeOp, err error) {
-	t := &wtx{ctx: ctx, w: w}
-	_, err = t.exec("BEGIN IMMEDIATE")
+	t := &wtx{ctx: ctx, w: w, b: s.b}
+	_, err = t.control(s.b.begin())
 	// Claimed only now, with the write lock held: until then a caller
 	// whose deadline passed may still take its operation back.
 	claimed = make([]*writeOp, 0, len(batch))
@@ -349,50 +378,124 @@ func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed
 		}
 	}
 	if err != nil {
-		if isBusy(err) {
-			return claimed, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-		return claimed, fmt.Errorf("begin: %w", err)
+		return claimed, s.unavailable(fmt.Errorf("begin: %w", err))
 	}
+	// No caller waits for its commit past commitTimeout. SQLite's BEGIN
+	// IMMEDIATE takes the write lock or fails within the busy timeout,
+	// before anything is claimed; PostgreSQL locks row by row inside the
+	// transaction, so there a statement still waiting at the oldest
+	// caller's deadline is cancelled, and the batch fails as unavailable.
+	// (Not on SQLite: its driver watches a cancellable context with a
+	// goroutine per statement, which costs the hot path.) COMMIT itself
+	// is never cancelled: one that went through must not be reported as
+	// failed.
+	if !s.Shared() {
+		return claimed, s.writeClaimed(t, claimed)
+	}
+	oldest := time.Now()
+	for _, op := range claimed {
+		if op.queued.Before(oldest) {
+			oldest = op.queued
+		}
+	}
+	var cancel context.CancelFunc
+	t.ctx, cancel = context.WithDeadline(ctx, oldest.Add(commitTimeout))
+	defer cancel()
 	return claimed, s.writeClaimed(t, claimed)
 }
 
+// control runs BEGIN, COMMIT or ROLLBACK, whatever the transaction's
+// context says.
+func (t *wtx) control(q string) (sql.Result, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(context.WithoutCancel(t.ctx))
+}
+
+// unavailable marks err as ErrUnavailable when the database could not take
+// the write (locked elsewhere, unreachable) rather than refused it.
+func (s *Store) unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errNoCommit, err)
+	}
+	why, ok := s.b.unavailable(err)
+	switch {
+	case !ok:
+		return err
+	case why != "":
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, why, err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
 func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
-	ctx, w := t.ctx, t.w
 	if len(batch) == 0 {
-		_, err := t.exec("ROLLBACK")
+		_, err := t.control("ROLLBACK")
 		return err
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := t.exec("ROLLBACK"); rerr != nil {
+			if _, rerr := t.control("ROLLBACK"); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
+			err = s.unavailable(err)
 		}
 	}()
 	// Settings changed elsewhere since the last batch, or possibly by this
 	// one (anything but a capture may): read the version before COMMIT,
 	// publish it after.
-	data, readSettings, err := s.settings.changedElsewhere(t)
+	readSettings, err := s.b.writerBegun(t)
 	if err != nil {
 		return err
 	}
-	bumps := make(map[bump]int64)
+	// The collections' counters go up first, once per collection and in
+	// the order of their ids. On PostgreSQL that takes each collection's
+	// row lock before any capture in it draws its seq, so that replicas
+	// committing into one collection draw seqs in the order they commit:
+	// a reader paging forward with after= never meets a seq lower than
+	// one it has already seen appear later. Sorted, two batches never wait
+	// for each other in a circle.
+	bumps := make(map[counted]int64)
 	var rows []*requestRow
 	for _, op := range batch {
 		readSettings = readSettings || op.request == nil
 		if op.request != nil {
-			rows = append(rows, op.request)
-			bumps[bump{"endpoints", "request_count", op.request.endpointID}]++
-			op.wake = []string{op.request.endpointID}
+			bumps[counted{requestsTable, op.request.endpointID}]++
 			continue
 		}
-		t := &wtx{ctx: ctx, w: w, bumps: bumps}
+		table := messagesTable
+		if op.capture == WebhookCapture {
+			table = requestsTable
+		}
+		for _, c := range op.collections {
+			bumps[counted{table, c}]++
+		}
+	}
+	for _, c := range slices.SortedFunc(maps.Keys(bumps), func(a, b counted) int { return strings.Compare(a.id, b.id) }) {
+		if _, err := t.exec(`UPDATE `+c.table.ownerTable+` SET `+c.table.counter+` = `+c.table.counter+` + ? WHERE id = ?`,
+			bumps[c], c.id); err != nil {
+			return err
+		}
+	}
+	var wake []string
+	for _, op := range batch {
+		if op.request != nil {
+			rows = append(rows, op.request)
+			op.wake = []string{op.request.endpointID}
+			wake = append(wake, op.request.endpointID)
+			continue
+		}
+		t := &wtx{ctx: t.ctx, w: t.w, b: t.b}
 		if err := op.fn(t); err != nil {
 			return err
 		}
 		op.wake = t.wake
-		op.capture, op.collection = t.capture, t.collection
+		wake = append(wake, t.wake...)
 	}
 	if err := t.insertRequests(rows); err != nil {
 		return err
@@ -400,8 +503,9 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	if err := t.flushTerms(); err != nil {
 		return err
 	}
-	for b, n := range bumps {
-		if _, err := t.exec(`UPDATE `+b.table+` SET `+b.column+` = `+b.column+` + ? WHERE id = ?`, n, b.id); err != nil {
+	if len(wake) > 0 {
+		slices.Sort(wake)
+		if err := s.b.announce(t, slices.Compact(wake)); err != nil {
 			return err
 		}
 	}
@@ -411,15 +515,18 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 			return err
 		}
 	}
-	if _, err := t.exec("COMMIT"); err != nil {
-		if isBusy(err) {
-			return fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
+	if _, err := t.control("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if readSettings {
 		s.settings.publish(version)
-		s.settings.writerKnown, s.settings.writerData = true, data
+		s.b.writerCommitted()
 	}
 	return nil
+}
+
+// counted is a collection whose capture counter a batch moves.
+type counted struct {
+	table captureTable
+	id    string
 }

@@ -41,6 +41,8 @@ type Target struct {
 	dataDir string
 	done    chan error
 	exited  bool // stopped, and not started again
+	// dbArgs name a shared database (--database URL), or are empty.
+	dbArgs []string
 }
 
 var (
@@ -49,8 +51,55 @@ var (
 )
 
 // Start runs `binary serve` in a new data dir with every listener on a free
-// loopback port, and waits for its banner.
+// loopback port, and waits for its banner. extraArgs with --database URL
+// run it on that database instead, which must be empty.
 func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, error) {
+	t, err := launch(ctx, binary, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	if t.Key == "" || t.StartTLSAddr == "" {
+		t.Stop()
+		return nil, errors.New("serve's banner lacked the key or SMTP ports: was the data dir (or database) new?")
+	}
+	if len(t.dbArgs) > 0 {
+		// The CA is in the database: the SMTP load validates against a
+		// copy of it in the data dir.
+		pem, err := exec.CommandContext(ctx, binary, append([]string{"ca"}, t.dbArgs...)...).Output()
+		if err == nil {
+			t.CAFile = filepath.Join(t.dataDir, "ca.pem")
+			err = os.WriteFile(t.CAFile, pem, 0o600)
+		}
+		if err != nil {
+			t.Stop()
+			return nil, fmt.Errorf("read the CA from the database: %w", err)
+		}
+	}
+	// Benchmarks make many API calls; the free plan's rate limit would
+	// measure the limiter instead of the server.
+	set := exec.CommandContext(ctx, binary, append([]string{"project", "set-plan", "default", "team", "--data-dir", t.dataDir}, t.dbArgs...)...)
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Stop()
+		return nil, fmt.Errorf("set plan: %v: %s", err, out)
+	}
+	return t, nil
+}
+
+// Replica starts another server on t's database (which must be a shared
+// one); its banner shows no key, so it takes t's.
+func (t *Target) Replica(ctx context.Context) (*Target, error) {
+	if len(t.dbArgs) == 0 {
+		return nil, errors.New("replicas need a shared database (--database)")
+	}
+	r, err := launch(ctx, t.binary, t.dbArgs)
+	if err != nil {
+		return nil, err
+	}
+	r.Key, r.SMTPPassword, r.CAFile = t.Key, t.SMTPPassword, t.CAFile
+	return r, nil
+}
+
+func launch(ctx context.Context, binary string, extraArgs []string) (*Target, error) {
 	dir, err := os.MkdirTemp("", "capture-bench-")
 	if err != nil {
 		return nil, err
@@ -59,20 +108,12 @@ func Start(ctx context.Context, binary string, extraArgs ...string) (*Target, er
 		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0",
 		"--email-api", "127.0.0.1:0"}, extraArgs...)
 	t := &Target{binary: binary, args: args, dataDir: dir}
+	if i := slices.Index(extraArgs, "--database"); i >= 0 && i+1 < len(extraArgs) {
+		t.dbArgs = extraArgs[i : i+2]
+	}
 	if err := t.start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
-	}
-	if t.Key == "" || t.StartTLSAddr == "" {
-		t.Stop()
-		return nil, errors.New("serve's banner lacked the key or SMTP ports: was the data dir new?")
-	}
-	// Benchmarks make many API calls; the free plan's rate limit would
-	// measure the limiter instead of the server.
-	set := exec.CommandContext(ctx, binary, "project", "set-plan", "default", "team", "--data-dir", dir)
-	if out, err := set.CombinedOutput(); err != nil {
-		t.Stop()
-		return nil, fmt.Errorf("set plan: %v: %s", err, out)
 	}
 	return t, nil
 }

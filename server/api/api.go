@@ -16,7 +16,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/sync/semaphore"
-	"golang.org/x/time/rate"
 
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/openapi"
@@ -29,6 +28,10 @@ type Store interface {
 	Authenticate(ctx context.Context, secret string) (store.Key, store.Project, error)
 	Usage(ctx context.Context, projectID string) (store.Usage, error)
 	Watch(collectionID string) <-chan struct{}
+	// AllowRequest and TakeWaitSlot count the per-key rate and the
+	// per-project waits across every process serving the database.
+	AllowRequest(ctx context.Context, keyID string, perSecond, burst int) (retry time.Duration, ok bool, err error)
+	TakeWaitSlot(ctx context.Context, projectID string, slots int, hold time.Duration) (release func(), ok bool, err error)
 
 	Inboxes(ctx context.Context, projectID string, p store.Page) (store.List[store.Inbox], error)
 	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
@@ -74,9 +77,8 @@ type API struct {
 	router *httprouter.Router
 	replay *replay.Replayer
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter // by key id
-	waits    map[string]int           // active waits by project id
+	mu    sync.Mutex
+	waits map[string]int // this process's active waits by project id
 
 	// sliceReads holds what the slice queries running load (sliceBudget).
 	sliceReads *semaphore.Weighted
@@ -95,7 +97,6 @@ func New(st Store, cfg Config) *API {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		replay:     replay.New(st, cfg.ReplayClient),
-		limiters:   make(map[string]*rate.Limiter),
 		waits:      make(map[string]int),
 		sliceReads: semaphore.NewWeighted(sliceBudget),
 	}
@@ -198,7 +199,11 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 	if err != nil {
 		return caller{}, err
 	}
-	if wait, ok := a.allow(key.ID, project.Plan); !ok {
+	wait, ok, err := a.allow(r.Context(), key.ID, project.Plan)
+	if err != nil {
+		return caller{}, err
+	}
+	if !ok {
 		return caller{}, &contract.Error{Code: contract.CodeRateLimited,
 			Message:    fmt.Sprintf("too many requests for this key; retry after %d s", wait),
 			RetryAfter: time.Duration(wait) * time.Second}
@@ -208,34 +213,33 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 
 // allow takes one token from the key's bucket, or says how many whole
 // seconds to wait for one.
-func (a *API) allow(keyID string, plan store.Plan) (int, bool) {
-	a.mu.Lock()
-	lim, ok := a.limiters[keyID]
-	if !ok || lim.Limit() != rate.Limit(plan.RequestsPerSecond) {
-		lim = rate.NewLimiter(rate.Limit(plan.RequestsPerSecond), plan.Burst())
-		a.limiters[keyID] = lim
+func (a *API) allow(ctx context.Context, keyID string, plan store.Plan) (int, bool, error) {
+	delay, ok, err := a.store.AllowRequest(ctx, keyID, plan.RequestsPerSecond, plan.Burst())
+	if err != nil || ok {
+		return 0, ok, err
 	}
-	a.mu.Unlock()
-	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	delay := res.DelayFrom(now)
-	if delay == 0 {
-		return 0, true
-	}
-	res.CancelAt(now)
 	secs := int((delay + time.Second - 1) / time.Second)
-	return max(secs, 1), false
+	return max(secs, 1), false, nil
 }
 
-// acquireWait takes one of the project's concurrent wait slots.
-func (a *API) acquireWait(project store.Project) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.waits[project.ID] >= project.Plan.ConcurrentWaits {
-		return false
+// acquireWait takes one of the project's concurrent wait slots for up to
+// hold; release gives it back.
+func (a *API) acquireWait(ctx context.Context, project store.Project, hold time.Duration) (release func(), ok bool, err error) {
+	free, ok, err := a.store.TakeWaitSlot(ctx, project.ID, project.Plan.ConcurrentWaits, hold)
+	if err != nil || !ok {
+		return nil, false, err
 	}
+	a.mu.Lock()
 	a.waits[project.ID]++
-	return true
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		if a.waits[project.ID]--; a.waits[project.ID] <= 0 {
+			delete(a.waits, project.ID)
+		}
+		a.mu.Unlock()
+		free()
+	}, true, nil
 }
 
 // WaitsByProject returns the waits in progress by project id.
@@ -247,15 +251,6 @@ func (a *API) WaitsByProject() map[string]int {
 		out[project] = n
 	}
 	return out
-}
-
-func (a *API) releaseWait(projectID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.waits[projectID]--
-	if a.waits[projectID] <= 0 {
-		delete(a.waits, projectID)
-	}
 }
 
 func (a *API) schema(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 type env struct {
@@ -33,10 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), store.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Store(t)
 	boot, err := st.EnsureBootstrap(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -50,10 +50,10 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 	list func(context.Context) (store.List[T], error)) (store.List[T], error) {
 
 	var timeout <-chan time.Time
-	holding := false
+	var release func()
 	defer func() {
-		if holding {
-			a.releaseWait(c.project.ID)
+		if release != nil {
+			release()
 		}
 	}()
 	for {
@@ -64,13 +64,19 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 		if err != nil || len(l.Items) > 0 || wait <= 0 {
 			return l, err
 		}
-		if !holding {
-			if !a.acquireWait(c.project) {
+		if release == nil {
+			// A slot outlives its wait a little, so that one held by a
+			// process that dies is free again soon after.
+			free, ok, err := a.acquireWait(ctx, c.project, wait+5*time.Second)
+			if err != nil {
+				return l, err
+			}
+			if !ok {
 				return l, &contract.Error{Code: contract.CodeTooManyWaits,
 					Message: "this project already has " + strconv.Itoa(c.project.Plan.ConcurrentWaits) +
 						" waits in progress; retry after 1 s", RetryAfter: time.Second}
 			}
-			holding = true
+			release = free
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			timeout = t.C

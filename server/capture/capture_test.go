@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // env is a capture listener on a real port over a store in a temp dir.
@@ -42,11 +42,7 @@ type env struct {
 // server before they serve.
 func newEnv(t *testing.T, setup func(*Handler, *http.Server)) *env {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "capture.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Store(t)
 	p, err := st.CreateProject(t.Context(), "test", "free")
 	if err != nil {
 		t.Fatal(err)
@@ -782,11 +778,7 @@ func headerValues(hs []store.Header, name string) []string {
 // on the same file) reach the very next capture.
 func TestSettingsFromAnotherProcessApplyAtOnce(t *testing.T) {
 	e := newEnv(t, nil)
-	other, err := store.Open(t.Context(), e.st.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := storetest.OpenAgain(t, e.st)
 	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("cached"))))
 
 	status, body := 201, "made"

@@ -5,6 +5,7 @@
 package certs
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -48,6 +49,36 @@ const (
 	backdate = time.Hour
 )
 
+// Storage keeps the CA's and the certificate's PEM files by name (CAFile,
+// CAKeyFile, CertFile, KeyFile): a directory (Dir), or the database that
+// replicas share, so that every one presents the same certificate.
+type Storage interface {
+	// ReadFile returns an error wrapping fs.ErrNotExist for a file never
+	// written.
+	ReadFile(name string) ([]byte, error)
+	// WriteFile replaces the file; private files hold a key.
+	WriteFile(name string, data []byte, private bool) error
+	// Path says where the file is, for people.
+	Path(name string) string
+}
+
+// Dir is a directory of PEM files.
+type Dir string
+
+func (d Dir) ReadFile(name string) ([]byte, error) { return os.ReadFile(d.Path(name)) }
+func (d Dir) Path(name string) string              { return filepath.Join(string(d), name) }
+
+func (d Dir) WriteFile(name string, data []byte, private bool) error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("create tls dir: %w", err)
+	}
+	perm := fs.FileMode(0o644)
+	if private {
+		perm = 0o600
+	}
+	return writeFile(d.Path(name), data, perm)
+}
+
 // Result says where the files are and what Ensure had to create.
 type Result struct {
 	CAPath, CertPath, KeyPath string
@@ -65,16 +96,21 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create tls dir: %w", err)
 	}
+	return EnsureIn(Dir(dir), hosts)
+}
+
+// EnsureIn is Ensure over any Storage. Callers sharing one storage make
+// sure only one of them runs it at a time.
+func EnsureIn(st Storage, hosts []string) (*Result, error) {
 	res := &Result{
-		CAPath:   filepath.Join(dir, CAFile),
-		CertPath: filepath.Join(dir, CertFile),
-		KeyPath:  filepath.Join(dir, KeyFile),
+		CAPath:   st.Path(CAFile),
+		CertPath: st.Path(CertFile),
+		KeyPath:  st.Path(KeyFile),
 	}
-	caKeyPath := filepath.Join(dir, CAKeyFile)
 	now := time.Now()
 	dnsNames, ips := sans(hosts)
 
-	ca, caKey, err := readPair(res.CAPath, caKeyPath)
+	ca, caKey, err := readPair(st, CAFile, CAKeyFile)
 	if err == nil {
 		err = checkCA(ca, dnsNames, ips, now)
 	}
@@ -85,10 +121,10 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 		}
 		// Key before certificate: a reader that sees the new ca.pem can
 		// always find its key.
-		if err := writeKey(caKeyPath, caKey); err != nil {
+		if err := writeKey(st, CAKeyFile, caKey); err != nil {
 			return nil, err
 		}
-		if err := writeCert(res.CAPath, ca); err != nil {
+		if err := writeCert(st, CAFile, ca); err != nil {
 			return nil, err
 		}
 		res.CreatedCA = true
@@ -97,7 +133,7 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 	var leaf *x509.Certificate
 	var leafKey crypto.Signer
 	if !res.CreatedCA {
-		leaf, leafKey, err = readPair(res.CertPath, res.KeyPath)
+		leaf, leafKey, err = readPair(st, CertFile, KeyFile)
 		if err == nil {
 			err = checkLeaf(leaf, ca, dnsNames, ips, now)
 		}
@@ -107,10 +143,10 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := writeKey(res.KeyPath, leafKey); err != nil {
+		if err := writeKey(st, KeyFile, leafKey); err != nil {
 			return nil, err
 		}
-		if err := writeCert(res.CertPath, leaf); err != nil {
+		if err := writeCert(st, CertFile, leaf); err != nil {
 			return nil, err
 		}
 		res.CreatedLeaf = true
@@ -150,11 +186,15 @@ func ServerConfig(cert tls.Certificate) *tls.Config {
 }
 
 // CAPEM returns the PEM encoding of the CA certificate in dir.
-func CAPEM(dir string) ([]byte, error) {
-	path := filepath.Join(dir, CAFile)
-	data, err := os.ReadFile(path)
+func CAPEM(dir string) ([]byte, error) { return CAPEMIn(Dir(dir), dir) }
+
+// CAPEMIn returns the PEM encoding of the CA certificate in st, which
+// where names for people.
+func CAPEMIn(st Storage, where string) ([]byte, error) {
+	path := st.Path(CAFile)
+	data, err := st.ReadFile(CAFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &noCAError{dir: dir, err: err}
+		return nil, &noCAError{dir: where, err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read ca: %w", err)
@@ -382,8 +422,9 @@ func newSerial() (*big.Int, error) {
 
 // readPair reads a certificate and its private key and checks they belong
 // together.
-func readPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
-	data, err := os.ReadFile(certPath)
+func readPair(st Storage, certName, keyName string) (*x509.Certificate, crypto.Signer, error) {
+	certPath, keyPath := st.Path(certName), st.Path(keyName)
+	data, err := st.ReadFile(certName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -391,7 +432,7 @@ func readPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse %s: %w", certPath, err)
 	}
-	data, err = os.ReadFile(keyPath)
+	data, err = st.ReadFile(keyName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -430,18 +471,18 @@ func parseKey(data []byte) (crypto.Signer, error) {
 	return signer, nil
 }
 
-func writeCert(path string, cert *x509.Certificate) error {
+func writeCert(st Storage, name string, cert *x509.Certificate) error {
 	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
-	return writeFile(path, data, 0o644)
+	return st.WriteFile(name, data, false)
 }
 
-func writeKey(path string, key crypto.Signer) error {
+func writeKey(st Storage, name string, key crypto.Signer) error {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("encode key: %w", err)
 	}
 	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	return writeFile(path, data, 0o600)
+	return st.WriteFile(name, data, true)
 }
 
 // writeFile replaces path atomically, so a concurrent reader sees either the
@@ -476,3 +517,36 @@ func writeFile(path string, data []byte, perm fs.FileMode) (err error) {
 	}
 	return nil
 }
+
+// DatabaseFiles is a database that keeps the PEM files (store.Store on a
+// shared database).
+type DatabaseFiles interface {
+	TLSFile(ctx context.Context, name string) ([]byte, error)
+	SetTLSFile(ctx context.Context, name string, pem []byte) error
+}
+
+// InDatabase is the Storage of a database's PEM files; notFound is the
+// database's error for a file never written.
+func InDatabase(ctx context.Context, db DatabaseFiles, notFound error) Storage {
+	return dbStorage{ctx, db, notFound}
+}
+
+type dbStorage struct {
+	ctx      context.Context
+	db       DatabaseFiles
+	notFound error
+}
+
+func (d dbStorage) ReadFile(name string) ([]byte, error) {
+	data, err := d.db.TLSFile(d.ctx, name)
+	if errors.Is(err, d.notFound) {
+		return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	}
+	return data, err
+}
+
+func (d dbStorage) WriteFile(name string, data []byte, _ bool) error {
+	return d.db.SetTLSFile(d.ctx, name, data)
+}
+
+func (d dbStorage) Path(name string) string { return "the database's " + name }

@@ -11,17 +11,14 @@ import (
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/replay"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // A replay sends the captured request, edited, to the saved target and
 // records the delivery, whatever the target answered.
 func TestReplay(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.OpenDir(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Store(t)
 	boot, err := st.EnsureBootstrap(ctx)
 	if err != nil {
 		t.Fatal(err)

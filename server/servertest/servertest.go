@@ -12,19 +12,16 @@ import (
 	"github.com/capturedev/capture/server"
 	"github.com/capturedev/capture/server/certs"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
-// Open opens a store in a temporary directory, creates the default
-// project, inbox, endpoint and key, and puts the project on plan. The store
-// closes when the test ends.
+// Open opens a fresh store (see storetest.Store), creates the default project,
+// inbox, endpoint and key, and puts the project on plan. The store closes
+// when the test ends.
 func Open(t testing.TB, plan string) (*store.Store, store.Bootstrap) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.OpenDir(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Store(t)
 	boot, err := st.EnsureBootstrap(ctx)
 	if err != nil {
 		t.Fatal(err)

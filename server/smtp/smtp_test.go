@@ -25,6 +25,7 @@ import (
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/certs"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 var queuedReply = regexp.MustCompile(`^2\.0\.0 OK: queued as (msg_[0-9A-Za-z]+)$`)
@@ -46,11 +47,7 @@ type testEnv struct {
 // project on plan and one inbox.
 func newEnv(t testing.TB, plan string, cfg Config) *testEnv {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "capture.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Store(t)
 	p, err := st.CreateProject(ctx, "acme", plan)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,14 @@ func replayTarget(t *testing.T) (string, <-chan arrival) {
 // does, and returns the captured request's id.
 func postWebhook(t *testing.T, e *env, endpointID, pathAndQuery string, header http.Header, body string) string {
 	t.Helper()
-	req, err := http.NewRequest("POST", "http://"+e.srv.CaptureAddr().String()+"/"+endpointID+pathAndQuery, strings.NewReader(body))
+	return sendWebhook(t, e, "POST", endpointID, pathAndQuery, header, body)
+}
+
+// sendWebhook sends a request with the method to the endpoint's capture
+// URL, and returns the captured request's id.
+func sendWebhook(t *testing.T, e *env, method, endpointID, pathAndQuery string, header http.Header, body string) string {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+e.srv.CaptureAddr().String()+"/"+endpointID+pathAndQuery, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/capturedev/capture/store"
 )
@@ -15,11 +16,12 @@ const pageLimit = 50
 type messagesView struct {
 	ID, Name, Count, SettingsURL, PurgeURL string
 	Rows                                   []messageRow
-	Search, To, From                       string
-	// SearchParam names the search box's query parameter; SearchHint is
-	// what the box says it searches.
-	SearchParam, SearchHint string
-	Filtered                bool
+	Search, To, From, Subject              string
+	// SearchError says why the search cannot run; the list is empty then.
+	SearchError string
+	// Found says, to a screen reader, what the search or filters found.
+	Found    string
+	Filtered bool
 	// LiveURL streams new captures; set on the newest page only.
 	LiveURL string
 	Pager   pager
@@ -31,22 +33,8 @@ type messageRow struct {
 	Received                                                        timeView
 }
 
-// searchBox is what the message list's search box does: the query
-// parameter its words go in, the hint it shows, and the filter they set.
-type searchBox struct {
-	param, hint string
-	apply       func(f *store.MessageFilter, words string)
-}
-
-// messageSearch searches subjects. Once the store has full-text search
-// (MessageFilter.Q, SPEC §16), this one line becomes
-// searchBox{"q", "Search", func(f *store.MessageFilter, words string) { f.Q = words }}.
-var messageSearch = searchBox{"subject", "Search subjects", func(f *store.MessageFilter, words string) { f.Subject = words }}
-
 func messageFilter(q url.Values) store.MessageFilter {
-	f := store.MessageFilter{To: q.Get("to"), From: q.Get("from")}
-	messageSearch.apply(&f, q.Get(messageSearch.param))
-	return f
+	return store.MessageFilter{Q: searchWords(q), To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
 }
 
 func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -58,7 +46,8 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 	q := r.URL.Query()
 	pg := pageOf(q, pageLimit)
 	list, err := h.store.Messages(r.Context(), in.ID, messageFilter(q), pg)
-	if err != nil {
+	searchError, badSearch := searchProblem(err)
+	if err != nil && !badSearch {
 		h.listFailed(w, r, err)
 		return
 	}
@@ -71,19 +60,54 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := messagesView{
 		ID: in.ID, Name: in.Name, Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
-		Search: q.Get(messageSearch.param), To: q.Get("to"), From: q.Get("from"),
-		SearchParam: messageSearch.param, SearchHint: messageSearch.hint,
+		Search: searchWords(q), To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject"), SearchError: searchError,
 	}
-	v.Filtered = v.Search != "" || v.To != "" || v.From != ""
+	v.Filtered = v.Search != "" || v.To != "" || v.From != "" || v.Subject != ""
+	if badSearch {
+		l.Page = v
+		h.render(w, r, http.StatusBadRequest, "messages", l)
+		return
+	}
 	for _, m := range list.Items {
 		v.Rows = append(v.Rows, messageRowOf(pid, m))
 	}
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(m store.MessageSummary) string { return m.ID }))
+	if v.Filtered {
+		v.Found = found(len(v.Rows), v.Pager, "message", "messages")
+	}
 	if pg.Before == "" && pg.After == "" {
 		v.LiveURL = liveURL(inboxURL(pid, in.ID)+"/events", q, v.Rows, func(m messageRow) string { return m.ID })
 	}
 	l.Page = v
 	h.render(w, r, http.StatusOK, "messages", l)
+}
+
+// searchWords is the search box's query. Blank is no search: the box was
+// left with spaces in it.
+func searchWords(q url.Values) string { return strings.TrimSpace(q.Get("q")) }
+
+// searchProblem reads a list's error as a search that cannot run, in words
+// for the page; the page shows them beside the search box.
+func searchProblem(err error) (string, bool) {
+	var qe *store.QueryError
+	if !errors.As(err, &qe) {
+		return "", false
+	}
+	return "This search cannot run: " + qe.Reason + ".", true
+}
+
+// found says how many captures of a filtered list this page shows, and
+// whether there are more on other pages. The page announces it, as the
+// rows themselves are not; an empty list says so in its own words.
+func found(n int, p pager, one, many string) string {
+	if n == 0 {
+		return ""
+	}
+	s := plural(int64(n), one+" matches", many+" match")
+	if p.NewerURL != "" || p.OlderURL != "" {
+		s += " on this page; there are more on other pages"
+	}
+	return s + "."
 }
 
 func messageRowOf(pid string, m store.MessageSummary) messageRow {
@@ -130,16 +154,16 @@ func (h *Handler) messageEvents(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	f := messageFilter(r.URL.Query())
 	pid := pc.project.ID
-	h.stream(w, r, in.ID, func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+	h.stream(w, r, liveList{collection: in.ID, rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
 		list, err := h.store.Messages(ctx, in.ID, f, pg)
 		if err != nil {
 			return nil, "", err
 		}
-		rows, err := renderRows(h.pages["messages"], "message_row", list.Items,
+		rows, err := renderRows(h.pages["messages"], "message_row", "", list.Items,
 			func(m store.MessageSummary) string { return m.ID },
 			func(m store.MessageSummary) any { return messageRowOf(pid, m) })
 		return rows, list.Next, err
-	})
+	}})
 }
 
 func (h *Handler) purgeInbox(w http.ResponseWriter, r *http.Request, pc *projectCtx) {

@@ -112,7 +112,7 @@ func TestRequestListLastDelivery(t *testing.T) {
 		t.Helper()
 		_, row, ok := strings.Cut(html, `data-id="`+id+`"`)
 		row, _, _ = strings.Cut(row, "</a>")
-		_, cell, found := strings.Cut(row, `<span class="c-dlv">`)
+		_, cell, found := strings.Cut(row, `<span class="c-dlv" data-mark>`)
 		if !ok || !found {
 			t.Fatalf("no row %s with a delivery cell in %s", id, html)
 		}

@@ -13,11 +13,15 @@ type requestsView struct {
 	ID, Name, Count, CaptureURL, SettingsURL, PurgeURL string
 	Target                                             string
 	Rows                                               []requestRow
-	Method, Path                                       string
-	Filtered                                           bool
-	LiveURL                                            string
-	Pager                                              pager
-	Methods                                            []string
+	Search, Method, Path                               string
+	// SearchError says why the search cannot run; the list is empty then.
+	SearchError string
+	// Found says, to a screen reader, what the search or filters found.
+	Found    string
+	Filtered bool
+	LiveURL  string
+	Pager    pager
+	Methods  []string
 }
 
 type requestRow struct {
@@ -49,7 +53,7 @@ func deliveryMarkOf(d *store.DeliverySummary) *deliveryMark {
 }
 
 func requestFilter(q url.Values) store.RequestFilter {
-	return store.RequestFilter{Method: q.Get("method"), PathPrefix: q.Get("path")}
+	return store.RequestFilter{Q: searchWords(q), Method: q.Get("method"), PathPrefix: q.Get("path")}
 }
 
 func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -61,7 +65,8 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 	q := r.URL.Query()
 	pg := pageOf(q, pageLimit)
 	list, err := h.store.Requests(r.Context(), e.ID, requestFilter(q), pg)
-	if err != nil {
+	searchError, badSearch := searchProblem(err)
+	if err != nil && !badSearch {
 		h.listFailed(w, r, err)
 		return
 	}
@@ -74,17 +79,25 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := requestsView{
 		ID: e.ID, Name: e.Name, Count: plural(e.RequestCount, "request", "requests"), CaptureURL: h.captureURL(e.ID),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
-		Method: q.Get("method"), Path: q.Get("path"),
+		Search: searchWords(q), Method: q.Get("method"), Path: q.Get("path"), SearchError: searchError,
 		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
 	}
 	if e.TargetURL != nil {
 		v.Target = *e.TargetURL
 	}
-	v.Filtered = v.Method != "" || v.Path != ""
+	v.Filtered = v.Search != "" || v.Method != "" || v.Path != ""
+	if badSearch {
+		l.Page = v
+		h.render(w, r, http.StatusBadRequest, "requests", l)
+		return
+	}
 	for _, rq := range list.Items {
 		v.Rows = append(v.Rows, requestRowOf(pid, rq))
 	}
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }))
+	if v.Filtered {
+		v.Found = found(len(v.Rows), v.Pager, "request", "requests")
+	}
 	if pg.Before == "" && pg.After == "" {
 		v.LiveURL = liveURL(endpointURL(pid, e.ID)+"/events", q, v.Rows, func(rq requestRow) string { return rq.ID })
 	}
@@ -109,16 +122,39 @@ func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	f := requestFilter(r.URL.Query())
 	pid := pc.project.ID
-	h.stream(w, r, e.ID, func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+	// read reads a page of requests as live rows, rendered with the named
+	// templates.
+	read := func(ctx context.Context, pg store.Page, rowName string) ([]liveRow, string, error) {
 		list, err := h.store.Requests(ctx, e.ID, f, pg)
 		if err != nil {
 			return nil, "", err
 		}
-		rows, err := renderRows(h.pages["requests"], "request_row", list.Items,
+		rows, err := renderRows(h.pages["requests"], rowName, "delivery_mark", list.Items,
 			func(rq store.RequestSummary) string { return rq.ID },
 			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
 		return rows, list.Next, err
-	})
+	}
+	h.stream(w, r, liveList{collection: e.ID,
+		rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+			return read(ctx, pg, "request_row")
+		},
+		// A request's last delivery changes as deliveries are recorded.
+		marks: func(ctx context.Context, n int) ([]liveRow, error) {
+			var marks []liveRow
+			pg := store.Page{Limit: min(n, store.MaxLimit)}
+			for len(marks) < n {
+				rows, next, err := read(ctx, pg, "")
+				if err != nil {
+					return nil, err
+				}
+				marks = append(marks, rows...)
+				if next == "" {
+					break
+				}
+				pg = store.Page{Limit: min(n-len(marks), store.MaxLimit), Before: next}
+			}
+			return marks, nil
+		}})
 }
 
 func (h *Handler) purgeEndpoint(w http.ResponseWriter, r *http.Request, pc *projectCtx) {

@@ -298,7 +298,10 @@ func (h *Handler) serveStatic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) loadTemplates() error {
-	funcs := template.FuncMap{"asset": func(name string) string { return h.assets[name] }}
+	funcs := template.FuncMap{
+		"asset":        func(name string) string { return h.assets[name] },
+		"liveRowsKept": func() int { return liveRowsKept },
+	}
 	base, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html")
 	if err != nil {
 		return fmt.Errorf("web templates: %w", err)

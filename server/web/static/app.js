@@ -151,9 +151,11 @@
   // Live lists: the server sends each new capture as a rendered row.
   const list = document.querySelector("ul[data-live]");
   if (list && window.EventSource) {
-    const maxRows = 300;
+    const maxRows = Number(list.dataset.keep) || 300;
     const empty = document.querySelector("[data-empty]");
     const dot = document.querySelector("[data-live-status]");
+    // The count is the whole inbox's or endpoint's; a filtered page has
+    // none to bump, as the rows it receives are only those that match.
     const countEl = document.querySelector("[data-count]");
     const source = new EventSource(list.dataset.live);
     source.addEventListener("open", () => { if (dot) dot.hidden = false; });
@@ -176,6 +178,19 @@
           countEl.textContent = `${n} ${m[2]}${n === 1 ? "" : "s"}`;
         }
       }
+    });
+    // A row's mark (a request's last delivery) changed after it arrived.
+    source.addEventListener("mark", (ev) => {
+      const { id, html } = JSON.parse(ev.data);
+      const cell = list.querySelector(`[data-id="${CSS.escape(id)}"] [data-mark]`);
+      if (!cell) return;
+      const tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      // Compared as the browser writes both, so an unchanged mark (sent
+      // again after a reconnect) leaves the row alone.
+      if (tpl.innerHTML === cell.innerHTML) return;
+      cell.replaceChildren(tpl.content);
+      cell.firstElementChild?.classList.add("changed");
     });
     source.addEventListener("reload", () => location.reload());
   }

@@ -1,0 +1,44 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/capturedev/capture/store/storetest"
+)
+
+// The administration commands run on a PostgreSQL --database (or
+// $CAPTURE_DATABASE_URL) as on the data dir, and refuse one no serve has
+// set up, as they refuse a data dir without a database.
+func TestAdminOnPostgres(t *testing.T) {
+	empty := storetest.EmptyPostgresDatabase(t)
+	if r := capture(t, "project", "list", "--database", empty); r.code != 1 || !strings.Contains(r.stderr, "no capture data") {
+		t.Fatalf("an empty database: %+v", r)
+	}
+	if r := capture(t, "project", "list", "--database", "/tmp/capture.db"); r.code != 2 || !strings.Contains(r.stderr, "postgres://") {
+		t.Fatalf("not a postgres:// URL: %+v", r)
+	}
+
+	url := storetest.PostgresDatabase(t)
+	dir := t.TempDir() // not used by the commands: nothing may land in it
+	r := capture(t, "project", "create", "staging", "--plan", "pro", "--json", "--database", url, "--data-dir", dir)
+	var p struct{ ID, Plan string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &p) != nil || p.Plan != "pro" {
+		t.Fatalf("project create: %+v", r)
+	}
+	t.Setenv(databaseEnv, url)
+	if r := capture(t, "inbox", "create", "--project", "staging", "--name", "ci", "--data-dir", dir); r.code != 0 {
+		t.Fatalf("inbox create from $%s: %+v", databaseEnv, r)
+	}
+	if r := capture(t, "inbox", "list", "--project", p.ID, "--data-dir", dir); r.code != 0 || !strings.Contains(r.stdout, "ci") {
+		t.Fatalf("inbox list: %+v", r)
+	}
+	if r := capture(t, "ca", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "no CA yet in the database") {
+		t.Fatalf("ca before any serve: %+v", r)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the data dir got %v", entries)
+	}
+}
