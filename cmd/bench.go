@@ -204,20 +204,23 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 				if err != nil {
 					return err
 				}
+				if rss, err := t.PeakRSS(); err == nil {
+					fprintf(c.OutOrStdout(), "server peak RSS over the messages: %.1f MiB\n", float64(rss)/(1<<20))
+				}
 				rb, err := t.ReadBack(c.Context(), probes)
 				if err != nil {
 					return err
 				}
 				fprintf(c.OutOrStdout(), "%s\n", rb)
 				if rss, err := t.PeakRSS(); err == nil {
-					fprintf(c.OutOrStdout(), "server peak RSS: %.1f MiB\n", float64(rss)/(1<<20))
+					fprintf(c.OutOrStdout(), "server peak RSS with the probes: %.1f MiB\n", float64(rss)/(1<<20))
 				}
 				n, err := t.StopAndSize()
 				if err != nil {
 					return err
 				}
-				fprintf(c.OutOrStdout(), "data dir after a clean stop: %.1f MiB, %.0f B per message\n",
-					float64(n)/(1<<20), float64(n)/float64(msgs+probes))
+				fprintf(c.OutOrStdout(), "data dir after a clean stop: %.1f MiB (%d messages and %d probes)\n",
+					float64(n)/(1<<20), msgs, probes)
 				return nil
 			})
 		},
