@@ -184,7 +184,52 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	slowread.Flags().Int("size", 7_500_000, "message bytes")
 	slowread.Flags().Int("links", 200_000, "links in the message")
 
-	c.AddCommand(smtp, webhook, wait, list, forward, slowread)
+	disk := &cobra.Command{
+		Use:     "disk",
+		Short:   "Disk taken by many small messages (data dir after a clean stop), and how fast and exactly they read back",
+		Args:    cobra.NoArgs,
+		Example: "  capture bench disk --msgs 200000 --size 2048 --probes 60",
+		RunE: func(c *cobra.Command, _ []string) error {
+			conns, _ := c.Flags().GetInt("conns")
+			msgs, _ := c.Flags().GetInt("msgs")
+			size, _ := c.Flags().GetInt("size")
+			probes, _ := c.Flags().GetInt("probes")
+			if conns < 1 || msgs < 0 || size < 1 || probes < 1 {
+				return usagef("want --conns, --size, --probes ≥ 1 and --msgs ≥ 0")
+			}
+			return withTarget(c, func(t *bench.Target) error {
+				res, err := smtpload.Run(c.Context(), smtpload.Options{Addr: t.StartTLSAddr, Mode: "starttls", User: t.InboxID,
+					Pass: t.SMTPPassword, CAFile: t.CAFile, ServerName: "localhost", Conns: conns, Msgs: msgs, Size: size})
+				fprintf(c.OutOrStdout(), "smtp (starttls, %d conns, %d B): %s\n", conns, size, res)
+				if err != nil {
+					return err
+				}
+				if rss, err := t.PeakRSS(); err == nil {
+					fprintf(c.OutOrStdout(), "server peak RSS over the messages: %.1f MiB\n", float64(rss)/(1<<20))
+				}
+				rb, err := t.ReadBack(c.Context(), probes)
+				if err != nil {
+					return err
+				}
+				fprintf(c.OutOrStdout(), "%s\n", rb)
+				if rss, err := t.PeakRSS(); err == nil {
+					fprintf(c.OutOrStdout(), "server peak RSS with the probes: %.1f MiB\n", float64(rss)/(1<<20))
+				}
+				n, err := t.StopAndSize()
+				if err != nil {
+					return err
+				}
+				fprintf(c.OutOrStdout(), "data dir after a clean stop: %.1f MiB (%d messages and %d probes)\n",
+					float64(n)/(1<<20), msgs, probes)
+				return nil
+			})
+		},
+	}
+	disk.Flags().Int("msgs", 200_000, "messages to store before the probes")
+	disk.Flags().Int("size", 2048, "body bytes per message")
+	disk.Flags().Int("probes", 60, "messages with an attachment to read back")
+
+	c.AddCommand(smtp, webhook, wait, list, forward, slowread, disk)
 	return c
 }
 

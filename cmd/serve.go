@@ -92,11 +92,14 @@ func runServe(c *cobra.Command, _ []string) error {
 		}
 	}
 	// Memory stays small (tens of MiB) while ingest allocates quickly, so a
-	// lazier collector buys throughput; an explicit GOGC still wins. The
-	// soft memory limit makes the collector work harder instead when large
-	// captures fill the heap, to stay under SPEC §13's 256 MiB.
+	// lazier collector buys throughput; an explicit GOGC still wins. 300
+	// rather than 400: the live heap under ingest is about 8 MiB, and the
+	// heap then peaks near 32 MiB instead of 40, which keeps the process
+	// under 64 MiB of RSS under the benchmark loads for about 1 % more CPU.
+	// The soft memory limit makes the collector work harder instead when
+	// large captures fill the heap, to stay under SPEC §13's 256 MiB.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(300)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(server.MemoryLimit)

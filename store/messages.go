@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // InsertMessage stores a message in its inbox and returns its id once the
@@ -54,14 +55,11 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string,
 }
 
 // messageInsert prepares what can be prepared outside the write
-// transaction and returns the message's id with the statement work to run
-// inside it.
+// transaction (encoding, compressing, tokenizing, on the caller's
+// goroutine rather than the writer's) and returns the message's id with
+// the statement work to run inside it.
 func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	id := NewID("msg_")
-	headers, err := json.Marshal(headerPairs(m.Headers))
-	if err != nil {
-		return "", nil, err
-	}
 	warnings := m.Warnings
 	if warnings == nil {
 		warnings = []string{}
@@ -86,8 +84,10 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 		date = ms(*m.Date)
 	}
 	attIDs := make([]string, len(m.Attachments))
-	for i := range attIDs {
+	attData := make([][]byte, len(m.Attachments))
+	for i, a := range m.Attachments {
 		attIDs[i] = NewID("att_")
+		attData[i] = pack(bytesSection(a.Data))
 	}
 
 	rcpts, err := json.Marshal(recipientsOf(m))
@@ -111,17 +111,18 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 		attNames[i] = a.Filename
 	}
 	tokens := searchTokens(messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames))
+	content := pack(bytesSection(appendHeaders(nil, m.Headers)), bytesSection(links),
+		optionalText(m.Text), optionalText(m.HTML), bytesSection(m.Raw))
 
 	return id, func(t *wtx) error {
 		const insert = `INSERT INTO messages (id, inbox_id, received_at, envelope_from, from_name, from_address,
-			subject, date, message_id, size, attachment_count, snippet, headers, text_body, html_body, warnings,
-			search_from, search_to, search_subject, recipients, links, raw, codes, links_truncated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			subject, date, message_id, size, attachment_count, snippet, warnings,
+			search_from, search_to, search_subject, recipients, codes, links_truncated, content)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 		args := []any{id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
-			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(headers),
-			nullStringPtr(m.Text), nullStringPtr(m.HTML), string(warningsJSON),
+			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(warningsJSON),
 			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), string(rcpts), string(links), m.Raw, string(codes), m.LinksTruncated}
+			strings.ToLower(m.Subject), string(rcpts), string(codes), m.LinksTruncated, content}
 		// The index row and the attachments refer to the message by its
 		// seq.
 		var seq int64
@@ -134,7 +135,7 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 		for i, a := range m.Attachments {
 			if _, err := t.exec(`INSERT INTO attachments (id, message_seq, position, filename, content_type, content_id, inline, size, data)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), a.Data); err != nil {
+				attIDs[i], seq, i, a.Filename, a.ContentType, nullString(a.ContentID), a.Inline, len(a.Data), attData[i]); err != nil {
 				return err
 			}
 		}
@@ -353,16 +354,26 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 			return nil, err
 		}
 	}
-	seq, _, err := s.messageSeq(ctx, projectID, id)
+	var seq, size int64
+	var head []byte
+	err := s.queryRow(ctx, `SELECT m.seq, `+packColumns("m.content")+` FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&seq, &head, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var size int64
-	if err := s.queryRow(ctx, `SELECT octet_length(links) FROM messages WHERE seq = ?`, seq).Scan(&size); err != nil {
+	v, err := s.openPacked(ctx, "messages", "content", "seq", seq, head, size, "message "+id)
+	if err != nil {
 		return nil, err
 	}
+	part := v.part(messageLinks)
+	if part == nil {
+		return nil, fmt.Errorf("message %s: no links in its pack", id)
+	}
 	links := []Link{}
-	err = ReadLinks(id, s.part(ctx, "messages", "links", "seq", seq, size, "message "+id), func(l Link) error {
+	err = ReadLinks(id, part, func(l Link) error {
 		if f.selects(l) {
 			links = append(links, l)
 		}
@@ -403,17 +414,89 @@ func (s *Store) PurgeInbox(ctx context.Context, projectID, inboxID string) error
 	return s.purge(ctx, messagesTable, inboxID)
 }
 
-// headerPairs keeps headers in order as JSON [[name, [values…]], …].
-func headerPairs(hs []Header) [][2]any {
-	out := make([][2]any, len(hs))
+// appendHeaders appends headers as JSON [[name, [values…]], …], in
+// order. Written by hand: it runs for every capture, and encoding/json's
+// reflection cost more than the rest of preparing a request. Strings are
+// escaped as encoding/json escapes them, invalid UTF-8 included.
+func appendHeaders(dst []byte, hs []Header) []byte {
+	dst = append(dst, '[')
 	for i, h := range hs {
-		vals := h.Values
-		if vals == nil {
-			vals = []string{}
+		if i > 0 {
+			dst = append(dst, ',')
 		}
-		out[i] = [2]any{h.Name, vals}
+		dst = append(dst, '[')
+		dst = appendJSONString(dst, h.Name)
+		dst = append(dst, ",["...)
+		for j, v := range h.Values {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, v)
+		}
+		dst = append(dst, "]]"...)
 	}
-	return out
+	return append(dst, ']')
+}
+
+// appendJSONString appends s as a JSON string: control characters,
+// quotation marks and backslashes escaped, invalid UTF-8 replaced by
+// U+FFFD, and U+2028 and U+2029 escaped as encoding/json does.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// decodeHeaders reads what appendHeaders wrote.
+func decodeHeaders(b []byte) ([]Header, error) {
+	var pairs [][2]any
+	if err := json.Unmarshal(b, &pairs); err != nil {
+		return nil, err
+	}
+	return headersFromPairs(pairs), nil
 }
 
 func headersFromPairs(pairs [][2]any) []Header {

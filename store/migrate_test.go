@@ -162,28 +162,89 @@ func TestMigrationKeepsTriggersOfRebuiltTable(t *testing.T) {
 }
 
 // TestLargeColumnsLast keeps what lists and filters read ahead of the
-// bodies and the raw message: SQLite reads a column stored after a large
-// value by walking that value's overflow pages.
+// packed large values: SQLite reads a column stored after a large value by
+// walking that value's overflow pages.
 func TestLargeColumnsLast(t *testing.T) {
 	sqliteOnly(t, "SQLite's row layout; PostgreSQL moves large values out of the row (TOAST)")
 	s := newStore(t)
-	rows, err := s.rdb.Query(`SELECT name FROM pragma_table_info('messages') ORDER BY cid`)
+	for _, table := range []string{"messages", "requests"} {
+		rows, err := s.rdb.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for rows.Next() {
+			var c string
+			rows.Scan(&c)
+			cols = append(cols, c)
+		}
+		rows.Close()
+		if cols[len(cols)-1] != "content" {
+			t.Errorf("%s columns %v: content is not last", table, cols)
+		}
+	}
+}
+
+// TestMigratePackedContent opens a database of version 8, whose large
+// values were columns of their own, and reads every one of them back byte
+// for byte from the packs the migration made of them.
+func TestMigratePackedContent(t *testing.T) {
+	s, _ := openFromVersion(t, 8,
+		`INSERT INTO projects VALUES ('prj_1', 'p', 'team', 0)`,
+		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
+			VALUES ('inb_1', 'prj_1', 'i', 'pw', 2, 0)`,
+		`INSERT INTO endpoints (id, project_id, name, request_count, created_at) VALUES ('whe_1', 'prj_1', 'ep', 2, 0)`,
+		fmt.Sprintf(`INSERT INTO messages (seq, id, inbox_id, received_at, envelope_from, subject, size, attachment_count, snippet,
+			search_from, search_to, search_subject, recipients, warnings, links, headers, text_body, html_body, raw)
+			VALUES (1, 'msg_full', 'inb_1', 1000, 'a@x', 's', %d, 1, '', '', '', '',
+				'{"envelope":["e@x"],"to":[],"cc":[],"reply_to":[]}', '[]',
+				'[{"url":"https://a.example/","text":"A","origin":"html","kind":"other"}]',
+				'[["Subject",["s"]],["X-Two",["1","2"]]]', 'text ✓', '<p>html</p>', x'%x'),
+			(2, 'msg_bare', 'inb_1', 2000, 'a@x', 's', 0, 0, '', '', '', '',
+				'{"envelope":[],"to":[],"cc":[],"reply_to":[]}', '[]', '[]', '[]', NULL, NULL, x'')`, len(rawMessage), rawMessage),
+		`INSERT INTO attachments VALUES ('att_1', 1, 0, 'a.bin', 'application/octet-stream', NULL, 0, 3, x'00ff10')`,
+		`INSERT INTO requests (seq, id, endpoint_id, received_at, method, path, query, size, remote_addr, headers, body)
+			VALUES (1, 'req_1', 'whe_1', 1000, 'POST', '/p', '', 3, '127.0.0.1:1', '[["X-A",["b"]]]', x'010203'),
+			(2, 'req_empty', 'whe_1', 2000, 'GET', '/', '', 0, '127.0.0.1:1', '[]', x'')`,
+	)
+	ctx := t.Context()
+	m, err := s.Message(ctx, "prj_1", "msg_full")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var cols []string
-	for rows.Next() {
-		var c string
-		rows.Scan(&c)
-		cols = append(cols, c)
+	if m.Text == nil || *m.Text != "text ✓" || m.HTML == nil || *m.HTML != "<p>html</p>" ||
+		len(m.Headers) != 2 || !slices.Equal(m.Headers[1].Values, []string{"1", "2"}) ||
+		len(m.Links) != 1 || m.Links[0].URL != "https://a.example/" || *m.Links[0].Text != "A" {
+		t.Errorf("message after migration: %+v", m)
 	}
-	if want := []string{"headers", "text_body", "html_body", "raw"}; !slices.Equal(cols[len(cols)-4:], want) {
-		t.Errorf("messages columns end with %v, want %v", cols[len(cols)-4:], want)
+	if got, err := s.MessageRaw(ctx, "prj_1", "msg_full"); err != nil || string(got) != rawMessage {
+		t.Errorf("raw after migration: %q, %v", got, err)
 	}
-	// The small per-message columns come before the large JSON ones.
-	if i, j := slices.Index(cols, "links_truncated"), slices.Index(cols, "links"); i < 0 || i > j ||
-		slices.Index(cols, "codes") > j {
-		t.Errorf("messages columns %v: codes and links_truncated after links", cols)
+	if _, data, err := s.AttachmentData(ctx, "prj_1", "msg_full", "att_1"); err != nil || string(data) != "\x00\xff\x10" {
+		t.Errorf("attachment after migration: %q, %v", data, err)
+	}
+	bare, err := s.Message(ctx, "prj_1", "msg_bare")
+	if err != nil || bare.Text != nil || bare.HTML != nil || len(bare.Links) != 0 || len(bare.Headers) != 0 {
+		t.Errorf("bare message after migration: %+v, %v", bare, err)
+	}
+	if got, err := s.MessageRaw(ctx, "prj_1", "msg_bare"); err != nil || len(got) != 0 {
+		t.Errorf("empty raw after migration: %q, %v", got, err)
+	}
+	r, err := s.Request(ctx, "prj_1", "req_1")
+	if err != nil || string(r.Body) != "\x01\x02\x03" || len(r.Headers) != 1 || r.Headers[0].Name != "X-A" {
+		t.Errorf("request after migration: %+v, %v", r, err)
+	}
+	if r, err := s.Request(ctx, "prj_1", "req_empty"); err != nil || r.Body == nil || len(r.Body) != 0 || r.Headers == nil {
+		t.Errorf("empty request after migration: %+v, %v", r, err)
+	}
+	// The search triggers of the rebuilt tables are back.
+	var triggers int
+	s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'
+		AND name IN ('messages_search_delete', 'requests_search_delete')`).Scan(&triggers)
+	if triggers != 2 {
+		t.Errorf("%d of the 2 search triggers after the rebuild", triggers)
 	}
 }
+
+// rawMessage is the raw message TestMigratePackedContent stores.
+const rawMessage = "Subject: s\r\n\r\nbody \xff\r\n"

@@ -318,7 +318,7 @@ func (b *postgresDB) exclusively(ctx context.Context, name string, wait bool, fn
 }
 
 // byteColumns are the bytea columns; the others are text.
-var byteColumns = map[string]bool{"raw": true, "data": true, "body": true}
+var byteColumns = map[string]bool{"content": true, "data": true}
 
 func (b *postgresDB) partQuery(table, column, key string) string {
 	value := column

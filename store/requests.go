@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -11,11 +10,16 @@ import (
 // InsertRequest stores a captured webhook request and returns its id once
 // the transaction holding it has committed.
 func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error) {
-	id := NewID("req_")
-	headers, err := json.Marshal(headerPairs(r.Headers))
-	if err != nil {
+	id, row := newRequestRow(r)
+	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
 		return "", err
 	}
+	return id, nil
+}
+
+// newRequestRow prepares a captured request for the writer.
+func newRequestRow(r *NewRequest) (string, *requestRow) {
+	id := NewID("req_")
 	path := r.Path
 	if path == "" {
 		path = "/"
@@ -24,24 +28,30 @@ func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error
 	if body == nil {
 		body = []byte{}
 	}
-	row := &requestRow{endpointID: r.EndpointID, args: []any{id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
-		nullString(r.ContentType), len(body), r.RemoteAddr, string(headers), body},
+	// Encoding, compressing and tokenizing happen here, on the caller's
+	// goroutine: the writer, which every capture waits for, only inserts.
+	content := pack(bytesSection(appendHeaders(nil, r.Headers)), bytesSection(body))
+	row := &requestRow{endpointID: r.EndpointID, args: []any{nil, id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
+		nullString(r.ContentType), len(body), r.RemoteAddr, content},
 		tokens: searchTokens(requestSearchFields(path, r.Query, r.Headers, body))}
-	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
-		return "", err
-	}
-	return id, nil
+	return id, row
 }
 
-// requestColumns are the columns of a requestRow's args, in order.
-const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, headers, body"
+// requestColumns are the columns of a requestRow's args after seq, in order.
+const requestColumns = "id, endpoint_id, received_at, method, path, query, content_type, size, remote_addr, content"
+
+// The sections of a request's pack.
+const (
+	requestHeaders = iota // JSON array of [name, [values]] in order
+	requestBody
+)
 
 // requestRow is a captured request ready for the writer, which inserts the
 // rows of a whole batch with one statement: captures are the hottest write
 // and one statement per row costs more than the row.
 type requestRow struct {
 	endpointID string
-	args       []any
+	args       []any  // seq, left for the writer to set, then requestColumns
 	tokens     string // searchTokens
 }
 
@@ -58,14 +68,34 @@ func (t *wtx) insertRequests(rows []*requestRow) error {
 	}
 	values := make([][]any, len(rows))
 	index := make([][]any, len(rows))
+	indexArgs := make([]any, 0, 2*len(rows))
 	for i, r := range rows {
-		values[i] = append([]any{seqs[i]}, r.args...)
-		index[i] = []any{seqs[i], r.tokens}
+		r.args[0] = seqs[i]
+		values[i] = r.args
+		indexArgs = append(indexArgs, seqs[i], r.tokens)
+		index[i] = indexArgs[2*i : 2*i+2]
 	}
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
 	}
 	return t.insertRows(t.b.indexTable("requests_search"), "seq, tokens", index)
+}
+
+// unpackRequest reads a request's headers and body from its pack.
+func unpackRequest(content []byte) ([]Header, []byte, error) {
+	sections, err := unpackSections(content, requestHeaders, requestBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	headers, err := decodeHeaders(sections[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("headers: %w", err)
+	}
+	body := sections[1]
+	if body == nil {
+		body = []byte{}
+	}
+	return headers, body, nil
 }
 
 // requestSummaryCols are a request's list columns, its newest delivery's
@@ -146,26 +176,20 @@ func scanRequestRow(r *sql.Rows, base *row) (RequestSummary, error) {
 // Request returns one captured request of the project with its deliveries.
 func (s *Store) Request(ctx context.Context, projectID, id string) (Request, error) {
 	var base row
-	var headers string
-	var body []byte
+	var content []byte
 	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
-		requests.headers, requests.body FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
-		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &headers, &body)
+		requests.content FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
+		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &content)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
 	}
 	if err != nil {
 		return Request{}, err
 	}
-	r := Request{RequestSummary: summary, Body: body}
-	if r.Body == nil {
-		r.Body = []byte{}
+	r := Request{RequestSummary: summary}
+	if r.Headers, r.Body, err = unpackRequest(content); err != nil {
+		return Request{}, fmt.Errorf("request %s: %w", id, err)
 	}
-	var pairs [][2]any
-	if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
-		return Request{}, fmt.Errorf("request %s headers: %w", id, err)
-	}
-	r.Headers = headersFromPairs(pairs)
 	r.Deliveries, err = s.deliveries(ctx, base.seq)
 	return r, err
 }

@@ -433,8 +433,31 @@ func (p searchPlan) matches(fields []string) bool {
 // messageCheckCols are what checking a message's text reads beyond its
 // summary.
 func messageCheckCols(b backend) string {
-	return `messages.text_body, messages.html_body,
+	return `messages.content,
 	(SELECT ` + b.jsonGroupArray("filename", "position") + ` FROM attachments WHERE message_seq = messages.seq)`
+}
+
+// searchedBodies reads from a message's pack what search reads of its
+// bodies: the first maxSearchField bytes of each (clip cuts them at a
+// character), nil when absent.
+func searchedBodies(content []byte) (text, html *string, err error) {
+	u, err := openPack(content)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(i int) (*string, error) {
+		b, ok, err := u.section(i, maxSearchField+utf8.UTFMax)
+		if err != nil || !ok {
+			return nil, err
+		}
+		s := string(b)
+		return &s, nil
+	}
+	if text, err = read(messageText); err != nil {
+		return nil, nil, err
+	}
+	html, err = read(messageHTML)
+	return text, html, err
 }
 
 // searchMessages makes k a search of q and returns the scan for its rows.
@@ -454,14 +477,14 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 	staged := plan.stagedQuery()
 	return func(r *sql.Rows, base *row) (MessageSummary, error) {
 		var toks string
-		var text, html sql.NullString
+		var content []byte
 		var attachments string
 		var extra []any
 		if tokens {
 			extra = append(extra, &toks)
 		}
 		if check {
-			extra = append(extra, &text, &html, &attachments)
+			extra = append(extra, &content, &attachments)
 		}
 		m, err := scanMessageSummary(r, base, nil, extra...)
 		if err != nil || (tokens && !stagedMatch(toks, staged)) {
@@ -474,7 +497,11 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 		if err := json.Unmarshal([]byte(attachments), &names); err != nil {
 			return m, fmt.Errorf("message %s attachment names: %w", m.ID, err)
 		}
-		if !plan.matches(messageSearchFields(m.Subject, m.From, m.To, m.Cc, strPtr(text), strPtr(html), names)) {
+		text, html, err := searchedBodies(content)
+		if err != nil {
+			return m, fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		if !plan.matches(messageSearchFields(m.Subject, m.From, m.To, m.Cc, text, html, names)) {
 			return m, errSkipRow
 		}
 		return m, nil
@@ -493,18 +520,18 @@ func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*
 	}
 	k.filtered = true
 	if check {
-		k.columns += ", requests.headers, requests.body"
+		k.columns += ", requests.content"
 	}
 	staged := plan.stagedQuery()
 	return func(r *sql.Rows, base *row) (RequestSummary, error) {
-		var toks, headers string
-		var body []byte
+		var toks string
+		var content []byte
 		var extra []any
 		if tokens {
 			extra = append(extra, &toks)
 		}
 		if check {
-			extra = append(extra, &headers, &body)
+			extra = append(extra, &content)
 		}
 		q, err := scanRequestSummary(r, base, extra...)
 		if err != nil || (tokens && !stagedMatch(toks, staged)) {
@@ -513,11 +540,11 @@ func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*
 		if !check {
 			return q, nil
 		}
-		var pairs [][2]any
-		if err := json.Unmarshal([]byte(headers), &pairs); err != nil {
-			return q, fmt.Errorf("request %s headers: %w", q.ID, err)
+		headers, body, err := unpackRequest(content)
+		if err != nil {
+			return q, fmt.Errorf("request %s: %w", q.ID, err)
 		}
-		if !plan.matches(requestSearchFields(q.Path, q.Query, headersFromPairs(pairs), body)) {
+		if !plan.matches(requestSearchFields(q.Path, q.Query, headers, body)) {
 			return q, errSkipRow
 		}
 		return q, nil

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -608,52 +607,28 @@ func TestSearchOtherCollections(t *testing.T) {
 // indexes what it holds, and the vocabulary finds words inside its tokens.
 func TestMigrateSearch(t *testing.T) {
 	sqliteOnly(t, "a SQLite database from before search")
-	path := filepath.Join(t.TempDir(), DBFile)
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &searchFixture{t: t, s: s, names: map[string]string{}}
-	f.project = mustProject(t, s, "old", "team")
-	if f.inbox, err = s.CreateInbox(t.Context(), f.project.ID, "in"); err != nil {
-		t.Fatal(err)
-	}
-	if f.endpoint, err = s.CreateEndpoint(t.Context(), f.project.ID, "ep", nil); err != nil {
-		t.Fatal(err)
-	}
-	f.message("html", NewMessage{Subject: "Old news", From: &Address{Name: "Zoë", Address: "zoe@old.example"},
-		To:   []Address{{Name: "Ann", Address: "ann@old.example"}},
-		HTML: ptr("<p>Tracking <b>XJ</b>4471QZ</p><script>scriptword</script>"),
-		Attachments: []NewAttachment{{Filename: "label-77.pdf", Data: []byte("x")},
-			{Filename: "notes.txt", Data: []byte("y")}}})
-	f.message("text", NewMessage{Subject: "Plain", Text: ptr("Bonjour Renée, code 918273")})
-	f.request("hook", NewRequest{Path: "/hooks/legacy", Query: "a=%C3%A9t%C3%A9",
-		Headers: []Header{{Name: "X-Token", Values: []string{"tok_a1b2c3d4"}}}, Body: []byte(`{"status":"shipped"}`)})
-	s.Close()
-
-	// Take the database back to what it was before migration 0008 (search).
-	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`DROP TABLE messages_search`, `DROP TABLE requests_search`, `DROP TABLE messages_search_staged`,
-		`DROP TABLE requests_search_staged`, `DROP TABLE search_terms_trigram`, `DROP TABLE search_terms`,
-		`DROP TRIGGER messages_search_delete`, `DROP TRIGGER requests_search_delete`,
-		`UPDATE schema_version SET version = 7`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err = Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f.s = s
+	s, _ := openFromVersion(t, 7,
+		`INSERT INTO projects VALUES ('prj_1', 'old', 'team', 0)`,
+		`INSERT INTO inboxes (id, project_id, name, smtp_password, message_count, created_at)
+			VALUES ('inb_1', 'prj_1', 'in', 'pw', 2, 0)`,
+		`INSERT INTO endpoints (id, project_id, name, request_count, created_at) VALUES ('whe_1', 'prj_1', 'ep', 1, 0)`,
+		`INSERT INTO messages (seq, id, inbox_id, received_at, envelope_from, from_name, from_address, subject, size,
+			attachment_count, snippet, search_from, search_to, search_subject, recipients, warnings, links, headers,
+			text_body, html_body, raw)
+			VALUES (1, 'msg_html', 'inb_1', 1000, 'a@x', 'Zoë', 'zoe@old.example', 'Old news', 3, 2, '', '', '', '',
+				'{"envelope":[],"to":[{"name":"Ann","address":"ann@old.example"}],"cc":[],"reply_to":[]}', '[]', '[]', '[]',
+				NULL, '<p>Tracking <b>XJ</b>4471QZ</p><script>scriptword</script>', x'726177'),
+			(2, 'msg_text', 'inb_1', 2000, 'a@x', NULL, NULL, 'Plain', 3, 0, '', '', '', '',
+				'{"envelope":[],"to":[],"cc":[],"reply_to":[]}', '[]', '[]', '[]',
+				'Bonjour Renée, code 918273', NULL, x'726177')`,
+		`INSERT INTO attachments VALUES ('att_1', 1, 0, 'label-77.pdf', 'application/pdf', NULL, 0, 1, x'78'),
+			('att_2', 1, 1, 'notes.txt', 'text/plain', NULL, 0, 1, x'79')`,
+		`INSERT INTO requests (seq, id, endpoint_id, received_at, method, path, query, size, remote_addr, headers, body)
+			VALUES (1, 'req_hook', 'whe_1', 1000, 'POST', '/hooks/legacy', 'a=%C3%A9t%C3%A9', 20, '127.0.0.1:1',
+				'[["X-Token",["tok_a1b2c3d4"]]]', CAST('{"status":"shipped"}' AS BLOB))`,
+	)
+	f := &searchFixture{t: t, s: s, project: Project{ID: "prj_1"}, inbox: Inbox{ID: "inb_1"}, endpoint: Endpoint{ID: "whe_1"},
+		names: map[string]string{"msg_html": "html", "msg_text": "text", "req_hook": "hook"}}
 	for _, tc := range []struct {
 		q    string
 		want []string

@@ -21,8 +21,10 @@ const (
 	indexChunk = 128
 	// vocabCacheSize bounds each of the two generations of terms the
 	// writer knows are in search_terms: common words then cost no
-	// statement at all.
-	vocabCacheSize = 1 << 15
+	// statement at all. At 1<<15 the two took 6 MiB of a 13 MiB live
+	// heap after 200,000 messages, which the collector's GOGC of 400
+	// made 30 MiB of RSS; a word in use stays in the newer generation.
+	vocabCacheSize = 1 << 13
 )
 
 // indexMessage stages a stored message's tokens (on PostgreSQL, indexes
@@ -90,11 +92,7 @@ func (t *wtx) moveStaged(staged, fts string) (int, error) {
 			return 0, err
 		}
 		n++
-		for tok := range strings.SplitSeq(tokens, " ") {
-			if term, ok := vocabularyTerm(tok); ok {
-				t.w.vocab.add(term)
-			}
-		}
+		t.w.vocab.addTokens(tokens)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || n == 0 {
@@ -119,6 +117,15 @@ type vocabulary struct {
 
 func newVocabulary() *vocabulary {
 	return &vocabulary{cur: map[string]struct{}{}, prev: map[string]struct{}{}, pending: map[string]struct{}{}}
+}
+
+// addTokens queues the vocabulary terms of a row's tokens (searchTokens).
+func (v *vocabulary) addTokens(tokens string) {
+	for tok := range strings.SplitSeq(tokens, " ") {
+		if term, ok := vocabularyTerm(tok); ok {
+			v.add(term)
+		}
+	}
 }
 
 // add queues term for the open transaction unless it is known to be

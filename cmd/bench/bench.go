@@ -40,6 +40,7 @@ type Target struct {
 	cmd     *exec.Cmd
 	dataDir string
 	done    chan error
+	exited  bool // stopped, and not started again
 	// dbArgs name a shared database (--database URL), or are empty.
 	dbArgs []string
 }
@@ -139,7 +140,7 @@ func (t *Target) start(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s serve: %w", t.binary, err)
 	}
-	t.cmd, t.done, t.CAFile = cmd, make(chan error, 1), ""
+	t.cmd, t.done, t.CAFile, t.exited = cmd, make(chan error, 1), "", false
 	rows := make(chan [2]string)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -237,6 +238,10 @@ func (t *Target) Stop() error {
 }
 
 func (t *Target) stop() error {
+	if t.exited {
+		return nil
+	}
+	t.exited = true
 	t.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-t.done:
