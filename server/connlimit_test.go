@@ -61,13 +61,25 @@ func get(t *testing.T, addr, path string) (*http.Response, string) {
 func TestConnLimit(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 3)
+	becameIdle := make(chan struct{}, 1)
 	addr, _ := limitedServer(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
 			started <- struct{}{}
 			<-release
 		}
 		io.WriteString(w, "ok")
-	}), nil)
+	}), func(srv *http.Server) {
+		track := srv.ConnState
+		srv.ConnState = func(c net.Conn, state http.ConnState) {
+			track(c, state)
+			if state == http.StateIdle {
+				select {
+				case becameIdle <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
 
 	var idle []net.Conn
 	for range 3 {
@@ -80,11 +92,24 @@ func TestConnLimit(t *testing.T) {
 		t.Error("the oldest idle connection was not the one displaced")
 	}
 
+	// The connection of the request above may be displaced once its
+	// server goroutine has marked it idle, which may come after its client
+	// has read the answer.
+	select {
+	case <-becameIdle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answered connection never became idle")
+	}
+
 	// Three requests in progress hold every slot.
 	for range 3 {
 		c := dialIdle(t, addr)
 		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
-		<-started
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request never got a slot")
+		}
 	}
 	resp, body := get(t, addr, "/")
 	var env struct{ Error struct{ Code string } }
