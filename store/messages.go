@@ -286,10 +286,15 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 	}
 	scan := scanMessageRow
 	if f.Q != "" {
-		var err error
+		ctx, done, err := s.snapshot(ctx)
+		if err != nil {
+			return List[MessageSummary]{}, err
+		}
+		defer done()
 		if scan, err = s.searchMessages(ctx, &k, f.Q); err != nil {
 			return List[MessageSummary]{}, err
 		}
+		return page(ctx, s, k, p, scan)
 	}
 	return page(ctx, s, k, p, scan)
 }

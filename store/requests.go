@@ -161,10 +161,15 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 	}
 	scan := scanRequestRow
 	if f.Q != "" {
-		var err error
+		ctx, done, err := s.snapshot(ctx)
+		if err != nil {
+			return List[RequestSummary]{}, err
+		}
+		defer done()
 		if scan, err = s.searchRequests(ctx, &k, f.Q); err != nil {
 			return List[RequestSummary]{}, err
 		}
+		return page(ctx, s, k, p, scan)
 	}
 	return page(ctx, s, k, p, scan)
 }

@@ -466,6 +466,9 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 	if err != nil {
 		return nil, err
 	}
+	if s.afterSearchPlan != nil {
+		s.afterSearchPlan()
+	}
 	tokens, check := s.b.searchSource(k, plan, "messages_search"), len(plan.check) > 0
 	if !tokens && !check {
 		return scanMessageRow, nil
@@ -513,6 +516,9 @@ func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*
 	plan, err := s.planSearch(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	if s.afterSearchPlan != nil {
+		s.afterSearchPlan()
 	}
 	tokens, check := s.b.searchSource(k, plan, "requests_search"), len(plan.check) > 0
 	if !tokens && !check {

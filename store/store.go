@@ -61,6 +61,9 @@ type Store struct {
 	// indexDone is closed when the SQLite search indexer (indexLoop)
 	// stops; nil on PostgreSQL, whose index needs no mover.
 	indexDone chan struct{}
+	// afterSearchPlan, when set (by tests), runs between a search's
+	// reading of the vocabulary and its reading of the index.
+	afterSearchPlan func()
 
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
@@ -153,7 +156,30 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	if err != nil {
 		return nil, err
 	}
+	if tx, ok := ctx.Value(snapshotKey{}).(*sql.Tx); ok {
+		st = tx.StmtContext(ctx, st)
+	}
 	return st.QueryContext(ctx, s.b.args(args)...)
+}
+
+// snapshotKey carries, in a context, the read transaction that the store's
+// reads through that context share.
+type snapshotKey struct{}
+
+// snapshot returns a context whose reads all see the database as of one
+// moment, and done to end it. A search needs that: it reads the vocabulary
+// first and the index then, and a capture moved from the staged rows into
+// the index between the two reads would be missed by both. (PostgreSQL
+// reads the index alone, in one statement.)
+func (s *Store) snapshot(ctx context.Context) (context.Context, func(), error) {
+	if !s.b.vocabulary() {
+		return ctx, func() {}, nil
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, snapshotKey{}, tx), func() { tx.Rollback() }, nil
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
@@ -161,6 +187,9 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 	if err != nil {
 		// database/sql reports the prepare error from Scan this way.
 		return s.rdb.QueryRowContext(ctx, s.b.rebind(query), s.b.args(args)...)
+	}
+	if tx, ok := ctx.Value(snapshotKey{}).(*sql.Tx); ok {
+		st = tx.StmtContext(ctx, st)
 	}
 	return st.QueryRowContext(ctx, s.b.args(args)...)
 }
