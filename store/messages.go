@@ -359,17 +359,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 			return nil, err
 		}
 	}
-	var seq, size int64
-	var head []byte
-	err := s.queryRow(ctx, `SELECT m.seq, `+packColumns("m.content")+` FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&seq, &head, &size)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.openPacked(ctx, "messages", "content", "seq", seq, head, size, "message "+id)
+	v, err := s.openMessagePack(ctx, projectID, id)
 	if err != nil {
 		return nil, err
 	}

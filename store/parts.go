@@ -357,9 +357,9 @@ func (s *Store) attachments(ctx context.Context, messageSeq int64) ([]Attachment
 	return out, rows.Err()
 }
 
-// RawPart returns the message of the project exactly as received, to be
-// read.
-func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error) {
+// openMessagePack opens the pack of a message of the project, its large
+// values to be read section by section.
+func (s *Store) openMessagePack(ctx context.Context, projectID, id string) (*packedValue, error) {
 	var seq, size int64
 	var head []byte
 	err := s.queryRow(ctx, `SELECT m.seq, `+packColumns("m.content")+` FROM messages m JOIN inboxes i ON i.id = m.inbox_id
@@ -371,6 +371,16 @@ func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error
 		return nil, err
 	}
 	v, err := s.openPacked(ctx, "messages", "content", "seq", seq, head, size, "message "+id)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// RawPart returns the message of the project exactly as received, to be
+// read.
+func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error) {
+	v, err := s.openMessagePack(ctx, projectID, id)
 	if err != nil {
 		return nil, err
 	}
