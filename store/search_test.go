@@ -732,3 +732,72 @@ func TestSearchWhileTheIndexMoves(t *testing.T) {
 		t.Errorf("messages q=reconciliat while the index moved: %v, want [mail2]", got)
 	}
 }
+
+// TestMoveFilesALargeVocabularyInSlices: a capture with more new terms
+// than one move may file (a body of random words) has them filed over
+// several transactions, each bounded, and moves into FTS5 once all are in;
+// the captures around it move as usual, and every one of them is found
+// by a word inside its tokens all along.
+func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
+	}
+	defer func(n int) { maxTermsPerMove = n }(maxTermsPerMove)
+	maxTermsPerMove = 40
+	f := newSearchFixture(t)
+	f.request("before", NewRequest{Path: "/before", Body: []byte("alphaword betaword")})
+	var words []string
+	for i := range 130 {
+		words = append(words, fmt.Sprintf("w%03dzq%c", i, 'a'+i%26))
+	}
+	f.request("random", NewRequest{Path: "/random", Body: []byte(strings.Join(words, " "))})
+	f.request("after", NewRequest{Path: "/after", Body: []byte("gammaword")})
+
+	terms := func() int {
+		var n int
+		if err := f.s.rdb.QueryRow(`SELECT count(*) FROM search_terms`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	found := func(q string, want ...string) {
+		t.Helper()
+		if got := f.requests(RequestFilter{Q: q}); !slices.Equal(got, want) {
+			t.Errorf("q=%s: %v, want %v", q, got, want)
+		}
+	}
+	moves := 0
+	for more := true; more; moves++ {
+		if moves == 20 {
+			t.Fatal("the large capture never moved")
+		}
+		before := terms()
+		if err := f.s.write(t.Context(), func(tx *wtx) error {
+			var err error
+			more, err = tx.moveStaged("requests_search_staged", "requests_search")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if added := terms() - before; added > maxTermsPerMove {
+			t.Fatalf("move %d filed %d terms, more than %d", moves, added, maxTermsPerMove)
+		}
+		// Mid-way, each capture is found, from FTS5 or from staged.
+		found("012zq", "random")
+		found("129zq", "random")
+		found("lphawor", "before")
+		found("ammawor", "after")
+	}
+	// "before" alone, three slices of "random" and "random" moving with
+	// its last, then "after".
+	if moves < 4 {
+		t.Errorf("%d moves; want the large capture's terms filed over several", moves)
+	}
+	if n := f.staged(); n != 0 {
+		t.Fatalf("%d rows still staged", n)
+	}
+	found("012zq", "random")
+	found("129zq", "random")
+	found("w1", "random")
+	found("gammaword", "after")
+}

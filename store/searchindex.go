@@ -62,11 +62,11 @@ func (s *Store) indexStaged(ctx context.Context) error {
 		more := false
 		err := s.write(ctx, func(t *wtx) error {
 			for _, ix := range stagedIndexes {
-				n, err := t.moveStaged(ix[0], ix[1])
+				m, err := t.moveStaged(ix[0], ix[1])
 				if err != nil {
 					return err
 				}
-				more = more || n == indexChunk
+				more = more || m
 			}
 			return nil
 		})
@@ -76,33 +76,111 @@ func (s *Store) indexStaged(ctx context.Context) error {
 	}
 }
 
-// moveStaged moves the oldest indexChunk rows of staged into fts, and
-// queues their tokens for the vocabulary (flushTerms).
-func (t *wtx) moveStaged(staged, fts string) (int, error) {
+// A move holds the writer, and every capture queued behind it, so what
+// one transaction takes is bounded by what it costs: about 1 µs per token
+// into FTS5 and 10 µs per new vocabulary term (a row, and a trigram index
+// entry per character). A body of random words (a 1 MiB field is about
+// 110,000 new terms) would otherwise hold every capture for seconds.
+const (
+	// moveTokenBytes bounds the tokens one move takes into FTS5, unless
+	// the first row alone has more.
+	moveTokenBytes = 128 << 10
+)
+
+// maxTermsPerMove bounds the new vocabulary terms one move files; a
+// variable so tests can make it small.
+var maxTermsPerMove = 1024
+
+// stagedRow is a staged index row.
+type stagedRow struct {
+	seq    int64
+	tokens string
+}
+
+// moveStaged moves the oldest staged rows of staged into fts, at most
+// indexChunk of them and about moveTokenBytes of tokens, and queues their
+// new terms for the vocabulary (flushTerms). A row with more new terms
+// than maxTermsPerMove moves alone, once its terms have been filed over as
+// many transactions as they need; until it moves, searches read it from
+// staged. more reports rows left behind.
+func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
 	rows, err := t.query(`SELECT seq, tokens FROM `+staged+` ORDER BY seq LIMIT ?`, indexChunk)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	var n int
-	var last int64
+	var batch []stagedRow
+	size := 0
 	for rows.Next() {
-		var tokens string
-		if err := rows.Scan(&last, &tokens); err != nil {
+		var r stagedRow
+		if err := rows.Scan(&r.seq, &r.tokens); err != nil {
 			rows.Close()
-			return 0, err
+			return false, err
+		}
+		batch = append(batch, r)
+		if size += len(r.tokens); size >= moveTokenBytes {
+			break
+		}
+	}
+	more = len(batch) == indexChunk || size >= moveTokenBytes
+	rows.Close()
+	if err := rows.Err(); err != nil || len(batch) == 0 {
+		return false, err
+	}
+	v := t.w.vocab
+	n := 0
+	for _, r := range batch {
+		if v.filing.seq != r.seq {
+			added, ok := v.addTokens(r.tokens, maxTermsPerMove)
+			if ok {
+				n++
+				continue
+			}
+			v.unqueue(added)
+		}
+		more = true
+		if n > 0 {
+			break // the rows before it move now, it next time
+		}
+		filed, err := t.fileTermsOf(r)
+		if err != nil || !filed {
+			return true, err
 		}
 		n++
-		t.w.vocab.addTokens(tokens)
+		break
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || n == 0 {
-		return 0, err
-	}
+	last := batch[n-1].seq
 	if _, err := t.exec(`INSERT INTO `+fts+` (rowid, tokens) SELECT seq, tokens FROM `+staged+` WHERE seq <= ?`, last); err != nil {
-		return 0, err
+		return false, err
 	}
 	_, err = t.exec(`DELETE FROM `+staged+` WHERE seq <= ?`, last)
-	return n, err
+	return more, err
+}
+
+// fileTermsOf files the next maxTermsPerMove vocabulary terms of a row too
+// large for one move, and reports whether all of them are now filed. The
+// terms go in the order of the row's tokens, so where the last slice ended
+// in them is where the next transaction resumes; a restart begins the row
+// again, which INSERT OR IGNORE makes harmless.
+func (t *wtx) fileTermsOf(r stagedRow) (bool, error) {
+	v := t.w.vocab
+	from := 0
+	if v.filing.seq == r.seq {
+		from = v.filing.offset
+	}
+	rest := r.tokens[from:]
+	var terms []any
+	for len(rest) > 0 && len(terms) < maxTermsPerMove {
+		tok, after, _ := strings.Cut(rest, " ")
+		if term, ok := vocabularyTerm(tok); ok {
+			terms = append(terms, term)
+		}
+		rest = after
+	}
+	if err := t.insertTerms(terms); err != nil {
+		return false, err
+	}
+	v.filingNext = filing{seq: r.seq, offset: len(r.tokens) - len(rest)}
+	return len(rest) == 0, nil
 }
 
 // vocabulary is the writer's view of search_terms: the terms it knows are
@@ -113,18 +191,46 @@ type vocabulary struct {
 	// it becomes prev, so a term in use stays known and memory is bounded.
 	cur, prev map[string]struct{}
 	pending   map[string]struct{}
+	// added is what the last addTokens queued, so that a row held back
+	// can take its terms out again.
+	added []string
+	// filing is how far the terms of a row too large for one move have
+	// been filed; filingNext is what the open transaction makes of it.
+	filing, filingNext filing
+}
+
+// filing is a row whose terms are filed over several transactions: those
+// of its tokens before offset (a byte offset in its token list) are in
+// search_terms.
+type filing struct {
+	seq    int64
+	offset int
 }
 
 func newVocabulary() *vocabulary {
 	return &vocabulary{cur: map[string]struct{}{}, prev: map[string]struct{}{}, pending: map[string]struct{}{}}
 }
 
-// addTokens queues the vocabulary terms of a row's tokens (searchTokens).
-func (v *vocabulary) addTokens(tokens string) {
+// addTokens queues the vocabulary terms of a row's tokens (searchTokens)
+// and returns those it queued; it stops, and reports false, once more
+// than limit terms are queued in all.
+func (v *vocabulary) addTokens(tokens string, limit int) (added []string, ok bool) {
+	v.added = v.added[:0]
 	for tok := range strings.SplitSeq(tokens, " ") {
 		if term, ok := vocabularyTerm(tok); ok {
 			v.add(term)
+			if len(v.pending) > limit {
+				return v.added, false
+			}
 		}
+	}
+	return v.added, true
+}
+
+// unqueue takes back terms addTokens queued.
+func (v *vocabulary) unqueue(terms []string) {
+	for _, t := range terms {
+		delete(v.pending, t)
 	}
 }
 
@@ -139,7 +245,10 @@ func (v *vocabulary) add(term string) {
 		v.remember(term)
 		return
 	}
-	v.pending[term] = struct{}{}
+	if _, ok := v.pending[term]; !ok {
+		v.pending[term] = struct{}{}
+		v.added = append(v.added, term)
+	}
 }
 
 // remember keeps a copy of term: a term is a slice of a capture's whole
@@ -157,10 +266,14 @@ func (v *vocabulary) committed() {
 		v.remember(t)
 	}
 	clear(v.pending)
+	v.filing = v.filingNext
 }
 
 // forget drops what a failed transaction queued.
-func (v *vocabulary) forget() { clear(v.pending) }
+func (v *vocabulary) forget() {
+	clear(v.pending)
+	v.filingNext = v.filing
+}
 
 // flushTerms stores the queued terms search_terms lacks; a trigger indexes
 // them by trigram.
@@ -173,6 +286,11 @@ func (t *wtx) flushTerms() error {
 	for term := range v.pending {
 		terms = append(terms, term)
 	}
+	return t.insertTerms(terms)
+}
+
+// insertTerms adds terms to search_terms, those it lacks.
+func (t *wtx) insertTerms(terms []any) error {
 	for len(terms) > 0 {
 		n := min(len(terms), maxRowsPerInsert)
 		if _, err := t.exec(`INSERT OR IGNORE INTO search_terms (term) VALUES `+
