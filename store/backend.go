@@ -49,6 +49,10 @@ type backend interface {
 	allow(ctx context.Context, keyID string, perSecond, burst int) (retry time.Duration, ok bool, err error)
 	waitSlot(ctx context.Context, projectID string, slots int, hold time.Duration) (release func(), ok bool, err error)
 
+	// insertSeq runs an INSERT of one row into a table keyed by seq and
+	// returns the row's seq.
+	insertSeq(t *wtx, insert string, args ...any) (int64, error)
+
 	// nextSeqs draws n seqs for new rows of table, in ascending order, for
 	// rows that other rows (their search index rows) must name before the
 	// insert returns.

@@ -125,8 +125,8 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 			strings.ToLower(m.Subject), string(rcpts), string(codes), m.LinksTruncated, content}
 		// The index row and the attachments refer to the message by its
 		// seq.
-		var seq int64
-		if err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq); err != nil {
+		seq, err := t.b.insertSeq(t, insert, args...)
+		if err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
 		if err := t.indexMessage(seq, tokens); err != nil {

@@ -330,6 +330,12 @@ func (b *postgresDB) partQuery(table, column, key string) string {
 		` WHERE ` + key + ` = ?3`
 }
 
+func (b *postgresDB) insertSeq(t *wtx, insert string, args ...any) (int64, error) {
+	var seq int64
+	err := t.queryRow(insert+` RETURNING seq`, args...).Scan(&seq)
+	return seq, err
+}
+
 // nextSeqs draws from table's identity sequence, which every replica
 // shares.
 func (b *postgresDB) nextSeqs(t *wtx, table string, n int) ([]int64, error) {

@@ -204,6 +204,16 @@ func (b *sqliteDB) partQuery(table, column, key string) string {
 	return `SELECT substr(CAST(` + column + ` AS BLOB), ?2, ?1) FROM ` + table + ` WHERE ` + key + ` = ?3`
 }
 
+// The seq is the rowid, which SQLite reports after the insert: RETURNING
+// would have it collect the row in a temporary table first.
+func (b *sqliteDB) insertSeq(t *wtx, insert string, args ...any) (int64, error) {
+	res, err := t.exec(insert, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
 // nextSeqs are one past the largest seq of table, as SQLite would choose:
 // its writer is the only one.
 func (b *sqliteDB) nextSeqs(t *wtx, table string, n int) ([]int64, error) {

@@ -447,8 +447,8 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 		}
 	}()
 	// Settings changed elsewhere since the last batch, or possibly by this
-	// one (anything but a capture may): read the version before COMMIT,
-	// publish it after.
+	// one (anything but a capture may; a capture never does): read the
+	// version before COMMIT, publish it after.
 	readSettings, err := s.b.writerBegun(t)
 	if err != nil {
 		return err
@@ -463,7 +463,7 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	bumps := make(map[counted]int64)
 	var rows []*requestRow
 	for _, op := range batch {
-		readSettings = readSettings || op.request == nil
+		readSettings = readSettings || (op.request == nil && op.capture == NotACapture)
 		if op.request != nil {
 			bumps[counted{requestsTable, op.request.endpointID}]++
 			continue
