@@ -801,3 +801,57 @@ func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
 	found("w1", "random")
 	found("gammaword", "after")
 }
+
+// TestMoveResumesOnlyTheSameRow: a capture deleted while its terms were
+// being filed leaves its seq to the next capture (the newest's seq is
+// drawn again), whose terms are filed from its own first token.
+func TestMoveResumesOnlyTheSameRow(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
+	}
+	defer func(n int) { maxTermsPerMove = n }(maxTermsPerMove)
+	maxTermsPerMove = 40
+	f := newSearchFixture(t)
+	var words []string
+	for i := range 130 {
+		words = append(words, fmt.Sprintf("w%03dzq%c", i, 'a'+i%26))
+	}
+	random := f.request("random", NewRequest{Path: "/random", Body: []byte(strings.Join(words, " "))})
+	move := func() bool {
+		var more bool
+		if err := f.s.write(t.Context(), func(tx *wtx) error {
+			var err error
+			more, err = tx.moveStaged("requests_search_staged", "requests_search")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return more
+	}
+	move() // its first slice of terms
+	seq := func(id string) (n int64) {
+		if err := f.s.rdb.QueryRow(`SELECT seq FROM requests WHERE id = ?`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	was := seq(random)
+	if err := f.s.DeleteRequest(t.Context(), f.project.ID, random); err != nil {
+		t.Fatal(err)
+	}
+	other := f.request("other", NewRequest{Path: "/other", Body: []byte("deltaword epsilonword")})
+	if seq(other) != was {
+		t.Fatalf("the next capture took seq %d, not the deleted %d: nothing to test", seq(other), was)
+	}
+	for i := 0; move(); i++ {
+		if i == 5 {
+			t.Fatal("the index never emptied")
+		}
+	}
+	if n := f.staged(); n != 0 {
+		t.Fatalf("%d rows still staged", n)
+	}
+	if got := f.requests(RequestFilter{Q: "eltawor"}); !slices.Equal(got, []string{"other"}) {
+		t.Errorf("q=eltawor: %v, want [other]", got)
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"hash/maphash"
 	"strings"
 	"time"
 )
@@ -164,7 +165,8 @@ func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
 func (t *wtx) fileTermsOf(r stagedRow) (bool, error) {
 	v := t.w.vocab
 	from := 0
-	if v.filing.seq == r.seq {
+	sum := maphash.String(v.seed, r.tokens)
+	if v.filing.seq == r.seq && v.filing.sum == sum {
 		from = v.filing.offset
 	}
 	rest := r.tokens[from:]
@@ -179,7 +181,7 @@ func (t *wtx) fileTermsOf(r stagedRow) (bool, error) {
 	if err := t.insertTerms(terms); err != nil {
 		return false, err
 	}
-	v.filingNext = filing{seq: r.seq, offset: len(r.tokens) - len(rest)}
+	v.filingNext = filing{seq: r.seq, sum: sum, offset: len(r.tokens) - len(rest)}
 	return len(rest) == 0, nil
 }
 
@@ -197,18 +199,22 @@ type vocabulary struct {
 	// filing is how far the terms of a row too large for one move have
 	// been filed; filingNext is what the open transaction makes of it.
 	filing, filingNext filing
+	seed               maphash.Seed
 }
 
 // filing is a row whose terms are filed over several transactions: those
 // of its tokens before offset (a byte offset in its token list) are in
-// search_terms.
+// search_terms. sum is a hash of the token list: a seq names another row
+// once the newest capture is deleted and the next one takes its seq.
 type filing struct {
 	seq    int64
+	sum    uint64
 	offset int
 }
 
 func newVocabulary() *vocabulary {
-	return &vocabulary{cur: map[string]struct{}{}, prev: map[string]struct{}{}, pending: map[string]struct{}{}}
+	return &vocabulary{cur: map[string]struct{}{}, prev: map[string]struct{}{}, pending: map[string]struct{}{},
+		seed: maphash.MakeSeed()}
 }
 
 // addTokens queues the vocabulary terms of a row's tokens (searchTokens)
