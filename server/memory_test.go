@@ -157,7 +157,7 @@ func loadLinkHeavySMTP(t *testing.T, tg *bench.Target) string {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if err := tg.SendMail(msg); err != nil {
+			if err := tg.SendMail("load@example.com", "inbox@example.com", msg); err != nil {
 				o.add(err.Error())
 				return
 			}
@@ -170,7 +170,7 @@ func loadLinkHeavySMTP(t *testing.T, tg *bench.Target) string {
 
 func loadStalledAPIReaders(t *testing.T, tg *bench.Target) string {
 	msg := bench.LinkHeavyMessage(7_500_000, 150_000)
-	if err := tg.SendMail(msg); err != nil {
+	if err := tg.SendMail("load@example.com", "inbox@example.com", msg); err != nil {
 		t.Fatalf("store the 7.5 MB message: %v", err)
 	}
 	var list struct{ Items []struct{ ID string } }
@@ -352,7 +352,7 @@ func loadIdleSMTP(t *testing.T, tg *bench.Target) string {
 	}
 	wg.Wait()
 	sender := "sender 250"
-	if err := tg.SendMail([]byte("Subject: during flood\r\n\r\nhi\r\n")); err != nil {
+	if err := tg.SendMail("load@example.com", "inbox@example.com", []byte("Subject: during flood\r\n\r\nhi\r\n")); err != nil {
 		sender = "sender: " + err.Error()
 	}
 	return fmt.Sprintf("%d connections, %d greeted; %s", len(conns), greeted.Load(), sender)

@@ -50,7 +50,7 @@ func (t *Target) SlowRead(ctx context.Context, clients, size, links int) (SlowRe
 	res := SlowReaders{Clients: clients, Links: links}
 	msg := LinkHeavyMessage(size, links)
 	res.MessageBytes = len(msg)
-	if err := t.SendMail(msg); err != nil {
+	if err := t.SendMail(loadFrom, loadTo, msg); err != nil {
 		return res, err
 	}
 	var l struct{ Items []struct{ ID string } }
@@ -153,13 +153,19 @@ func (t *Target) status(name string) (int64, error) {
 	return 0, fmt.Errorf("no %s in /proc status", name)
 }
 
+// The envelope of the messages the loads send, as their headers name it.
+const (
+	loadFrom = "load@example.com"
+	loadTo   = "inbox@example.com"
+)
+
 // LinkHeavyMessage is an HTML message of size bytes at most (unless its
 // links alone take more) holding links distinct links, each with a word of
 // its own, as a newsletter with a tracking URL per word would. Its lines
 // stay short, as SMTP wants them.
 func LinkHeavyMessage(size, links int) []byte {
 	const (
-		head = "From: Load <load@example.com>\r\nTo: inbox@example.com\r\nSubject: many links\r\n" +
+		head = "From: Load <" + loadFrom + ">\r\nTo: " + loadTo + "\r\nSubject: many links\r\n" +
 			"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><body>\r\n"
 		pad  = "<p>padding padding padding padding padding padding padding padding</p>\r\n"
 		tail = "</body></html>\r\n"
@@ -177,9 +183,10 @@ func LinkHeavyMessage(size, links int) []byte {
 	return b.Bytes()
 }
 
-// SendMail sends msg over STARTTLS with the inbox's credentials, and
-// returns once the server acknowledged it (or refused it).
-func (t *Target) SendMail(msg []byte) error {
+// SendMail sends msg from the envelope sender from to the recipient to over
+// STARTTLS with the inbox's credentials, and returns once the server
+// acknowledged it (after its commit) or refused it.
+func (t *Target) SendMail(from, to string, msg []byte) error {
 	pem, err := os.ReadFile(t.CAFile)
 	if err != nil {
 		return err
@@ -203,10 +210,10 @@ func (t *Target) SendMail(msg []byte) error {
 	if err := c.Auth(smtp.PlainAuth("", t.InboxID, t.SMTPPassword, "localhost")); err != nil {
 		return err
 	}
-	if err := c.Mail("load@example.com"); err != nil {
+	if err := c.Mail(from); err != nil {
 		return err
 	}
-	if err := c.Rcpt("inbox@example.com"); err != nil {
+	if err := c.Rcpt(to); err != nil {
 		return err
 	}
 	w, err := c.Data()
