@@ -3,15 +3,12 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/smtp"
 	"net/url"
 	"os"
 	"os/exec"
@@ -54,42 +51,9 @@ func (s *served) mail(t *testing.T, to, subject, body string) {
 }
 
 func (s *served) send(to, subject, body string) error {
-	pem, err := os.ReadFile(s.CAFile)
-	if err != nil {
-		return err
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	c, err := smtp.Dial(s.StartTLSAddr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.StartTLS(&tls.Config{RootCAs: roots, ServerName: "localhost"}); err != nil {
-		return err
-	}
-	if err := c.Auth(smtp.PlainAuth("", s.inbox, s.SMTPPassword, "127.0.0.1")); err != nil {
-		return err
-	}
-	if err := c.Mail("app@example.com"); err != nil {
-		return err
-	}
-	if err := c.Rcpt(strings.Trim(to[strings.LastIndex(to, " ")+1:], "<>")); err != nil {
-		return err
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
 	msg := "From: App <app@example.com>\r\nTo: " + to + "\r\nSubject: " + subject + "\r\n\r\n" +
 		strings.ReplaceAll(body, "\n", "\r\n")
-	if _, err := io.WriteString(w, msg); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
+	return s.SendMail("app@example.com", strings.Trim(to[strings.LastIndex(to, " ")+1:], "<>"), []byte(msg))
 }
 
 // hook posts a webhook to the endpoint and returns its id.

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/smtp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,70 +119,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// linkHeavyMessage is an HTML message of about size bytes holding links
-// links, as a newsletter with a tracking URL per word would.
-func linkHeavyMessage(size, links int) []byte {
-	var b bytes.Buffer
-	b.Grow(size + 1024)
-	b.WriteString("From: Load <load@example.com>\r\nTo: inbox@example.com\r\nSubject: links\r\n" +
-		"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><body>\r\n")
-	per := max((size-b.Len())/links, 40)
-	for i := range links {
-		line := fmt.Sprintf(`<a href="https://t.example.com/c/%d">w%d</a>`, i, i)
-		if pad := per - len(line) - 2; pad > 0 {
-			line += strings.Repeat(" ", pad)
-		}
-		b.WriteString(line + "\r\n")
-	}
-	b.WriteString("</body></html>\r\n")
-	return b.Bytes()
-}
-
-// sendMail sends msg over STARTTLS and AUTH PLAIN and returns the reply to
-// DATA (or the error that ended the transaction).
-func sendMail(tg *bench.Target, msg []byte) error {
-	pem, err := os.ReadFile(tg.CAFile)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	nc, err := net.DialTimeout("tcp", tg.StartTLSAddr, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	nc.SetDeadline(time.Now().Add(2 * time.Minute))
-	c, err := smtp.NewClient(nc, "localhost")
-	if err != nil {
-		nc.Close()
-		return err
-	}
-	defer c.Close()
-	if err := c.StartTLS(&tls.Config{ServerName: "localhost", RootCAs: pool}); err != nil {
-		return err
-	}
-	if err := c.Auth(smtp.PlainAuth("", tg.InboxID, tg.SMTPPassword, "localhost")); err != nil {
-		return err
-	}
-	if err := c.Mail("load@example.com"); err != nil {
-		return err
-	}
-	if err := c.Rcpt("inbox@example.com"); err != nil {
-		return err
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(msg); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
-}
-
 // outcomes counts results by their first words.
 type outcomes struct {
 	mu sync.Mutex
@@ -215,7 +148,7 @@ func (o *outcomes) String() string {
 }
 
 func loadLinkHeavySMTP(t *testing.T, tg *bench.Target) string {
-	msg := linkHeavyMessage(10<<20-4096, 200_000)
+	msg := bench.LinkHeavyMessage(10<<20-4096, 200_000)
 	n := 8
 	if v, err := strconv.Atoi(os.Getenv("CAPTURE_MEMORY_SENDERS")); err == nil {
 		n = v
@@ -224,7 +157,7 @@ func loadLinkHeavySMTP(t *testing.T, tg *bench.Target) string {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if err := sendMail(tg, msg); err != nil {
+			if err := tg.SendMail("load@example.com", "inbox@example.com", msg); err != nil {
 				o.add(err.Error())
 				return
 			}
@@ -236,39 +169,30 @@ func loadLinkHeavySMTP(t *testing.T, tg *bench.Target) string {
 }
 
 func loadStalledAPIReaders(t *testing.T, tg *bench.Target) string {
-	msg := linkHeavyMessage(7_500_000, 150_000)
-	if err := sendMail(tg, msg); err != nil {
+	msg := bench.LinkHeavyMessage(7_500_000, 150_000)
+	if err := tg.SendMail("load@example.com", "inbox@example.com", msg); err != nil {
 		t.Fatalf("store the 7.5 MB message: %v", err)
 	}
 	var list struct{ Items []struct{ ID string } }
 	if err := getJSON(tg, "/inboxes/"+tg.InboxID+"/messages", &list); err != nil || len(list.Items) != 1 {
 		t.Fatalf("list: %v %+v", err, list)
 	}
-	request := "GET /api/v1/messages/" + list.Items[0].ID + " HTTP/1.1\r\nHost: capture\r\nAuthorization: Bearer " +
-		tg.Key + "\r\n\r\n"
-	addr := strings.TrimPrefix(strings.TrimSuffix(tg.API, "/api/v1"), "http://")
+	conns, err := tg.StallReaders(t.Context(), list.Items[0].ID, 60)
+	if err != nil {
+		t.Fatalf("60 readers: %v", err)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
 	var o outcomes
-	var conns []net.Conn
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range 60 {
+	for _, c := range conns {
 		wg.Go(func() {
-			c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-			if err != nil {
-				o.add(err.Error())
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			// A small receive window, and one byte read: the server has
-			// begun its answer, and can send little more of it.
-			c.(*net.TCPConn).SetReadBuffer(4096)
-			c.SetDeadline(time.Now().Add(60 * time.Second))
-			if _, err := io.WriteString(c, request); err != nil {
-				o.add(err.Error())
-				return
-			}
+			// The status line read: the server has begun its answer,
+			// and can send little more of it.
+			c.SetReadDeadline(time.Now().Add(60 * time.Second))
 			var b [12]byte
 			if _, err := io.ReadFull(c, b[:]); err != nil {
 				o.add(err.Error())
@@ -278,9 +202,6 @@ func loadStalledAPIReaders(t *testing.T, tg *bench.Target) string {
 		})
 	}
 	wg.Wait()
-	for _, c := range conns {
-		c.Close()
-	}
 	return o.String()
 }
 
@@ -431,7 +352,7 @@ func loadIdleSMTP(t *testing.T, tg *bench.Target) string {
 	}
 	wg.Wait()
 	sender := "sender 250"
-	if err := sendMail(tg, []byte("Subject: during flood\r\n\r\nhi\r\n")); err != nil {
+	if err := tg.SendMail("load@example.com", "inbox@example.com", []byte("Subject: during flood\r\n\r\nhi\r\n")); err != nil {
 		sender = "sender: " + err.Error()
 	}
 	return fmt.Sprintf("%d connections, %d greeted; %s", len(conns), greeted.Load(), sender)

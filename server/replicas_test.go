@@ -105,10 +105,9 @@ func TestReplicasBootstrapOnceAndWakeEachOther(t *testing.T) {
 	_, first, ps := startReplicas(t, 2)
 	a, b := ps[0], ps[1]
 	key := first.banner["API key"]
-	id := func(p *serveProc) string { return p.captureURL()[strings.LastIndex(p.captureURL(), "/")+1:] }
-	if a.banner["Inbox"] != b.banner["Inbox"] || id(a) != id(b) {
+	if a.banner["Inbox"] != b.banner["Inbox"] || a.endpointID() != b.endpointID() {
 		t.Errorf("the replicas show different defaults: inbox %s and %s, endpoint %s and %s",
-			a.banner["Inbox"], b.banner["Inbox"], id(a), id(b))
+			a.banner["Inbox"], b.banner["Inbox"], a.endpointID(), b.endpointID())
 	}
 
 	// The same certificate on both, which the CA `capture ca` prints
@@ -131,7 +130,7 @@ func TestReplicasBootstrapOnceAndWakeEachOther(t *testing.T) {
 		t.Error("the replicas present different certificates")
 	}
 
-	endpoint := a.captureURL()[strings.LastIndex(a.captureURL(), "/")+1:]
+	endpoint := a.endpointID()
 	got := make(chan string, 1)
 	go func() {
 		_, body, err := apiGet(context.Background(), b, key, "/endpoints/"+endpoint+"/requests?wait=20")
@@ -164,7 +163,7 @@ func TestReplicasShareLimits(t *testing.T) {
 	_, first, ps := startReplicas(t, 2)
 	a, b := ps[0], ps[1]
 	key := first.banner["API key"]
-	endpoint := a.captureURL()[strings.LastIndex(a.captureURL(), "/")+1:]
+	endpoint := a.endpointID()
 	ctx, cancel := context.WithCancel(t.Context())
 	var held sync.WaitGroup
 	for i, p := range []*serveProc{a, a, b, b} {
@@ -209,9 +208,9 @@ func TestReplicasShareLimits(t *testing.T) {
 // kill -9 of one replica under load loses nothing it acknowledged: every
 // capture either replica answered 200 for is stored.
 func TestReplicaKilledUnderLoadLosesNothingAcknowledged(t *testing.T) {
-	url, first, ps := startReplicas(t, 2)
+	url, _, ps := startReplicas(t, 2)
 	a, b := ps[0], ps[1]
-	endpoint := a.captureURL()[strings.LastIndex(a.captureURL(), "/")+1:]
+	endpoint := a.endpointID()
 	base := func(p *serveProc) string { return p.captureURL()[:strings.LastIndex(p.captureURL(), "/")] }
 
 	var mu sync.Mutex
@@ -242,19 +241,21 @@ func TestReplicaKilledUnderLoadLosesNothingAcknowledged(t *testing.T) {
 			}
 		})
 	}
-	<-killed
-	a.cmd.Process.Signal(syscall.SIGKILL)
-	load.Wait()
+	loaded := make(chan struct{})
+	go func() { load.Wait(); close(loaded) }()
+	select {
+	case <-killed:
+		a.cmd.Process.Signal(syscall.SIGKILL)
+	case <-loaded:
+		t.Fatalf("replica A acknowledged %d captures of its 600, not the 100 to kill it after", fromA.Load())
+	}
+	<-loaded
 
 	st, err := store.Open(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	boot, err := st.EnsureBootstrap(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	stored := map[string]bool{}
 	page := store.Page{Limit: store.MaxLimit}
 	for {
@@ -279,9 +280,6 @@ func TestReplicaKilledUnderLoadLosesNothingAcknowledged(t *testing.T) {
 	if missing > 0 {
 		t.Errorf("%d of %d acknowledged captures are not stored", missing, len(acked))
 	}
-	if len(acked) < 100 || boot.Project.ID == "" || first == nil {
-		t.Errorf("only %d captures acknowledged", len(acked))
-	}
 	// The survivor still serves.
 	if status, _, _, err := post(b.captureURL()+"/after", "{}"); err != nil || status != 200 {
 		t.Errorf("the surviving replica after the kill: %d %v", status, err)
@@ -296,7 +294,7 @@ func BenchmarkCrossReplicaWake(b *testing.B) {
 	_, first, ps := startReplicas(b, 2)
 	a, w := ps[0], ps[1]
 	key := first.banner["API key"]
-	endpoint := a.captureURL()[strings.LastIndex(a.captureURL(), "/")+1:]
+	endpoint := a.endpointID()
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		returned := make(chan time.Time, 1)

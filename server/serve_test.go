@@ -163,6 +163,13 @@ func (p *serveProc) admin(args ...string) string {
 
 func (p *serveProc) captureURL() string { return p.banner["Capture URL"] }
 
+// endpointID is the id of the default endpoint, the last segment of its
+// capture URL.
+func (p *serveProc) endpointID() string {
+	u := p.captureURL()
+	return u[strings.LastIndex(u, "/")+1:]
+}
+
 // smtpSession is an SMTP client over STARTTLS, authenticated as user.
 func (p *serveProc) smtpSession(user, pass string) (*textproto.Conn, error) {
 	return smtpSession(p.smtp, []byte(p.admin("ca")), user, pass)
@@ -310,7 +317,7 @@ func isUnavailable(status int, h http.Header, body string) bool {
 func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	p := startServe(t, dir)
-	defaultEndpoint := p.captureURL()[strings.LastIndex(p.captureURL(), "/")+1:]
+	defaultEndpoint := p.endpointID()
 	var slow struct{ ID string }
 	if err := json.Unmarshal([]byte(p.admin("endpoint", "create", "--name", "slow", "--json")), &slow); err != nil {
 		t.Fatal(err)
@@ -565,7 +572,7 @@ func TestServeFilesAndLogsKeepSecrets(t *testing.T) {
 // capture.
 func TestServeEndpointSettingsTakeEffectAtOnce(t *testing.T) {
 	p := startServe(t, filepath.Join(t.TempDir(), "data"))
-	id := p.captureURL()[strings.LastIndex(p.captureURL(), "/")+1:]
+	id := p.endpointID()
 	if status, _, body, err := post(p.captureURL(), "{}"); err != nil || status != 200 || !strings.Contains(body, `"id":"req_`) {
 		t.Fatalf("default: %d %q %v", status, body, err)
 	}

@@ -51,7 +51,7 @@ func (t *Target) ReadBack(ctx context.Context, n int) (ReadBack, error) {
 			att[j] = byte(rnd.Uint32())
 		}
 		raw := probeMessage(i, att)
-		if err := t.sendMail([]byte(raw)); err != nil {
+		if err := t.SendMail("probe@app.test", "user@app.test", []byte(raw)); err != nil {
 			return res, fmt.Errorf("probe %d: %w", i, err)
 		}
 		var l struct {

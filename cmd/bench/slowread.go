@@ -1,14 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/smtp"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,9 +48,9 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // not read is what 60 such clients multiply (SPEC §13).
 func (t *Target) SlowRead(ctx context.Context, clients, size, links int) (SlowReaders, error) {
 	res := SlowReaders{Clients: clients, Links: links}
-	msg := htmlMessage(size, links)
+	msg := LinkHeavyMessage(size, links)
 	res.MessageBytes = len(msg)
-	if err := t.sendMail(msg); err != nil {
+	if err := t.SendMail(loadFrom, loadTo, msg); err != nil {
 		return res, err
 	}
 	var l struct{ Items []struct{ ID string } }
@@ -67,33 +70,15 @@ func (t *Target) SlowRead(ctx context.Context, clients, size, links int) (SlowRe
 		return res, err
 	}
 
-	u := strings.TrimPrefix(t.API, "http://")
-	host := u[:strings.IndexByte(u, '/')]
-	request := "GET " + t.API[len("http://")+len(host):] + "/messages/" + l.Items[0].ID + " HTTP/1.1\r\nHost: " + host +
-		"\r\nAuthorization: Bearer " + t.Key + "\r\n\r\n"
-	// A small receive buffer keeps the answer in the server's memory
-	// rather than in the client's kernel.
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return errors.Join(err, serr)
-	}}
-	var conns []net.Conn
+	conns, err := t.StallReaders(ctx, l.Items[0].ID, clients)
+	if err != nil {
+		return res, err
+	}
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
-	for range clients {
-		c, err := dialer.DialContext(ctx, "tcp", host)
-		if err != nil {
-			return res, err
-		}
-		conns = append(conns, c)
-		if _, err := c.Write([]byte(request)); err != nil {
-			return res, err
-		}
-	}
 
 	// The server settles once every response is stuck on a full socket:
 	// wait until its memory has stopped growing for 3 s (at most 60 s).
@@ -119,6 +104,40 @@ func (t *Target) SlowRead(ctx context.Context, clients, size, links int) (SlowRe
 	return res, err
 }
 
+// StallReaders opens n connections to the read API that each request
+// message id and then read nothing, and returns them for the caller to
+// close. A small receive buffer, set before connecting so that the window
+// offered stays small, keeps the answer in the server's memory rather than
+// in this side's kernel.
+func (t *Target) StallReaders(ctx context.Context, id string, n int) ([]net.Conn, error) {
+	u, err := url.Parse(t.API)
+	if err != nil {
+		return nil, err
+	}
+	request := "GET " + u.Path + "/messages/" + id + " HTTP/1.1\r\nHost: " + u.Host +
+		"\r\nAuthorization: Bearer " + t.Key + "\r\n\r\n"
+	dialer := net.Dialer{Timeout: 10 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := dialer.DialContext(ctx, "tcp", u.Host)
+		if err == nil {
+			conns = append(conns, c)
+			_, err = io.WriteString(c, request)
+		}
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
+	return conns, nil
+}
+
 // status reads one "Name: N kB" line of the server's /proc status.
 func (t *Target) status(name string) (int64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(t.PID()), "status"))
@@ -134,49 +153,67 @@ func (t *Target) status(name string) (int64, error) {
 	return 0, fmt.Errorf("no %s in /proc status", name)
 }
 
-// htmlMessage is an HTML message of about size bytes holding n distinct
-// links.
-func htmlMessage(size, n int) []byte {
-	var b strings.Builder
-	b.WriteString("From: Bench <bench@app.test>\r\nTo: user@app.test\r\nSubject: many links\r\n" +
-		"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><body>\r\n")
-	for i := range n {
-		sep := " "
-		if i%20 == 19 {
-			sep = "\r\n" // SMTP lines stay short
-		}
-		fmt.Fprintf(&b, "<a href=\"https://a.test/%d\">x</a>%s", i, sep)
+// The envelope of the messages the loads send, as their headers name it.
+const (
+	loadFrom = "load@example.com"
+	loadTo   = "inbox@example.com"
+)
+
+// LinkHeavyMessage is an HTML message of size bytes at most (unless its
+// links alone take more) holding links distinct links, each with a word of
+// its own, as a newsletter with a tracking URL per word would. Its lines
+// stay short, as SMTP wants them.
+func LinkHeavyMessage(size, links int) []byte {
+	const (
+		head = "From: Load <" + loadFrom + ">\r\nTo: " + loadTo + "\r\nSubject: many links\r\n" +
+			"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><body>\r\n"
+		pad  = "<p>padding padding padding padding padding padding padding padding</p>\r\n"
+		tail = "</body></html>\r\n"
+	)
+	var b bytes.Buffer
+	b.Grow(max(size, len(head)+len(tail)))
+	b.WriteString(head)
+	for i := range links {
+		fmt.Fprintf(&b, "<a href=\"https://t.example.com/c/%d\">w%d</a>\r\n", i, i)
 	}
-	for b.Len() < size {
-		b.WriteString("<p>padding padding padding padding padding padding padding padding</p>\r\n")
+	for b.Len()+len(pad)+len(tail) <= size {
+		b.WriteString(pad)
 	}
-	b.WriteString("</body></html>\r\n")
-	return []byte(b.String())
+	b.WriteString(tail)
+	return b.Bytes()
 }
 
-// sendMail sends msg over STARTTLS with the inbox's credentials.
-func (t *Target) sendMail(msg []byte) error {
+// SendMail sends msg from the envelope sender from to the recipient to over
+// STARTTLS with the inbox's credentials, and returns once the server
+// acknowledged it (after its commit) or refused it.
+func (t *Target) SendMail(from, to string, msg []byte) error {
 	pem, err := os.ReadFile(t.CAFile)
 	if err != nil {
 		return err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	c, err := smtp.Dial(t.StartTLSAddr)
+	nc, err := net.DialTimeout("tcp", t.StartTLSAddr, 10*time.Second)
 	if err != nil {
+		return err
+	}
+	nc.SetDeadline(time.Now().Add(2 * time.Minute))
+	c, err := smtp.NewClient(nc, "localhost")
+	if err != nil {
+		nc.Close()
 		return err
 	}
 	defer c.Close()
 	if err := c.StartTLS(&tls.Config{RootCAs: pool, ServerName: "localhost"}); err != nil {
 		return err
 	}
-	if err := c.Auth(smtp.PlainAuth("", t.InboxID, t.SMTPPassword, "127.0.0.1")); err != nil {
+	if err := c.Auth(smtp.PlainAuth("", t.InboxID, t.SMTPPassword, "localhost")); err != nil {
 		return err
 	}
-	if err := c.Mail("bench@app.test"); err != nil {
+	if err := c.Mail(from); err != nil {
 		return err
 	}
-	if err := c.Rcpt("user@app.test"); err != nil {
+	if err := c.Rcpt(to); err != nil {
 		return err
 	}
 	w, err := c.Data()

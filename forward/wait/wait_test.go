@@ -20,8 +20,8 @@ import (
 
 // The parts SPEC §15 and §16 add (codes, link kinds, q) go over the wire as
 // SPEC §8 shapes them: an API that speaks that shape checks exactly what
-// the client sends and reads. The command's tests run codes and kinds
-// against the real server too; q only once the server searches.
+// the client sends and reads. The command's tests (cmd/wait_test.go) run
+// codes, kinds and q against the real server too.
 func TestCodesKindsSearchOnTheWire(t *testing.T) {
 	var mu sync.Mutex
 	var queries []url.Values
