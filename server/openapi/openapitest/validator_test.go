@@ -673,3 +673,29 @@ func TestCheckConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The capture listener's answers are checked against the document's
+// component schemas by name.
+func TestCheckSchema(t *testing.T) {
+	v := newValidator(t)
+	for _, tc := range []struct {
+		schema, body string
+		ok           bool
+	}{
+		{"CaptureReceipt", `{"id":"req_Lk2Mx9Qz7Pw"}`, true},
+		{"CaptureReceipt", `{"ID":"req_Lk2Mx9Qz7Pw"}`, false},
+		{"CaptureReceipt", `{"id":"msg_Lk2Mx9Qz7Pw"}`, false},
+		{"CaptureReceipt", `{"id":"req_Lk2Mx9Qz7Pw","status":"ok"}`, false},
+		{"CaptureReceipt", `{}`, false},
+		{"CaptureReceipt", `{"id":`, false},
+		{"Error", `{"error":{"code":"unavailable","message":"try again","fields":{}}}`, true},
+		{"Error", `{"error":{"code":"not_found","message":"no endpoint"}}`, false},
+		{"Error", `{"error":{"code":"gone","message":"x","fields":{}}}`, false},
+		{"NoSuchSchema", `{}`, false},
+	} {
+		err := v.CheckSchema(tc.schema, []byte(tc.body))
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckSchema(%s, %s) = %v, want ok %v", tc.schema, tc.body, err, tc.ok)
+		}
+	}
+}
