@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/openapi"
 	"github.com/capturedev/capture/store"
 )
@@ -71,5 +73,23 @@ func TestDocumentedParametersAreAccepted(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Errorf("checked %d documented parameters; the document lists more", checked)
+	}
+}
+
+// The store's vocabularies are written to the wire as they are, so they
+// must be the contract's (and the document's) words.
+func TestStoreWordsAreTheContracts(t *testing.T) {
+	if !slices.Equal(store.LinkKinds, contract.LinkKinds) {
+		t.Errorf("store link kinds %v, contract %v", store.LinkKinds, contract.LinkKinds)
+	}
+	for _, pair := range [][2]string{
+		{store.DeliveryReplay, contract.KindReplay},
+		{store.DeliveryForward, contract.KindForward},
+		{store.DeliveryDelivered, contract.StatusDelivered},
+		{store.DeliveryFailed, contract.StatusFailed},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("store writes %q where the contract says %q", pair[0], pair[1])
+		}
 	}
 }

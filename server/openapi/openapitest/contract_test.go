@@ -134,3 +134,28 @@ func properties(s *openapi3.Schema) map[string]*openapi3.SchemaRef {
 	}
 	return out
 }
+
+// The document's enums are the contract's words, in the contract's order.
+func TestEnumsMatchContract(t *testing.T) {
+	doc := newValidator(t).doc
+	s := doc.Components.Schemas
+	for _, tc := range []struct {
+		where  string
+		schema *openapi3.Schema
+		want   []string
+	}{
+		{"LinkKind", s["LinkKind"].Value, contract.LinkKinds},
+		{"Delivery.kind", s["Delivery"].Value.Properties["kind"].Value, []string{contract.KindReplay, contract.KindForward}},
+		{"DeliverySummary.kind", s["DeliverySummary"].Value.Properties["kind"].Value, []string{contract.KindReplay, contract.KindForward}},
+		{"Delivery.status", s["Delivery"].Value.Properties["status"].Value, []string{contract.StatusDelivered, contract.StatusFailed}},
+		{"DeliverySummary.status", s["DeliverySummary"].Value.Properties["status"].Value, []string{contract.StatusDelivered, contract.StatusFailed}},
+	} {
+		var got []string
+		for _, v := range tc.schema.Enum {
+			got = append(got, v.(string))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s enum = %v, want %v", tc.where, got, tc.want)
+		}
+	}
+}
