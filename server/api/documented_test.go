@@ -1,17 +1,23 @@
 package api_test
 
 import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/capturedev/capture/server/api"
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/openapi"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // TestDocumentedParametersAreAccepted sends every query parameter the
@@ -91,5 +97,46 @@ func TestStoreWordsAreTheContracts(t *testing.T) {
 		if pair[0] != pair[1] {
 			t.Errorf("store writes %q where the contract says %q", pair[0], pair[1])
 		}
+	}
+}
+
+// Config.Refused hears the code of every error answer, the router's own
+// (no route, a method the route does not take) included.
+func TestRefusedHearsEveryError(t *testing.T) {
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var heard []string
+	a := api.New(st, api.Config{Logger: slog.New(slog.DiscardHandler), Refused: func(code string) {
+		mu.Lock()
+		heard = append(heard, code)
+		mu.Unlock()
+	}})
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	for _, c := range []struct{ method, path, key string }{
+		{"GET", "/api/v1/me", ""},
+		{"GET", "/api/v1/nope", boot.Secret},
+		{"PUT", "/api/v1/me", boot.Secret},
+		{"GET", "/api/v1/me?x=1", boot.Secret},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, nil)
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"unauthorized", "not_found", "method_not_allowed", "invalid_parameter"}
+	if !slices.Equal(heard, want) {
+		t.Errorf("Refused heard %v, want %v", heard, want)
 	}
 }
