@@ -159,3 +159,17 @@ func TestEnumsMatchContract(t *testing.T) {
 		}
 	}
 }
+
+// The caps the document states for a delivery report are the contract's.
+func TestDeliveryCapsMatchContract(t *testing.T) {
+	props := newValidator(t).doc.Components.Schemas["DeliveryReport"].Value.Properties
+	if got := props["target_url"].Value.MaxLength; got == nil || *got != contract.MaxDeliveryTargetURL {
+		t.Errorf("target_url maxLength = %v, want %d", got, contract.MaxDeliveryTargetURL)
+	}
+	if got := props["error"].Value.MaxLength; got == nil || *got != contract.MaxDeliveryError {
+		t.Errorf("error maxLength = %v, want %d", got, contract.MaxDeliveryError)
+	}
+	if got := props["duration_ms"].Value.Max; got == nil || *got != contract.MaxDeliveryDurationMS {
+		t.Errorf("duration_ms maximum = %v, want %d", got, contract.MaxDeliveryDurationMS)
+	}
+}
