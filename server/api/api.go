@@ -108,21 +108,23 @@ func New(st Store, cfg Config) *API {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
+	// Every error answer goes through writeError, so that Refused hears
+	// each one, the answers of the router's own included.
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		contract.WriteError(w, contract.NoRoute(req))
+		a.writeError(w, contract.NoRoute(req))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		// httprouter lists OPTIONS among the allowed methods, but OPTIONS
 		// is not answered here.
 		allow := slices.DeleteFunc(strings.Split(w.Header().Get("Allow"), ", "), func(m string) bool { return m == http.MethodOptions })
-		contract.WriteError(w, contract.MethodNotAllowed(req, allow))
+		a.writeError(w, contract.MethodNotAllowed(req, allow))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		if v == http.ErrAbortHandler {
 			panic(v) // a response cut short on purpose; net/http closes the connection
 		}
 		a.log.Error("panic in API handler", "path", req.URL.Path, "panic", v)
-		contract.WriteError(w, errInternal)
+		a.writeError(w, errInternal)
 	}
 	a.router = r
 

@@ -18,9 +18,25 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/server/admission"
+	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/storetest"
 )
+
+// schemas checks the listener's answers against the shapes the OpenAPI
+// document gives them.
+var schemas = sync.OnceValues(openapitest.NewValidator)
+
+func checkSchema(t *testing.T, name string, body []byte) {
+	t.Helper()
+	v, err := schemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CheckSchema(name, body); err != nil {
+		t.Errorf("answer does not match the OpenAPI document: %v", err)
+	}
+}
 
 // env is a capture listener on a real port over a store in a temp dir.
 type env struct {
@@ -142,6 +158,7 @@ func (e *env) captured(resp *http.Response, body []byte) store.Request {
 	if err := json.Unmarshal(body, &v); err != nil || !strings.HasPrefix(v.ID, "req_") {
 		e.t.Fatalf("answer %s: want {\"id\":\"req_…\"} (%v)", body, err)
 	}
+	checkSchema(e.t, "CaptureReceipt", body)
 	r, err := e.st.Request(e.t.Context(), e.project.ID, v.ID)
 	if err != nil {
 		e.t.Fatalf("answered id %s is not readable: %v", v.ID, err)
@@ -203,6 +220,7 @@ func checkError(t *testing.T, resp *http.Response, body []byte, status int, code
 	if env.Error.Code != code || env.Error.Message == "" || env.Error.Fields == nil {
 		t.Errorf("error envelope %s, want code %q with a message and fields", body, code)
 	}
+	checkSchema(t, "Error", body)
 }
 
 func gzipped(s string) []byte {

@@ -150,7 +150,9 @@ func dotSegment(seg string) int {
 // exactly header, and body with its length. net/http gives a request
 // without a User-Agent its own; an absent one is sent as none.
 func NewRequest(ctx context.Context, method string, u *url.URL, header http.Header, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://placeholder/", nil)
+	// NewRequest checks the method; the URL it is given is replaced by u
+	// itself, as Join built it, rather than by u printed and parsed again.
+	req, err := http.NewRequestWithContext(ctx, method, "http://target.invalid/", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -212,6 +213,26 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	if content.Get(ct) == nil {
 		return fmt.Errorf("response: Content-Type %q is not documented (documented: %s)",
 			ct, strings.Join(mediaTypes(content), ", "))
+	}
+	return nil
+}
+
+// CheckSchema validates a JSON body against the document's component
+// schema name: the answers of the capture listener, which lives outside
+// /api/v1 but whose shapes the document defines (CaptureReceipt, Error).
+func (v *Validator) CheckSchema(name string, body []byte) error {
+	ref := v.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("openapi: no schema %q in the document", name)
+	}
+	var value any
+	if err := json.Unmarshal(body, &value); err != nil {
+		return fmt.Errorf("%s: decode %q: %w", name, body, err)
+	}
+	err := ref.Value.VisitJSON(value, openapi3.MultiErrors(), openapi3.EnableJSONSchema2020(),
+		openapi3.SetSchemaErrorMessageCustomizer(schemaErrorMessage))
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", name, body, err)
 	}
 	return nil
 }

@@ -150,6 +150,11 @@ func TestEveryRoute(t *testing.T) {
 			if got := op.Responses.Status(429) != nil; got != secured {
 				t.Errorf("429 documented = %v, want %v", got, secured)
 			}
+			// Every call that reads the database may find it unable to
+			// commit in time, or the server stopping.
+			if got := op.Responses.Status(503) != nil; got != secured {
+				t.Errorf("503 documented = %v, want %v", got, secured)
+			}
 			if op.Responses.Status(500) == nil {
 				t.Error("500 not documented")
 			}
@@ -179,7 +184,7 @@ func checkErrorResponse(t *testing.T, code string, resp *openapi3.ResponseRef) {
 	}) {
 		t.Errorf("%s: does not use the Error schema", code)
 	}
-	header := map[string]string{"401": "WWW-Authenticate", "429": "Retry-After"}[code]
+	header := map[string]string{"401": "WWW-Authenticate", "429": "Retry-After", "503": "Retry-After"}[code]
 	if header == "" {
 		return
 	}
@@ -187,8 +192,8 @@ func checkErrorResponse(t *testing.T, code string, resp *openapi3.ResponseRef) {
 	if h == nil || !h.Value.Required {
 		t.Errorf("%s: header %s not declared as required", code, header)
 	}
-	if code == "429" && !h.Value.Schema.Value.Type.Is("integer") {
-		t.Errorf("429: Retry-After is not an integer")
+	if header == "Retry-After" && !h.Value.Schema.Value.Type.Is("integer") {
+		t.Errorf("%s: Retry-After is not an integer", code)
 	}
 }
 
@@ -454,6 +459,8 @@ func TestCheckAccepts(t *testing.T) {
 			status: 429, header: header("Retry-After", "1"), resp: errorBody("too_many_waits")},
 		{name: "internal", method: "GET", target: "/api/v1/requests/req_Lk2Mx9Qz7Pw", status: 500,
 			header: jsonHeader, resp: errorBody("internal")},
+		{name: "unavailable", method: "GET", target: "/api/v1/inboxes/inb_3HsQ8nZk1RtY/messages?wait=20", status: 503,
+			header: header("Retry-After", "5"), resp: errorBody("unavailable")},
 		{name: "method not allowed", method: "PUT", target: "/api/v1/me", status: 405,
 			header: header("Allow", "GET"), resp: errorBody("method_not_allowed")},
 	} {
@@ -599,6 +606,10 @@ func TestCheckRejects(t *testing.T) {
 		{exchange{name: "429 with a date", method: "GET", target: "/api/v1/me", status: 429,
 			header: header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"), resp: errorBody("rate_limited")},
 			"Retry-After"},
+		{exchange{name: "503 without Retry-After", method: "GET", target: "/api/v1/me", status: 503,
+			header: jsonHeader, resp: errorBody("unavailable")}, "Retry-After"},
+		{exchange{name: "503 with another code", method: "GET", target: "/api/v1/me", status: 503,
+			header: header("Retry-After", "5"), resp: errorBody("internal")}, "/error/code"},
 		{exchange{name: "undocumented status", method: "GET", target: "/api/v1/me", status: 418,
 			header: jsonHeader, resp: errorBody("internal")}, "418"},
 		{exchange{name: "404 on a route without id", method: "GET", target: "/api/v1/me", status: 404,
@@ -672,4 +683,30 @@ func TestCheckConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// The capture listener's answers are checked against the document's
+// component schemas by name.
+func TestCheckSchema(t *testing.T) {
+	v := newValidator(t)
+	for _, tc := range []struct {
+		schema, body string
+		ok           bool
+	}{
+		{"CaptureReceipt", `{"id":"req_Lk2Mx9Qz7Pw"}`, true},
+		{"CaptureReceipt", `{"ID":"req_Lk2Mx9Qz7Pw"}`, false},
+		{"CaptureReceipt", `{"id":"msg_Lk2Mx9Qz7Pw"}`, false},
+		{"CaptureReceipt", `{"id":"req_Lk2Mx9Qz7Pw","status":"ok"}`, false},
+		{"CaptureReceipt", `{}`, false},
+		{"CaptureReceipt", `{"id":`, false},
+		{"Error", `{"error":{"code":"unavailable","message":"try again","fields":{}}}`, true},
+		{"Error", `{"error":{"code":"not_found","message":"no endpoint"}}`, false},
+		{"Error", `{"error":{"code":"gone","message":"x","fields":{}}}`, false},
+		{"NoSuchSchema", `{}`, false},
+	} {
+		err := v.CheckSchema(tc.schema, []byte(tc.body))
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckSchema(%s, %s) = %v, want ok %v", tc.schema, tc.body, err, tc.ok)
+		}
+	}
 }

@@ -8,6 +8,17 @@ export const send = JSON.parse(process.env.CAPTURE_SEND);
 export const attachmentBytes = Buffer.from(send.attachment.base64, 'base64');
 export const fromHeader = `${send.from_name} <${send.from}>`;
 
+// content is the message's recipients, subject and bodies under the
+// lowercase names SendGrid, Mailgun and Resend share.
+export const content = {
+  to: send.to,
+  cc: send.cc,
+  bcc: send.bcc,
+  subject: send.subject,
+  text: send.text,
+  html: send.html,
+};
+
 // report prints the one line of JSON the Go test reads.
 export function report(result) {
   process.stdout.write(JSON.stringify(result) + '\n');

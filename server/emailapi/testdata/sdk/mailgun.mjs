@@ -2,18 +2,13 @@
 // client's url option; the key goes in as the password of user "api".
 import FormData from 'form-data';
 import Mailgun from 'mailgun.js';
-import { send, attachmentBytes, fromHeader, report, fail } from './common.mjs';
+import { send, attachmentBytes, content, fromHeader, report, fail } from './common.mjs';
 
 const mailgun = new Mailgun(FormData);
 const domain = 'mg.example.com';
 const message = {
   from: fromHeader,
-  to: send.to,
-  cc: send.cc,
-  bcc: send.bcc,
-  subject: send.subject,
-  text: send.text,
-  html: send.html,
+  ...content,
   attachment: [{
     filename: send.attachment.filename,
     data: attachmentBytes,

@@ -1,16 +1,11 @@
 // Sends through resend, pointed at capture by the client's baseUrl option
 // (the RESEND_BASE_URL environment variable works too).
 import { Resend } from 'resend';
-import { send, attachmentBytes, fromHeader, report, fail } from './common.mjs';
+import { send, attachmentBytes, content, fromHeader, report, fail } from './common.mjs';
 
 const message = {
   from: fromHeader,
-  to: send.to,
-  cc: send.cc,
-  bcc: send.bcc,
-  subject: send.subject,
-  text: send.text,
-  html: send.html,
+  ...content,
   attachments: [{
     filename: send.attachment.filename,
     content: attachmentBytes,

@@ -1,7 +1,7 @@
 // Sends through @sendgrid/mail. Its base URL is a default request option of
 // its client; setApiKey resets it, so it is set after.
 import sgMail from '@sendgrid/mail';
-import { send, attachmentBytes, report, fail } from './common.mjs';
+import { send, attachmentBytes, content, report, fail } from './common.mjs';
 
 function client(key) {
   sgMail.setApiKey(key);
@@ -10,12 +10,7 @@ function client(key) {
 
 const message = {
   from: { email: send.from, name: send.from_name },
-  to: send.to,
-  cc: send.cc,
-  bcc: send.bcc,
-  subject: send.subject,
-  text: send.text,
-  html: send.html,
+  ...content,
   attachments: [{
     content: attachmentBytes.toString('base64'),
     filename: send.attachment.filename,
