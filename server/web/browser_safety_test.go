@@ -56,7 +56,7 @@ func (b *browser) inert(where string) {
 			const u = a.getAttribute("href") ?? a.getAttribute("src");
 			if (/^\s*javascript:/i.test(u)) out.push("javascript url: " + a.outerHTML.slice(0, 120));
 		}
-		for (const el of document.querySelectorAll("svg, img")) if (!el.closest(".logo, .c-att") && el.tagName !== "svg") out.push("element: " + el.outerHTML.slice(0, 120));
+		for (const el of document.querySelectorAll("svg, img")) if (!el.closest(".logo, .c-att")) out.push("element: " + el.outerHTML.slice(0, 120));
 		return out;
 	})()`)
 	for _, p := range problems {
