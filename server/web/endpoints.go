@@ -28,11 +28,6 @@ func (h *Handler) endpointsPage(w http.ResponseWriter, r *http.Request, pc *proj
 }
 
 func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *projectCtx, status int, v endpointsView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, "Endpoints", "endpoints", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
 	q := r.URL.Query()
 	pg := pageOf(q, listLimit)
@@ -52,9 +47,7 @@ func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *pr
 	}
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(e store.Endpoint) string { return e.ID }))
 	v.CreateURL = projectURL(pid, "endpoints")
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "endpoints", l)
+	h.show(w, r, pc.session, pc, status, page{template: "endpoints", title: "Endpoints", section: "endpoints", err: errMsg, view: v})
 }
 
 // responseSummary says in a few words what senders get back.
@@ -116,17 +109,11 @@ func (h *Handler) endpointSettingsPage(w http.ResponseWriter, r *http.Request, p
 
 func (h *Handler) renderEndpointSettings(w http.ResponseWriter, r *http.Request, pc *projectCtx, e store.Endpoint,
 	status int, v endpointSettingsView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, e.Name+" settings", "endpoints", e.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
 	v.ID, v.Name, v.CaptureURL = e.ID, e.Name, h.captureURL(e.ID)
 	v.RequestsURL, v.SaveURL = endpointURL(pid, e.ID), endpointURL(pid, e.ID)+"/settings"
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "endpoint_settings", l)
+	h.show(w, r, pc.session, pc, status, page{template: "endpoint_settings", title: e.Name + " settings",
+		section: "endpoints", current: e.ID, err: errMsg, view: v})
 }
 
 func headerLines(hs map[string]string) string {

@@ -30,11 +30,6 @@ func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request, pc *projectCt
 }
 
 func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, pc *projectCtx, status int, v keysView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, "API keys", "keys", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	keys, err := h.store.Keys(r.Context(), pc.project.ID)
 	if err != nil {
 		h.fail(w, r, err)
@@ -58,9 +53,7 @@ func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, pc *project
 	v.AtLimit = v.Active >= plan.APIKeys
 	v.CreateURL = projectURL(pid, "keys")
 	v.APIBase = origin(r) + "/api/v1"
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "keys", l)
+	h.show(w, r, pc.session, pc, status, page{template: "keys", title: "API keys", section: "keys", err: errMsg, view: v})
 }
 
 // createKey shows the new key on the page that answers the post, and

@@ -96,6 +96,29 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 	return l, nil
 }
 
+// page is a signed-in page to show: its template and view, its title,
+// where it sits in the navigation, and the message of a form it refused.
+type page struct {
+	template, title, section string
+	// current is the id of the inbox or endpoint shown, if any.
+	current string
+	err     string
+	view    any
+}
+
+// show renders a signed-in page in its frame; pc is nil for a page that
+// belongs to no project.
+func (h *Handler) show(w http.ResponseWriter, r *http.Request, s *session, pc *projectCtx, status int, p page) {
+	l, err := h.frame(w, r, s, pc, p.title, p.section, p.current)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	l.Error = p.err
+	l.Page = p.view
+	h.render(w, r, status, p.template, l)
+}
+
 // render writes a page. The page is rendered into a buffer first so that
 // a template error becomes an error page rather than half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, l layout) {
