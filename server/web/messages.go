@@ -17,6 +17,8 @@ const pageLimit = 50
 // endpoint's requests show around their rows.
 type captureList struct {
 	ID, Name, Count, SettingsURL, PurgeURL string
+	// Noun and Nouns name one capture of the list and many.
+	Noun, Nouns string
 	// Search is the search box's words.
 	Search string
 	// SearchError says why the search cannot run; the list is empty then.
@@ -31,13 +33,13 @@ type captureList struct {
 
 // around fills in what surrounds a list's rows, given the page pg taken
 // of the store, its next cursor and the ids of its rows (newest first):
-// the links to the other pages, what a search found (a row is one, many
-// rows are many), and on the newest page the address of the live stream
-// at events, which continues from the newest row shown.
-func (c *captureList) around(r *http.Request, pg store.Page, next string, ids []string, one, many, events string) {
+// the links to the other pages, what a search found, and on the newest
+// page the address of the live stream at events, which continues from
+// the newest row shown.
+func (c *captureList) around(r *http.Request, pg store.Page, next string, ids []string, events string) {
 	c.Pager = pagerFor(r, pg, next, ids)
 	if c.Filtered {
-		c.Found = found(len(ids), c.Pager, one, many)
+		c.Found = found(len(ids), c.Pager, c.Noun, c.Nouns)
 	}
 	if pg.Before == "" && pg.After == "" {
 		c.LiveURL = liveURL(events, r.URL.Query(), ids)
@@ -76,7 +78,7 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 	}
 	pid := pc.project.ID
 	v := messagesView{captureList: captureList{
-		ID: in.ID, Name: in.Name, Count: plural(in.MessageCount, "message", "messages"),
+		ID: in.ID, Name: in.Name, Noun: "message", Nouns: "messages", Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
 		Search: searchWords(q), SearchError: searchError,
 	}, To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
@@ -88,7 +90,7 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 			v.Rows = append(v.Rows, messageRowOf(pid, m))
 		}
 		v.around(r, pg, list.Next, ids(list.Items, func(m store.MessageSummary) string { return m.ID }),
-			"message", "messages", inboxURL(pid, in.ID)+"/events")
+			inboxURL(pid, in.ID)+"/events")
 	}
 	h.show(w, r, pc.session, pc, status, page{template: "messages", title: in.Name, section: "captures", current: in.ID, view: v})
 }

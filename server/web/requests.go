@@ -65,7 +65,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 	}
 	pid := pc.project.ID
 	v := requestsView{captureList: captureList{
-		ID: e.ID, Name: e.Name, Count: plural(e.RequestCount, "request", "requests"),
+		ID: e.ID, Name: e.Name, Noun: "request", Nouns: "requests", Count: plural(e.RequestCount, "request", "requests"),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
 		Search: searchWords(q), SearchError: searchError,
 	}, CaptureURL: h.captureURL(e.ID), Method: q.Get("method"), Path: q.Get("path"),
@@ -78,7 +78,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 			v.Rows = append(v.Rows, requestRowOf(pid, rq))
 		}
 		v.around(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }),
-			"request", "requests", endpointURL(pid, e.ID)+"/events")
+			endpointURL(pid, e.ID)+"/events")
 	}
 	h.show(w, r, pc.session, pc, status, page{template: "requests", title: e.Name, section: "captures", current: e.ID, view: v})
 }
