@@ -336,21 +336,23 @@ func (b *browser) clipboard() string {
 // download clicks a link that downloads a file and returns the file.
 func (b *browser) download(role, name string, in ...chromedp.QueryOption) (string, []byte) {
 	b.t.Helper()
-	progress := chromedp.BrowserEvents(b.ctx, cdpbrowser.DownloadProgress)
-	begun := chromedp.BrowserEvents(b.ctx, cdpbrowser.DownloadWillBegin)
-	b.click(role, name, in...)
+	// The events are followed on the step's deadline, which ends them: a
+	// download that never begins or never ends fails the test.
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
+	progress := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadProgress)
+	begun := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadWillBegin)
+	b.click(role, name, in...)
 	var suggested string
 	for ev, err := range begun {
-		if err != nil || ctx.Err() != nil {
+		if err != nil {
 			b.t.Fatalf("no download began: %v", err)
 		}
 		suggested = ev.SuggestedFilename
 		break
 	}
 	for ev, err := range progress {
-		if err != nil || ctx.Err() != nil {
+		if err != nil {
 			b.t.Fatalf("download did not finish: %v", err)
 		}
 		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
@@ -364,6 +366,7 @@ func (b *browser) download(role, name string, in ...chromedp.QueryOption) (strin
 			b.t.Fatal("download canceled")
 		}
 	}
+	b.t.Fatal("the browser stopped reporting the download")
 	return "", nil
 }
 
