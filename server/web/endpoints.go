@@ -138,10 +138,9 @@ func (h *Handler) saveEndpoint(w http.ResponseWriter, r *http.Request, pc *proje
 		return
 	}
 	// Browsers send a textarea's line breaks as CRLF; people mean LF.
-	unCRLF := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 	v := endpointSettingsView{
 		Target: strings.TrimSpace(r.PostFormValue("target")), Status: strings.TrimSpace(r.PostFormValue("status")),
-		Headers: unCRLF(r.PostFormValue("headers")), Body: unCRLF(r.PostFormValue("body")),
+		Headers: newlines(r.PostFormValue("headers")), Body: newlines(r.PostFormValue("body")),
 		Delay: strings.TrimSpace(r.PostFormValue("delay")),
 	}
 	u, err := parseEndpointForm(v)
