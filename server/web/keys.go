@@ -7,11 +7,11 @@ import (
 )
 
 type keysView struct {
-	Keys      []keyRow
-	Plan      string
-	Limit     int64
-	Active    int64
-	AtLimit   bool
+	Keys    []keyRow
+	Plan    string
+	Limit   int64
+	Active  int64
+	AtLimit bool
 	// OneKey is a plan that allows a single key, such as free: the page
 	// explains how to make room for another, or where to get more.
 	OneKey bool
