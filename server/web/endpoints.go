@@ -20,7 +20,6 @@ type endpointsView struct {
 
 type endpointCard struct {
 	ID, Name, URL, CaptureURL, Target, Count, SettingsURL, Response string
-	Created                                                         timeView
 }
 
 func (h *Handler) endpointsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -39,7 +38,7 @@ func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *pr
 	for _, e := range list.Items {
 		c := endpointCard{ID: e.ID, Name: e.Name, URL: endpointURL(pid, e.ID), CaptureURL: h.captureURL(e.ID),
 			Count: plural(e.RequestCount, "request", "requests"), SettingsURL: endpointURL(pid, e.ID) + "/settings",
-			Response: responseSummary(e.Response), Created: timeOf(e.CreatedAt)}
+			Response: responseSummary(e.Response)}
 		if e.TargetURL != nil {
 			c.Target = *e.TargetURL
 		}

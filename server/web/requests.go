@@ -18,8 +18,8 @@ type requestsView struct {
 }
 
 type requestRow struct {
-	ID, URL, Method, Path, Query, ContentType, Size, RemoteAddr string
-	Received                                                    timeView
+	ID, URL, Method, Path, Query, ContentType, Size string
+	Received                                        timeView
 	// Delivery is the request's last delivery; nil when there was none.
 	Delivery *deliveryMark
 }
@@ -85,7 +85,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 
 func requestRowOf(pid string, rq store.RequestSummary) requestRow {
 	row := requestRow{ID: rq.ID, URL: requestURL(pid, rq.ID), Method: rq.Method, Path: rq.Path, Query: rq.Query,
-		Size: size(rq.Size), RemoteAddr: rq.RemoteAddr, Received: timeOf(rq.ReceivedAt), Delivery: deliveryMarkOf(rq.LastDelivery)}
+		Size: size(rq.Size), Received: timeOf(rq.ReceivedAt), Delivery: deliveryMarkOf(rq.LastDelivery)}
 	if rq.ContentType != nil {
 		row.ContentType = *rq.ContentType
 	}
