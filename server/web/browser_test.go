@@ -228,6 +228,18 @@ func (b *browser) open(url string) {
 	b.do(chromedp.Navigate(url))
 }
 
+// openStatus opens a page of the interface and returns its HTTP status.
+func (b *browser) openStatus(path string) int {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(b.e.base+path))
+	if err != nil {
+		b.t.Fatalf("open %s: %v", path, err)
+	}
+	return int(resp.Status)
+}
+
 // byRole finds elements as assistive technology does: by their computed
 // role and accessible name.
 func byRole(role, name string) chromedp.QueryOption {
