@@ -180,6 +180,9 @@ func BenchmarkPages(b *testing.B) {
 		{"messages-oldest", base + "/inboxes/" + in.ID + "?after=" + oldest},
 		{"messages-to-filter", base + "/inboxes/" + in.ID + "?to=user42%40"},
 		{"messages-subject-1pct", base + "/inboxes/" + in.ID + "?subject=invoice"},
+		// The search box (SPEC §16): a word of one message, a word of 1 %.
+		{"messages-search-rare", base + "/inboxes/" + in.ID + "?q=00042042"},
+		{"messages-search-1pct", base + "/inboxes/" + in.ID + "?q=invoice"},
 		{"message-html-tab", msg},
 		{"message-text", msg + "?tab=text"},
 		{"message-source", msg + "?tab=source"},
@@ -188,6 +191,7 @@ func BenchmarkPages(b *testing.B) {
 		{"message-codes", msg + "?tab=codes"},
 		{"requests", base + "/endpoints/" + ep.ID},
 		{"requests-path-filter", base + "/endpoints/" + ep.ID + "?path=/hooks/3"},
+		{"requests-search", base + "/endpoints/" + ep.ID + "?q=payment.succeeded+%2242042%7D%22"},
 		{"request", base + "/requests/" + reqs.Items[0].ID},
 	}
 	for _, pg := range pages {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,8 +16,9 @@ import (
 )
 
 // TestBrowserEveryPageAtEverySize opens every page at 1280×800 and 390×844,
-// light and dark, and checks that none scrolls sideways or breaks its own
-// policy. With CAPTURE_SCREENSHOTS=DIR it also saves a screenshot of each.
+// light and dark, and checks that each answers with its status and that
+// none scrolls sideways or breaks its own policy. With
+// CAPTURE_SCREENSHOTS=DIR it also saves a screenshot of each.
 func TestBrowserEveryPageAtEverySize(t *testing.T) {
 	e := start(t)
 	pages := populate(t, e)
@@ -44,7 +46,9 @@ func TestBrowserEveryPageAtEverySize(t *testing.T) {
 		shoot(t, b, dir, m.name, "01-login-link")
 		b.signIn()
 		for i, p := range pages.pages {
-			b.open(p.path)
+			if got, want := b.openStatus(p.path), cmp.Or(p.status, http.StatusOK); got != want {
+				t.Errorf("%s %s answered %d, want %d", m.name, p.name, got, want)
+			}
 			if p.wait != "" {
 				b.waitFor(p.wait)
 			}
@@ -78,6 +82,8 @@ func shoot(t *testing.T, b *browser, dir, mode, name string) {
 
 type screenPage struct {
 	name, path, wait string
+	// status is the page's HTTP status when it is not 200.
+	status int
 }
 
 // screens are the pages to look at, and a request to replay.
@@ -173,7 +179,7 @@ func populate(t *testing.T, e *env) screens {
 		{name: "endpoint-settings", path: base + "/endpoints/" + stripe.ID + "/settings"},
 		{name: "messages", path: base + "/inboxes/" + in.ID, wait: `!document.querySelector("[data-live-status]").hidden`},
 		{name: "messages-search", path: base + "/inboxes/" + in.ID + "?q=acme&to=alice&subject=order", wait: `!document.querySelector("[data-live-status]").hidden`},
-		{name: "messages-bad-search", path: base + "/inboxes/" + in.ID + "?q=%22your+order&from=acme"},
+		{name: "messages-bad-search", path: base + "/inboxes/" + in.ID + "?q=%22your+order&from=acme", status: http.StatusBadRequest},
 		{name: "messages-no-match", path: base + "/inboxes/" + in.ID + "?q=%22never+sent%22"},
 		{name: "messages-empty", path: base + "/inboxes/" + empty.ID},
 		{name: "message-html", path: welcome},
@@ -185,9 +191,9 @@ func populate(t *testing.T, e *env) screens {
 		{name: "message-attachments", path: welcome + "?tab=attachments"},
 		{name: "requests", path: base + "/endpoints/" + stripe.ID},
 		{name: "requests-search", path: base + "/endpoints/" + stripe.ID + "?q=invoice.paid&method=POST&path=/webhooks", wait: `!document.querySelector("[data-live-status]").hidden`},
-		{name: "requests-bad-search", path: base + "/endpoints/" + stripe.ID + "?q=%22invoice&method=POST"},
+		{name: "requests-bad-search", path: base + "/endpoints/" + stripe.ID + "?q=%22invoice&method=POST", status: http.StatusBadRequest},
 		{name: "request-json", path: "/projects/" + pid + "/requests/" + reqs.Items[2].ID},
 		{name: "request-binary", path: "/projects/" + pid + "/requests/" + reqs.Items[0].ID},
-		{name: "not-found", path: base + "/messages/msg_nothere"},
+		{name: "not-found", path: base + "/messages/msg_nothere", status: http.StatusNotFound},
 	}}
 }

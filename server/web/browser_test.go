@@ -228,6 +228,18 @@ func (b *browser) open(url string) {
 	b.do(chromedp.Navigate(url))
 }
 
+// openStatus opens a page of the interface and returns its HTTP status.
+func (b *browser) openStatus(path string) int {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(b.e.base+path))
+	if err != nil {
+		b.t.Fatalf("open %s: %v", path, err)
+	}
+	return int(resp.Status)
+}
+
 // byRole finds elements as assistive technology does: by their computed
 // role and accessible name.
 func byRole(role, name string) chromedp.QueryOption {
@@ -336,21 +348,23 @@ func (b *browser) clipboard() string {
 // download clicks a link that downloads a file and returns the file.
 func (b *browser) download(role, name string, in ...chromedp.QueryOption) (string, []byte) {
 	b.t.Helper()
-	progress := chromedp.BrowserEvents(b.ctx, cdpbrowser.DownloadProgress)
-	begun := chromedp.BrowserEvents(b.ctx, cdpbrowser.DownloadWillBegin)
-	b.click(role, name, in...)
+	// The events are followed on the step's deadline, which ends them: a
+	// download that never begins or never ends fails the test.
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
+	progress := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadProgress)
+	begun := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadWillBegin)
+	b.click(role, name, in...)
 	var suggested string
 	for ev, err := range begun {
-		if err != nil || ctx.Err() != nil {
+		if err != nil {
 			b.t.Fatalf("no download began: %v", err)
 		}
 		suggested = ev.SuggestedFilename
 		break
 	}
 	for ev, err := range progress {
-		if err != nil || ctx.Err() != nil {
+		if err != nil {
 			b.t.Fatalf("download did not finish: %v", err)
 		}
 		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
@@ -364,6 +378,7 @@ func (b *browser) download(role, name string, in ...chromedp.QueryOption) (strin
 			b.t.Fatal("download canceled")
 		}
 	}
+	b.t.Fatal("the browser stopped reporting the download")
 	return "", nil
 }
 

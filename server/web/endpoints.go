@@ -20,7 +20,6 @@ type endpointsView struct {
 
 type endpointCard struct {
 	ID, Name, URL, CaptureURL, Target, Count, SettingsURL, Response string
-	Created                                                         timeView
 }
 
 func (h *Handler) endpointsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -28,11 +27,6 @@ func (h *Handler) endpointsPage(w http.ResponseWriter, r *http.Request, pc *proj
 }
 
 func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *projectCtx, status int, v endpointsView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, "Endpoints", "endpoints", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
 	q := r.URL.Query()
 	pg := pageOf(q, listLimit)
@@ -44,7 +38,7 @@ func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *pr
 	for _, e := range list.Items {
 		c := endpointCard{ID: e.ID, Name: e.Name, URL: endpointURL(pid, e.ID), CaptureURL: h.captureURL(e.ID),
 			Count: plural(e.RequestCount, "request", "requests"), SettingsURL: endpointURL(pid, e.ID) + "/settings",
-			Response: responseSummary(e.Response), Created: timeOf(e.CreatedAt)}
+			Response: responseSummary(e.Response)}
 		if e.TargetURL != nil {
 			c.Target = *e.TargetURL
 		}
@@ -52,9 +46,7 @@ func (h *Handler) renderEndpoints(w http.ResponseWriter, r *http.Request, pc *pr
 	}
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(e store.Endpoint) string { return e.ID }))
 	v.CreateURL = projectURL(pid, "endpoints")
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "endpoints", l)
+	h.show(w, r, pc.session, pc, status, page{template: "endpoints", title: "Endpoints", section: "endpoints", err: errMsg, view: v})
 }
 
 // responseSummary says in a few words what senders get back.
@@ -116,17 +108,11 @@ func (h *Handler) endpointSettingsPage(w http.ResponseWriter, r *http.Request, p
 
 func (h *Handler) renderEndpointSettings(w http.ResponseWriter, r *http.Request, pc *projectCtx, e store.Endpoint,
 	status int, v endpointSettingsView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, e.Name+" settings", "endpoints", e.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
 	v.ID, v.Name, v.CaptureURL = e.ID, e.Name, h.captureURL(e.ID)
 	v.RequestsURL, v.SaveURL = endpointURL(pid, e.ID), endpointURL(pid, e.ID)+"/settings"
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "endpoint_settings", l)
+	h.show(w, r, pc.session, pc, status, page{template: "endpoint_settings", title: e.Name + " settings",
+		section: "endpoints", current: e.ID, err: errMsg, view: v})
 }
 
 func headerLines(hs map[string]string) string {
@@ -151,10 +137,9 @@ func (h *Handler) saveEndpoint(w http.ResponseWriter, r *http.Request, pc *proje
 		return
 	}
 	// Browsers send a textarea's line breaks as CRLF; people mean LF.
-	unCRLF := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 	v := endpointSettingsView{
 		Target: strings.TrimSpace(r.PostFormValue("target")), Status: strings.TrimSpace(r.PostFormValue("status")),
-		Headers: unCRLF(r.PostFormValue("headers")), Body: unCRLF(r.PostFormValue("body")),
+		Headers: newlines(r.PostFormValue("headers")), Body: newlines(r.PostFormValue("body")),
 		Delay: strings.TrimSpace(r.PostFormValue("delay")),
 	}
 	u, err := parseEndpointForm(v)

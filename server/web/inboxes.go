@@ -27,15 +27,10 @@ type inboxCard struct {
 const listLimit = 50
 
 func (h *Handler) inboxesPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
-	h.renderInboxes(w, r, pc, http.StatusOK, inboxesView{Name: ""}, "")
+	h.renderInboxes(w, r, pc, http.StatusOK, inboxesView{}, "")
 }
 
 func (h *Handler) renderInboxes(w http.ResponseWriter, r *http.Request, pc *projectCtx, status int, v inboxesView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, "Inboxes", "inboxes", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
 	q := r.URL.Query()
 	pg := pageOf(q, listLimit)
@@ -57,9 +52,7 @@ func (h *Handler) renderInboxes(w http.ResponseWriter, r *http.Request, pc *proj
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(in store.Inbox) string { return in.ID }))
 	v.SMTPHost, v.StartTLSPorts, v.TLSPorts = h.cfg.SMTPHost, portList(h.cfg.StartTLSPorts), portList(h.cfg.TLSPorts)
 	v.CreateURL = projectURL(pid, "inboxes")
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "inboxes", l)
+	h.show(w, r, pc.session, pc, status, page{template: "inboxes", title: "Inboxes", section: "inboxes", err: errMsg, view: v})
 }
 
 func (h *Handler) createInbox(w http.ResponseWriter, r *http.Request, pc *projectCtx) {

@@ -7,12 +7,16 @@ import (
 )
 
 type keysView struct {
-	Keys      []keyRow
-	Plan      string
-	Limit     int64
-	Active    int64
-	AtLimit   bool
-	FreePlan  bool
+	Keys    []keyRow
+	Plan    string
+	Limit   int64
+	Active  int64
+	AtLimit bool
+	// OneKey is a plan that allows a single key, such as free: the page
+	// explains how to make room for another, or where to get more.
+	OneKey bool
+	// Upgrade is the next plan that allows more keys, if there is one.
+	Upgrade   *store.Plan
 	CreateURL string
 	// NewKey is the secret of the key just created; it is shown this once.
 	NewKey, NewKeyID string
@@ -30,11 +34,6 @@ func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request, pc *projectCt
 }
 
 func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, pc *projectCtx, status int, v keysView, errMsg string) {
-	l, err := h.frame(w, r, pc.session, pc, "API keys", "keys", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	keys, err := h.store.Keys(r.Context(), pc.project.ID)
 	if err != nil {
 		h.fail(w, r, err)
@@ -54,13 +53,23 @@ func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, pc *project
 		v.Keys = append(v.Keys, row)
 	}
 	plan := pc.project.Plan
-	v.Plan, v.Limit, v.FreePlan = plan.Name, plan.APIKeys, plan.Name == "free"
+	v.Plan, v.Limit, v.OneKey = plan.Name, plan.APIKeys, plan.APIKeys == 1
 	v.AtLimit = v.Active >= plan.APIKeys
+	v.Upgrade = moreKeys(plan)
 	v.CreateURL = projectURL(pid, "keys")
 	v.APIBase = origin(r) + "/api/v1"
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "keys", l)
+	h.show(w, r, pc.session, pc, status, page{template: "keys", title: "API keys", section: "keys", err: errMsg, view: v})
+}
+
+// moreKeys is the first plan, in the plans' order, that allows more keys
+// than p; nil when none does.
+func moreKeys(p store.Plan) *store.Plan {
+	for _, name := range store.PlanNames() {
+		if next, err := store.LookupPlan(name); err == nil && next.APIKeys > p.APIKeys {
+			return &next
+		}
+	}
+	return nil
 }
 
 // createKey shows the new key on the page that answers the post, and

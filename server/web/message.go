@@ -208,13 +208,8 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		}
 	}
 
-	l, err := h.frame(w, r, pc.session, pc, subjectOrNone(m.Subject), "captures", in.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	l.Page = v
-	h.render(w, r, http.StatusOK, "message", l)
+	h.show(w, r, pc.session, pc, http.StatusOK, page{template: "message", title: subjectOrNone(m.Subject),
+		section: "captures", current: in.ID, view: v})
 }
 
 // linkCount is the Links tab's count: "1000+" when the message had more

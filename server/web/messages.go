@@ -13,10 +13,14 @@ import (
 // pageLimit is how many captures a browser page lists.
 const pageLimit = 50
 
-type messagesView struct {
+// captureList is what the list of an inbox's messages and the list of an
+// endpoint's requests show around their rows.
+type captureList struct {
 	ID, Name, Count, SettingsURL, PurgeURL string
-	Rows                                   []messageRow
-	Search, To, From, Subject              string
+	// Noun and Nouns name one capture of the list and many.
+	Noun, Nouns string
+	// Search is the search box's words.
+	Search string
 	// SearchError says why the search cannot run; the list is empty then.
 	SearchError string
 	// Found says, to a screen reader, what the search or filters found.
@@ -25,6 +29,27 @@ type messagesView struct {
 	// LiveURL streams new captures; set on the newest page only.
 	LiveURL string
 	Pager   pager
+}
+
+// around fills in what surrounds a list's rows, given the page pg taken
+// of the store, its next cursor and the ids of its rows (newest first):
+// the links to the other pages, what a search found, and on the newest
+// page the address of the live stream at events, which continues from
+// the newest row shown.
+func (c *captureList) around(r *http.Request, pg store.Page, next string, ids []string, events string) {
+	c.Pager = pagerFor(r, pg, next, ids)
+	if c.Filtered {
+		c.Found = found(len(ids), c.Pager, c.Noun, c.Nouns)
+	}
+	if pg.Before == "" && pg.After == "" {
+		c.LiveURL = liveURL(events, r.URL.Query(), ids)
+	}
+}
+
+type messagesView struct {
+	captureList
+	To, From, Subject string
+	Rows              []messageRow
 }
 
 type messageRow struct {
@@ -51,35 +76,23 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 		h.listFailed(w, r, err)
 		return
 	}
-	l, err := h.frame(w, r, pc.session, pc, in.Name, "captures", in.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
-	v := messagesView{
-		ID: in.ID, Name: in.Name, Count: plural(in.MessageCount, "message", "messages"),
+	v := messagesView{captureList: captureList{
+		ID: in.ID, Name: in.Name, Noun: "message", Nouns: "messages", Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
-		Search: searchWords(q), To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject"), SearchError: searchError,
-	}
+		Search: searchWords(q), SearchError: searchError,
+	}, To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
 	v.Filtered = v.Search != "" || v.To != "" || v.From != "" || v.Subject != ""
-	if badSearch {
-		l.Page = v
-		h.render(w, r, http.StatusBadRequest, "messages", l)
-		return
+	status := http.StatusBadRequest
+	if !badSearch {
+		status = http.StatusOK
+		for _, m := range list.Items {
+			v.Rows = append(v.Rows, messageRowOf(pid, m))
+		}
+		v.around(r, pg, list.Next, ids(list.Items, func(m store.MessageSummary) string { return m.ID }),
+			inboxURL(pid, in.ID)+"/events")
 	}
-	for _, m := range list.Items {
-		v.Rows = append(v.Rows, messageRowOf(pid, m))
-	}
-	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(m store.MessageSummary) string { return m.ID }))
-	if v.Filtered {
-		v.Found = found(len(v.Rows), v.Pager, "message", "messages")
-	}
-	if pg.Before == "" && pg.After == "" {
-		v.LiveURL = liveURL(inboxURL(pid, in.ID)+"/events", q, v.Rows, func(m messageRow) string { return m.ID })
-	}
-	l.Page = v
-	h.render(w, r, http.StatusOK, "messages", l)
+	h.show(w, r, pc.session, pc, status, page{template: "messages", title: in.Name, section: "captures", current: in.ID, view: v})
 }
 
 // searchWords is the search box's query. Blank is no search: the box was
@@ -127,16 +140,16 @@ func messageRowOf(pid string, m store.MessageSummary) messageRow {
 }
 
 // liveURL is the event stream of a list page: its filters, and the newest
-// row shown as the point to continue from.
-func liveURL[T any](base string, q url.Values, rows []T, id func(T) string) string {
+// of the rows shown (ids, newest first) as the point to continue from.
+func liveURL(base string, q url.Values, ids []string) string {
 	lq := url.Values{}
 	for k, v := range q {
 		if k != "before" && k != "after" && len(v) > 0 && v[0] != "" {
 			lq.Set(k, v[0])
 		}
 	}
-	if len(rows) > 0 {
-		lq.Set("after", id(rows[0]))
+	if len(ids) > 0 {
+		lq.Set("after", ids[0])
 	}
 	if len(lq) == 0 {
 		return base

@@ -58,11 +58,6 @@ func (h *Handler) projectsPage(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (h *Handler) renderProjects(w http.ResponseWriter, r *http.Request, s *session, status int, v projectsView, errMsg string) {
-	l, err := h.frame(w, r, s, nil, "Projects", "projects", "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	projects, err := h.store.Projects(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
@@ -80,9 +75,7 @@ func (h *Handler) renderProjects(w http.ResponseWriter, r *http.Request, s *sess
 			URL: projectHome(p.ID), SetPlanURL: projectURL(p.ID, "plan"), Usage: usageOf(p.Plan, u), Limits: limitsOf(p.Plan),
 		})
 	}
-	l.Error = errMsg
-	l.Page = v
-	h.render(w, r, status, "projects", l)
+	h.show(w, r, s, nil, status, page{template: "projects", title: "Projects", section: "projects", err: errMsg, view: v})
 }
 
 func usageOf(p store.Plan, u store.Usage) []quotaRow {

@@ -28,7 +28,7 @@ type layout struct {
 }
 
 type projectLink struct {
-	ID, Name, Plan, URL               string
+	Name, Plan, URL                   string
 	InboxesURL, EndpointsURL, KeysURL string
 	Current                           bool
 }
@@ -43,9 +43,9 @@ type sidebar struct {
 }
 
 type sideItem struct {
-	Name, ID, URL string
-	Count         string
-	Current       bool
+	Name, URL string
+	Count     string
+	Current   bool
 }
 
 // sidebarLimit is how many inboxes and endpoints the sidebar lists.
@@ -61,7 +61,7 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 		return l, err
 	}
 	for _, p := range projects {
-		link := projectLink{ID: p.ID, Name: p.Name, Plan: p.Plan.Name, URL: projectHome(p.ID),
+		link := projectLink{Name: p.Name, Plan: p.Plan.Name, URL: projectHome(p.ID),
 			InboxesURL: projectURL(p.ID, "inboxes"), EndpointsURL: projectURL(p.ID, "endpoints"), KeysURL: projectURL(p.ID, "keys")}
 		if pc != nil && p.ID == pc.project.ID {
 			link.Current = true
@@ -79,7 +79,7 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 	}
 	// Oldest first, so that the list stays put as new ones are added.
 	for _, in := range slices.Backward(inboxes.Items) {
-		sb.Inboxes = append(sb.Inboxes, sideItem{Name: in.Name, ID: in.ID, URL: inboxURL(pc.project.ID, in.ID),
+		sb.Inboxes = append(sb.Inboxes, sideItem{Name: in.Name, URL: inboxURL(pc.project.ID, in.ID),
 			Count: count(in.MessageCount), Current: in.ID == current})
 	}
 	sb.MoreInboxes = inboxes.Next != ""
@@ -88,12 +88,35 @@ func (h *Handler) frame(w http.ResponseWriter, r *http.Request, s *session, pc *
 		return l, err
 	}
 	for _, e := range slices.Backward(endpoints.Items) {
-		sb.Endpoints = append(sb.Endpoints, sideItem{Name: e.Name, ID: e.ID, URL: endpointURL(pc.project.ID, e.ID),
+		sb.Endpoints = append(sb.Endpoints, sideItem{Name: e.Name, URL: endpointURL(pc.project.ID, e.ID),
 			Count: count(e.RequestCount), Current: e.ID == current})
 	}
 	sb.MoreEndpoints = endpoints.Next != ""
 	l.Sidebar = sb
 	return l, nil
+}
+
+// page is a signed-in page to show: its template and view, its title,
+// where it sits in the navigation, and the message of a form it refused.
+type page struct {
+	template, title, section string
+	// current is the id of the inbox or endpoint shown, if any.
+	current string
+	err     string
+	view    any
+}
+
+// show renders a signed-in page in its frame; pc is nil for a page that
+// belongs to no project.
+func (h *Handler) show(w http.ResponseWriter, r *http.Request, s *session, pc *projectCtx, status int, p page) {
+	l, err := h.frame(w, r, s, pc, p.title, p.section, p.current)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	l.Error = p.err
+	l.Page = p.view
+	h.render(w, r, status, p.template, l)
 }
 
 // render writes a page. The page is rendered into a buffer first so that

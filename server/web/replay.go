@@ -88,7 +88,8 @@ func sendableHeader(rq store.Request) http.Header {
 }
 
 // newlines turns a textarea's line breaks (CRLF, as browsers send them)
-// and the captured body's into "\n", so that the two compare.
+// into "\n", as people mean them; and a captured body's too, so that the
+// Replay form's body compares with it.
 func newlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }

@@ -106,13 +106,8 @@ func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, pc *proj
 		form.Target = *e.TargetURL
 	}
 	v.Replay = form
-	l, err := h.frame(w, r, pc.session, pc, rq.Method+" "+rq.Path, "captures", e.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	l.Page = v
-	h.render(w, r, status, "request", l)
+	h.show(w, r, pc.session, pc, status, page{template: "request", title: rq.Method + " " + rq.Path,
+		section: "captures", current: e.ID, view: v})
 }
 
 // bodyViewOf chooses how to show a body: JSON pretty-printed, text as it

@@ -10,23 +10,16 @@ import (
 )
 
 type requestsView struct {
-	ID, Name, Count, CaptureURL, SettingsURL, PurgeURL string
-	Target                                             string
-	Rows                                               []requestRow
-	Search, Method, Path                               string
-	// SearchError says why the search cannot run; the list is empty then.
-	SearchError string
-	// Found says, to a screen reader, what the search or filters found.
-	Found    string
-	Filtered bool
-	LiveURL  string
-	Pager    pager
-	Methods  []string
+	captureList
+	CaptureURL   string
+	Method, Path string
+	Methods      []string
+	Rows         []requestRow
 }
 
 type requestRow struct {
-	ID, URL, Method, Path, Query, ContentType, Size, RemoteAddr string
-	Received                                                    timeView
+	ID, URL, Method, Path, Query, ContentType, Size string
+	Received                                        timeView
 	// Delivery is the request's last delivery; nil when there was none.
 	Delivery *deliveryMark
 }
@@ -70,44 +63,29 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 		h.listFailed(w, r, err)
 		return
 	}
-	l, err := h.frame(w, r, pc.session, pc, e.Name, "captures", e.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pid := pc.project.ID
-	v := requestsView{
-		ID: e.ID, Name: e.Name, Count: plural(e.RequestCount, "request", "requests"), CaptureURL: h.captureURL(e.ID),
+	v := requestsView{captureList: captureList{
+		ID: e.ID, Name: e.Name, Noun: "request", Nouns: "requests", Count: plural(e.RequestCount, "request", "requests"),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
-		Search: searchWords(q), Method: q.Get("method"), Path: q.Get("path"), SearchError: searchError,
-		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
-	}
-	if e.TargetURL != nil {
-		v.Target = *e.TargetURL
-	}
+		Search: searchWords(q), SearchError: searchError,
+	}, CaptureURL: h.captureURL(e.ID), Method: q.Get("method"), Path: q.Get("path"),
+		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}}
 	v.Filtered = v.Search != "" || v.Method != "" || v.Path != ""
-	if badSearch {
-		l.Page = v
-		h.render(w, r, http.StatusBadRequest, "requests", l)
-		return
+	status := http.StatusBadRequest
+	if !badSearch {
+		status = http.StatusOK
+		for _, rq := range list.Items {
+			v.Rows = append(v.Rows, requestRowOf(pid, rq))
+		}
+		v.around(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }),
+			endpointURL(pid, e.ID)+"/events")
 	}
-	for _, rq := range list.Items {
-		v.Rows = append(v.Rows, requestRowOf(pid, rq))
-	}
-	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }))
-	if v.Filtered {
-		v.Found = found(len(v.Rows), v.Pager, "request", "requests")
-	}
-	if pg.Before == "" && pg.After == "" {
-		v.LiveURL = liveURL(endpointURL(pid, e.ID)+"/events", q, v.Rows, func(rq requestRow) string { return rq.ID })
-	}
-	l.Page = v
-	h.render(w, r, http.StatusOK, "requests", l)
+	h.show(w, r, pc.session, pc, status, page{template: "requests", title: e.Name, section: "captures", current: e.ID, view: v})
 }
 
 func requestRowOf(pid string, rq store.RequestSummary) requestRow {
 	row := requestRow{ID: rq.ID, URL: requestURL(pid, rq.ID), Method: rq.Method, Path: rq.Path, Query: rq.Query,
-		Size: size(rq.Size), RemoteAddr: rq.RemoteAddr, Received: timeOf(rq.ReceivedAt), Delivery: deliveryMarkOf(rq.LastDelivery)}
+		Size: size(rq.Size), Received: timeOf(rq.ReceivedAt), Delivery: deliveryMarkOf(rq.LastDelivery)}
 	if rq.ContentType != nil {
 		row.ContentType = *rq.ContentType
 	}
