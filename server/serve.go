@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/capturedev/capture/server/api"
@@ -149,18 +148,7 @@ func joinAddrs(as []net.Addr) string {
 
 // SMTPSummary says where to send mail: the host and each listener's port.
 func SMTPSummary(host string, startTLSPorts, tlsPorts []int) string {
-	return fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", host, portList(startTLSPorts), portList(tlsPorts))
-}
-
-func portList(ports []int) string {
-	if len(ports) == 0 {
-		return "none"
-	}
-	s := make([]string, len(ports))
-	for i, p := range ports {
-		s[i] = strconv.Itoa(p)
-	}
-	return strings.Join(s, ", ")
+	return fmt.Sprintf("%s  STARTTLS: %s  TLS: %s", host, web.PortList(startTLSPorts), web.PortList(tlsPorts))
 }
 
 // ensureCerts makes sure the local CA and the SMTP certificate exist: in

@@ -50,7 +50,7 @@ func (h *Handler) renderInboxes(w http.ResponseWriter, r *http.Request, pc *proj
 		v.Inboxes = append(v.Inboxes, c)
 	}
 	v.Pager = pagerFor(r, pg, list.Next, ids(list.Items, func(in store.Inbox) string { return in.ID }))
-	v.SMTPHost, v.StartTLSPorts, v.TLSPorts = h.cfg.SMTPHost, portList(h.cfg.StartTLSPorts), portList(h.cfg.TLSPorts)
+	v.SMTPHost, v.StartTLSPorts, v.TLSPorts = h.cfg.SMTPHost, PortList(h.cfg.StartTLSPorts), PortList(h.cfg.TLSPorts)
 	v.CreateURL = projectURL(pid, "inboxes")
 	h.show(w, r, pc.session, pc, status, page{template: "inboxes", title: "Inboxes", section: "inboxes", err: errMsg, view: v})
 }

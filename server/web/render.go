@@ -244,7 +244,9 @@ func addressList(as []store.Address) string {
 	return strings.Join(parts, ", ")
 }
 
-func portList(ports []int) string {
+// PortList shows SMTP ports as people read them ("587, 2525", or "none"):
+// on the inboxes page and in serve's startup lines.
+func PortList(ports []int) string {
 	if len(ports) == 0 {
 		return "none"
 	}
