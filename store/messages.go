@@ -359,13 +359,9 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 			return nil, err
 		}
 	}
-	v, err := s.openMessagePack(ctx, projectID, id)
+	part, err := s.messagePart(ctx, projectID, id, messageLinks, "links")
 	if err != nil {
 		return nil, err
-	}
-	part := v.part(messageLinks)
-	if part == nil {
-		return nil, fmt.Errorf("message %s: no links in its pack", id)
 	}
 	links := []Link{}
 	err = ReadLinks(id, part, func(l Link) error {
