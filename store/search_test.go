@@ -125,11 +125,7 @@ func (f *searchFixture) messages(mf MessageFilter) []string {
 	if err != nil {
 		f.t.Fatalf("Messages(%+v): %v", mf, err)
 	}
-	names := []string{}
-	for _, m := range l.Items {
-		names = append(names, f.names[m.ID])
-	}
-	return names
+	return named(f, l.Items, func(m MessageSummary) string { return m.ID })
 }
 
 func (f *searchFixture) requests(rf RequestFilter) []string {
@@ -138,9 +134,14 @@ func (f *searchFixture) requests(rf RequestFilter) []string {
 	if err != nil {
 		f.t.Fatalf("Requests(%+v): %v", rf, err)
 	}
+	return named(f, l.Items, func(r RequestSummary) string { return r.ID })
+}
+
+// named is the fixture's names of listed captures, in their order.
+func named[T any](f *searchFixture, items []T, id func(T) string) []string {
 	names := []string{}
-	for _, r := range l.Items {
-		names = append(names, f.names[r.ID])
+	for _, it := range items {
+		names = append(names, f.names[id(it)])
 	}
 	return names
 }
