@@ -42,8 +42,8 @@ type writeOp struct {
 	// wake lists the collections whose waiters the commit must wake.
 	wake []string
 	// queued is when the operation was handed to the writer; capture and
-	// collections say what it stores: a capture of that kind into each
-	// collection (request does for its own).
+	// collections say what it stores: a message into each inbox of
+	// collections when capture is EmailCapture (request says its own).
 	queued      time.Time
 	capture     CaptureKind
 	collections []string
@@ -468,12 +468,10 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 			bumps[counted{requestsTable, op.request.endpointID}]++
 			continue
 		}
-		table := messagesTable
-		if op.capture == WebhookCapture {
-			table = requestsTable
-		}
+		// The only captures that run as fn are messages (InsertMessages),
+		// one into each of collections.
 		for _, c := range op.collections {
-			bumps[counted{table, c}]++
+			bumps[counted{messagesTable, c}]++
 		}
 	}
 	for _, c := range slices.SortedFunc(maps.Keys(bumps), func(a, b counted) int { return strings.Compare(a.id, b.id) }) {
