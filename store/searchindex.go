@@ -23,8 +23,8 @@ const (
 	// vocabCacheSize bounds each of the two generations of terms the
 	// writer knows are in search_terms: common words then cost no
 	// statement at all. At 1<<15 the two took 6 MiB of a 13 MiB live
-	// heap after 200,000 messages, which the collector's GOGC of 400
-	// made 30 MiB of RSS; a word in use stays in the newer generation.
+	// heap after 200,000 messages, which a GOGC of 400 made 30 MiB
+	// of RSS; a word in use stays in the newer generation.
 	vocabCacheSize = 1 << 13
 )
 
@@ -47,8 +47,8 @@ func (s *Store) indexLoop(interval time.Duration) {
 // stagedIndexes are the staged tables and the FTS5 tables they move to.
 var stagedIndexes = [][2]string{{"messages_search_staged", "messages_search"}, {"requests_search_staged", "requests_search"}}
 
-// indexStaged moves every staged row into FTS5, in transactions of at most
-// indexChunk rows of each table.
+// indexStaged moves every staged row into FTS5, in transactions each as
+// bounded as moveStaged makes them.
 func (s *Store) indexStaged(ctx context.Context) error {
 	if s.b.indexTable("messages_search") == "messages_search" {
 		return nil // PostgreSQL stages nothing
