@@ -284,19 +284,7 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.where = append(k.where, "messages.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	scan := scanMessageRow
-	if f.Q != "" {
-		ctx, done, err := s.snapshot(ctx)
-		if err != nil {
-			return List[MessageSummary]{}, err
-		}
-		defer done()
-		if scan, err = s.searchMessages(ctx, &k, f.Q); err != nil {
-			return List[MessageSummary]{}, err
-		}
-		return page(ctx, s, k, p, scan)
-	}
-	return page(ctx, s, k, p, scan)
+	return searchPage(ctx, s, k, p, f.Q, scanMessageRow, s.searchMessages)
 }
 
 func scanMessageRow(r *sql.Rows, base *row) (MessageSummary, error) {

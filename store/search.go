@@ -460,6 +460,25 @@ func searchedBodies(content []byte) (text, html *string, err error) {
 	return text, html, err
 }
 
+// searchPage pages through k with scan, or, when q is set, through the
+// captures that search (searchMessages, searchRequests) finds for it, the
+// plan and the page read from one snapshot.
+func searchPage[T any](ctx context.Context, s *Store, k keyset, p Page, q string, scan func(*sql.Rows, *row) (T, error),
+	search func(context.Context, *keyset, string) (func(*sql.Rows, *row) (T, error), error)) (List[T], error) {
+	if q == "" {
+		return page(ctx, s, k, p, scan)
+	}
+	ctx, done, err := s.snapshot(ctx)
+	if err != nil {
+		return List[T]{}, err
+	}
+	defer done()
+	if scan, err = search(ctx, &k, q); err != nil {
+		return List[T]{}, err
+	}
+	return page(ctx, s, k, p, scan)
+}
+
 // searchMessages makes k a search of q and returns the scan for its rows.
 func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*sql.Rows, *row) (MessageSummary, error), error) {
 	plan, err := s.planSearch(ctx, q)
