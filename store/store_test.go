@@ -148,7 +148,9 @@ func TestProjectsAndQuotas(t *testing.T) {
 	}
 	// Only the hash is stored.
 	var n int
-	s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n)
+	if err := s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatal("secret stored in clear")
 	}
@@ -458,7 +460,9 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n)
+	if err := s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatalf("%d child rows left after delete", n)
 	}
