@@ -171,8 +171,12 @@ const maxBytesPerInsert = 1 << 20
 func (t *wtx) insertRows(table, columns string, rows [][]any) error {
 	for len(rows) > 0 {
 		n, size := 0, 0
-		for n < min(len(rows), maxRowsPerInsert) && (n == 0 || size+rowBytes(rows[n]) <= maxBytesPerInsert) {
-			size += rowBytes(rows[n])
+		for n < min(len(rows), maxRowsPerInsert) {
+			b := rowBytes(rows[n])
+			if n > 0 && size+b > maxBytesPerInsert {
+				break
+			}
+			size += b
 			n++
 		}
 		width := len(rows[0])
