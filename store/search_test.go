@@ -775,7 +775,7 @@ func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
 		before := terms()
 		if err := f.s.write(t.Context(), func(tx *wtx) error {
 			var err error
-			more, err = tx.moveStaged("requests_search_staged", "requests_search")
+			more, err = tx.moveStaged(requestsStaged)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -822,7 +822,7 @@ func TestMoveResumesOnlyTheSameRow(t *testing.T) {
 		var more bool
 		if err := f.s.write(t.Context(), func(tx *wtx) error {
 			var err error
-			more, err = tx.moveStaged("requests_search_staged", "requests_search")
+			more, err = tx.moveStaged(requestsStaged)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -854,5 +854,61 @@ func TestMoveResumesOnlyTheSameRow(t *testing.T) {
 	}
 	if got := f.requests(RequestFilter{Q: "eltawor"}); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("q=eltawor: %v, want [other]", got)
+	}
+}
+
+// TestMoveFilesTwoLargeVocabulariesAtOnce: a message and a request each
+// with more new terms than one move may file have their terms filed side
+// by side, each resuming where its own last slice ended, never starting
+// over because the other table's row was filed in between.
+func TestMoveFilesTwoLargeVocabulariesAtOnce(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
+	}
+	defer func(n int) { maxTermsPerMove = n }(maxTermsPerMove)
+	maxTermsPerMove = 40
+	f := newSearchFixture(t)
+	randomWords := func(tag string) string {
+		var words []string
+		for i := range 130 {
+			words = append(words, fmt.Sprintf("%s%03dzq%c", tag, i, 'a'+i%26))
+		}
+		return strings.Join(words, " ")
+	}
+	text := randomWords("m")
+	f.message("mail", NewMessage{Subject: "s", Text: &text})
+	f.request("hook", NewRequest{Path: "/hook", Body: []byte(randomWords("r"))})
+	moves := 0
+	for more := true; more; moves++ {
+		if moves == 20 {
+			t.Fatal("the large captures never moved")
+		}
+		more = false
+		if err := f.s.write(t.Context(), func(tx *wtx) error {
+			for ix := range stagedIndexes {
+				m, err := tx.moveStaged(ix)
+				if err != nil {
+					return err
+				}
+				more = more || m
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each is filed in four slices of 40 terms or fewer, the two at once,
+	// and a last move finds nothing more.
+	if moves > 5 {
+		t.Errorf("%d moves for two captures of four slices each, filed side by side", moves)
+	}
+	if n := f.staged(); n != 0 {
+		t.Fatalf("%d rows still staged", n)
+	}
+	if got := f.messages(MessageFilter{Q: "m129zq"}); !slices.Equal(got, []string{"mail"}) {
+		t.Errorf("messages q=m129zq: %v, want [mail]", got)
+	}
+	if got := f.requests(RequestFilter{Q: "r129zq"}); !slices.Equal(got, []string{"hook"}) {
+		t.Errorf("requests q=r129zq: %v, want [hook]", got)
 	}
 }
