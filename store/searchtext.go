@@ -435,13 +435,10 @@ func init() {
 }
 
 // registerSQLFunction makes fn a deterministic SQL function of SQLite's
-// connections, or panics: it is called from init, with names of its own.
+// connections (from init, as capture_sha256 is).
 func registerSQLFunction(name string, nArgs int32, fn func(args []driver.Value) (driver.Value, error)) {
-	err := sqlite.RegisterDeterministicScalarFunction(name, nArgs,
+	sqlite.MustRegisterDeterministicScalarFunction(name, nArgs,
 		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return fn(args) })
-	if err != nil {
-		panic(fmt.Sprintf("register SQL function %s: %v", name, err))
-	}
 }
 
 func sqlString(v driver.Value) *string {
