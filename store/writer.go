@@ -339,6 +339,11 @@ func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
 func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
 	batch, err := s.runTx(ctx, w, batch)
+	if err == nil && len(batch) == 0 {
+		// Every caller gave up on its operation: the transaction was
+		// rolled back, and no commit is counted or observed.
+		return
+	}
 	if err == nil {
 		w.vocab.committed()
 		// Observed before any caller hears of its commit, so that what a
