@@ -152,8 +152,8 @@ func (t *wtx) moveStaged(ix int) (more bool, err error) {
 			}
 			v.unqueue(added)
 		}
-		more = true
 		if n > 0 {
+			more = true
 			break // the rows before it move now, it next time
 		}
 		filed, err := t.fileTermsOf(ix, r)
@@ -161,6 +161,7 @@ func (t *wtx) moveStaged(ix int) (more bool, err error) {
 			return true, err
 		}
 		n++
+		more = more || len(batch) > 1 // it moves alone
 		break
 	}
 	last := batch[n-1].seq
