@@ -39,7 +39,8 @@ type writeOp struct {
 	request *requestRow
 	done    chan error
 	state   atomic.Int32
-	// wake lists the collections whose waiters the commit must wake.
+	// wake lists the collections whose waiters the commit of fn must
+	// wake (a request wakes its endpoint's).
 	wake []string
 	// queued is when the operation was handed to the writer; capture and
 	// collections say what it stores: a message into each inbox of
@@ -352,7 +353,11 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		s.commits.Add(1)
 		var wake []string
 		for _, op := range batch {
-			wake = append(wake, op.wake...)
+			if op.request != nil {
+				wake = append(wake, op.request.endpointID)
+			} else {
+				wake = append(wake, op.wake...)
+			}
 			op.done <- nil
 		}
 		s.notify.notify(wake)
@@ -493,7 +498,6 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	for _, op := range batch {
 		if op.request != nil {
 			rows = append(rows, op.request)
-			op.wake = []string{op.request.endpointID}
 			wake = append(wake, op.request.endpointID)
 			continue
 		}
