@@ -33,18 +33,13 @@ func (s *Store) SetAddresses(ctx context.Context, a Addresses) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(t *wtx) error {
-		_, err := t.exec(`INSERT INTO settings (name, value) VALUES (?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, addressesSetting, string(b))
-		return err
-	})
+	return s.setSetting(ctx, addressesSetting, string(b))
 }
 
 // Addresses returns the addresses the last serve recorded; ok is false
 // when no serve has run on this database.
 func (s *Store) Addresses(ctx context.Context) (a Addresses, ok bool, err error) {
-	var v string
-	err = s.queryRow(ctx, `SELECT value FROM settings WHERE name = ?`, addressesSetting).Scan(&v)
+	v, err := s.setting(ctx, addressesSetting)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Addresses{}, false, nil
 	}
@@ -64,8 +59,7 @@ func tlsSetting(name string) string { return "tls/" + name }
 // TLSFile returns a PEM file of the local CA and SMTP certificate kept in
 // the database, ErrNotFound when it was never set.
 func (s *Store) TLSFile(ctx context.Context, name string) ([]byte, error) {
-	var v string
-	err := s.queryRow(ctx, `SELECT value FROM settings WHERE name = ?`, tlsSetting(name)).Scan(&v)
+	v, err := s.setting(ctx, tlsSetting(name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: no %s in the database", ErrNotFound, name)
 	}
@@ -75,9 +69,22 @@ func (s *Store) TLSFile(ctx context.Context, name string) ([]byte, error) {
 // SetTLSFile keeps a PEM file of the local CA and SMTP certificate in the
 // database, replacing the last.
 func (s *Store) SetTLSFile(ctx context.Context, name string, pem []byte) error {
+	return s.setSetting(ctx, tlsSetting(name), string(pem))
+}
+
+// setting reads the value of the named row of settings, sql.ErrNoRows
+// when there is none.
+func (s *Store) setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.queryRow(ctx, `SELECT value FROM settings WHERE name = ?`, name).Scan(&v)
+	return v, err
+}
+
+// setSetting stores value under name in settings, replacing the last.
+func (s *Store) setSetting(ctx context.Context, name, value string) error {
 	return s.write(ctx, func(t *wtx) error {
 		_, err := t.exec(`INSERT INTO settings (name, value) VALUES (?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, tlsSetting(name), string(pem))
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, name, value)
 		return err
 	})
 }

@@ -284,19 +284,7 @@ func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p
 		k.where = append(k.where, "messages.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	scan := scanMessageRow
-	if f.Q != "" {
-		ctx, done, err := s.snapshot(ctx)
-		if err != nil {
-			return List[MessageSummary]{}, err
-		}
-		defer done()
-		if scan, err = s.searchMessages(ctx, &k, f.Q); err != nil {
-			return List[MessageSummary]{}, err
-		}
-		return page(ctx, s, k, p, scan)
-	}
-	return page(ctx, s, k, p, scan)
+	return searchPage(ctx, s, k, p, f.Q, scanMessageRow, s.searchMessages)
 }
 
 func scanMessageRow(r *sql.Rows, base *row) (MessageSummary, error) {
@@ -359,13 +347,9 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 			return nil, err
 		}
 	}
-	v, err := s.openMessagePack(ctx, projectID, id)
+	part, err := s.messagePart(ctx, projectID, id, messageLinks, "links")
 	if err != nil {
 		return nil, err
-	}
-	part := v.part(messageLinks)
-	if part == nil {
-		return nil, fmt.Errorf("message %s: no links in its pack", id)
 	}
 	links := []Link{}
 	err = ReadLinks(id, part, func(l Link) error {

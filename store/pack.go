@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
-	"modernc.org/sqlite"
 )
 
 // A pack is how a capture's large values are stored: one column holding
@@ -382,11 +381,7 @@ func unpackSections(b []byte, which ...int) ([][]byte, error) {
 // html_body, raw), capture_pack_request(headers, body), capture_pack(data).
 func init() {
 	register := func(name string, nArgs int32, fn func(args []driver.Value) []byte) {
-		err := sqlite.RegisterDeterministicScalarFunction(name, nArgs,
-			func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return fn(args), nil })
-		if err != nil {
-			panic(fmt.Sprintf("register SQL function %s: %v", name, err))
-		}
+		registerSQLFunction(name, nArgs, func(args []driver.Value) (driver.Value, error) { return fn(args), nil })
 	}
 	section := func(v driver.Value) section {
 		switch v := v.(type) {

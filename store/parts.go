@@ -357,6 +357,21 @@ func (s *Store) attachments(ctx context.Context, messageSeq int64) ([]Attachment
 	return out, rows.Err()
 }
 
+// messagePart opens the pack of a message of the project and returns one
+// of its sections (what names it in the error when the pack lacks it), to
+// be read.
+func (s *Store) messagePart(ctx context.Context, projectID, id string, section int, what string) (*Part, error) {
+	v, err := s.openMessagePack(ctx, projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	p := v.part(section)
+	if p == nil {
+		return nil, fmt.Errorf("message %s: no %s in its pack", id, what)
+	}
+	return p, nil
+}
+
 // openMessagePack opens the pack of a message of the project, its large
 // values to be read section by section.
 func (s *Store) openMessagePack(ctx context.Context, projectID, id string) (*packedValue, error) {
@@ -380,15 +395,7 @@ func (s *Store) openMessagePack(ctx context.Context, projectID, id string) (*pac
 // RawPart returns the message of the project exactly as received, to be
 // read.
 func (s *Store) RawPart(ctx context.Context, projectID, id string) (*Part, error) {
-	v, err := s.openMessagePack(ctx, projectID, id)
-	if err != nil {
-		return nil, err
-	}
-	p := v.part(messageRaw)
-	if p == nil {
-		return nil, fmt.Errorf("message %s: no raw bytes in its pack", id)
-	}
-	return p, nil
+	return s.messagePart(ctx, projectID, id, messageRaw, "raw bytes")
 }
 
 // AttachmentPart returns one attachment of a message of the project, its

@@ -159,19 +159,7 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 		k.where = append(k.where, "requests.received_at > ?")
 		k.whereArgs = append(k.whereArgs, ms(f.Since))
 	}
-	scan := scanRequestRow
-	if f.Q != "" {
-		ctx, done, err := s.snapshot(ctx)
-		if err != nil {
-			return List[RequestSummary]{}, err
-		}
-		defer done()
-		if scan, err = s.searchRequests(ctx, &k, f.Q); err != nil {
-			return List[RequestSummary]{}, err
-		}
-		return page(ctx, s, k, p, scan)
-	}
-	return page(ctx, s, k, p, scan)
+	return searchPage(ctx, s, k, p, f.Q, scanRequestRow, s.searchRequests)
 }
 
 func scanRequestRow(r *sql.Rows, base *row) (RequestSummary, error) {

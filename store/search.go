@@ -460,20 +460,50 @@ func searchedBodies(content []byte) (text, html *string, err error) {
 	return text, html, err
 }
 
-// searchMessages makes k a search of q and returns the scan for its rows.
-func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*sql.Rows, *row) (MessageSummary, error), error) {
-	plan, err := s.planSearch(ctx, q)
+// searchPage pages through k with scan, or, when q is set, through the
+// captures that search (searchMessages, searchRequests) finds for it, the
+// plan and the page read from one snapshot.
+func searchPage[T any](ctx context.Context, s *Store, k keyset, p Page, q string, scan func(*sql.Rows, *row) (T, error),
+	search func(context.Context, *keyset, string) (func(*sql.Rows, *row) (T, error), error)) (List[T], error) {
+	if q == "" {
+		return page(ctx, s, k, p, scan)
+	}
+	ctx, done, err := s.snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return List[T]{}, err
+	}
+	defer done()
+	if scan, err = search(ctx, &k, q); err != nil {
+		return List[T]{}, err
+	}
+	return page(ctx, s, k, p, scan)
+}
+
+// searchSource plans q and makes k read its rows through the index named
+// index. tokens says each row brings its index tokens, to settle with
+// stagedMatch; check, that its text must be read too. With neither, every
+// row k reads is a match.
+func (s *Store) searchSource(ctx context.Context, k *keyset, q, index string) (plan searchPlan, tokens, check bool, err error) {
+	if plan, err = s.planSearch(ctx, q); err != nil {
+		return searchPlan{}, false, false, err
 	}
 	if s.afterSearchPlan != nil {
 		s.afterSearchPlan()
 	}
-	tokens, check := s.b.searchSource(k, plan, "messages_search"), len(plan.check) > 0
+	tokens, check = s.b.searchSource(k, plan, index), len(plan.check) > 0
+	k.filtered = tokens || check
+	return plan, tokens, check, nil
+}
+
+// searchMessages makes k a search of q and returns the scan for its rows.
+func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*sql.Rows, *row) (MessageSummary, error), error) {
+	plan, tokens, check, err := s.searchSource(ctx, k, q, "messages_search")
+	if err != nil {
+		return nil, err
+	}
 	if !tokens && !check {
 		return scanMessageRow, nil
 	}
-	k.filtered = true
 	if check {
 		k.columns += ", " + messageCheckCols(s.b)
 	}
@@ -513,18 +543,13 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 
 // searchRequests makes k a search of q and returns the scan for its rows.
 func (s *Store) searchRequests(ctx context.Context, k *keyset, q string) (func(*sql.Rows, *row) (RequestSummary, error), error) {
-	plan, err := s.planSearch(ctx, q)
+	plan, tokens, check, err := s.searchSource(ctx, k, q, "requests_search")
 	if err != nil {
 		return nil, err
 	}
-	if s.afterSearchPlan != nil {
-		s.afterSearchPlan()
-	}
-	tokens, check := s.b.searchSource(k, plan, "requests_search"), len(plan.check) > 0
 	if !tokens && !check {
 		return scanRequestRow, nil
 	}
-	k.filtered = true
 	if check {
 		k.columns += ", requests.content"
 	}

@@ -125,11 +125,7 @@ func (f *searchFixture) messages(mf MessageFilter) []string {
 	if err != nil {
 		f.t.Fatalf("Messages(%+v): %v", mf, err)
 	}
-	names := []string{}
-	for _, m := range l.Items {
-		names = append(names, f.names[m.ID])
-	}
-	return names
+	return named(f, l.Items, func(m MessageSummary) string { return m.ID })
 }
 
 func (f *searchFixture) requests(rf RequestFilter) []string {
@@ -138,9 +134,14 @@ func (f *searchFixture) requests(rf RequestFilter) []string {
 	if err != nil {
 		f.t.Fatalf("Requests(%+v): %v", rf, err)
 	}
+	return named(f, l.Items, func(r RequestSummary) string { return r.ID })
+}
+
+// named is the fixture's names of listed captures, in their order.
+func named[T any](f *searchFixture, items []T, id func(T) string) []string {
 	names := []string{}
-	for _, r := range l.Items {
-		names = append(names, f.names[r.ID])
+	for _, it := range items {
+		names = append(names, f.names[id(it)])
 	}
 	return names
 }
@@ -733,24 +734,58 @@ func TestSearchWhileTheIndexMoves(t *testing.T) {
 	}
 }
 
+// newSlicingFixture is a search fixture whose moves file at most 40 new
+// terms each, so that randomWords files over four.
+func newSlicingFixture(t *testing.T) *searchFixture {
+	if pgtest.Requested() {
+		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
+	}
+	// Restored once the store, whose writer reads it, has closed: its
+	// cleanup, registered after, runs before.
+	saved := maxTermsPerMove
+	t.Cleanup(func() { maxTermsPerMove = saved })
+	maxTermsPerMove = 40
+	return newSearchFixture(t)
+}
+
+// randomWords is a text of 130 words found nowhere else, each starting
+// with tag.
+func randomWords(tag string) string {
+	var words []string
+	for i := range 130 {
+		words = append(words, fmt.Sprintf("%s%03dzq%c", tag, i, 'a'+i%26))
+	}
+	return strings.Join(words, " ")
+}
+
+// move runs one move of each staged table in one writer transaction, as
+// indexStaged does, and says whether rows are left.
+func (f *searchFixture) move(tables ...int) (more bool) {
+	f.t.Helper()
+	if err := f.s.write(f.t.Context(), func(tx *wtx) error {
+		for _, ix := range tables {
+			m, err := tx.moveStaged(ix)
+			if err != nil {
+				return err
+			}
+			more = more || m
+		}
+		return nil
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+	return more
+}
+
 // TestMoveFilesALargeVocabularyInSlices: a capture with more new terms
 // than one move may file (a body of random words) has them filed over
 // several transactions, each bounded, and moves into FTS5 once all are in;
 // the captures around it move as usual, and every one of them is found
 // by a word inside its tokens all along.
 func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
-	if pgtest.Requested() {
-		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
-	}
-	defer func(n int) { maxTermsPerMove = n }(maxTermsPerMove)
-	maxTermsPerMove = 40
-	f := newSearchFixture(t)
+	f := newSlicingFixture(t)
 	f.request("before", NewRequest{Path: "/before", Body: []byte("alphaword betaword")})
-	var words []string
-	for i := range 130 {
-		words = append(words, fmt.Sprintf("w%03dzq%c", i, 'a'+i%26))
-	}
-	f.request("random", NewRequest{Path: "/random", Body: []byte(strings.Join(words, " "))})
+	f.request("random", NewRequest{Path: "/random", Body: []byte(randomWords("w"))})
 	f.request("after", NewRequest{Path: "/after", Body: []byte("gammaword")})
 
 	terms := func() int {
@@ -772,13 +807,7 @@ func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
 			t.Fatal("the large capture never moved")
 		}
 		before := terms()
-		if err := f.s.write(t.Context(), func(tx *wtx) error {
-			var err error
-			more, err = tx.moveStaged("requests_search_staged", "requests_search")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		more = f.move(requestsStaged)
 		if added := terms() - before; added > maxTermsPerMove {
 			t.Fatalf("move %d filed %d terms, more than %d", moves, added, maxTermsPerMove)
 		}
@@ -806,29 +835,9 @@ func TestMoveFilesALargeVocabularyInSlices(t *testing.T) {
 // being filed leaves its seq to the next capture (the newest's seq is
 // drawn again), whose terms are filed from its own first token.
 func TestMoveResumesOnlyTheSameRow(t *testing.T) {
-	if pgtest.Requested() {
-		t.Skip("PostgreSQL indexes a capture as it stores it: nothing moves")
-	}
-	defer func(n int) { maxTermsPerMove = n }(maxTermsPerMove)
-	maxTermsPerMove = 40
-	f := newSearchFixture(t)
-	var words []string
-	for i := range 130 {
-		words = append(words, fmt.Sprintf("w%03dzq%c", i, 'a'+i%26))
-	}
-	random := f.request("random", NewRequest{Path: "/random", Body: []byte(strings.Join(words, " "))})
-	move := func() bool {
-		var more bool
-		if err := f.s.write(t.Context(), func(tx *wtx) error {
-			var err error
-			more, err = tx.moveStaged("requests_search_staged", "requests_search")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return more
-	}
-	move() // its first slice of terms
+	f := newSlicingFixture(t)
+	random := f.request("random", NewRequest{Path: "/random", Body: []byte(randomWords("w"))})
+	f.move(requestsStaged) // its first slice of terms
 	seq := func(id string) (n int64) {
 		if err := f.s.rdb.QueryRow(`SELECT seq FROM requests WHERE id = ?`, id).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -843,7 +852,7 @@ func TestMoveResumesOnlyTheSameRow(t *testing.T) {
 	if seq(other) != was {
 		t.Fatalf("the next capture took seq %d, not the deleted %d: nothing to test", seq(other), was)
 	}
-	for i := 0; move(); i++ {
+	for i := 0; f.move(requestsStaged); i++ {
 		if i == 5 {
 			t.Fatal("the index never emptied")
 		}
@@ -853,5 +862,37 @@ func TestMoveResumesOnlyTheSameRow(t *testing.T) {
 	}
 	if got := f.requests(RequestFilter{Q: "eltawor"}); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("q=eltawor: %v, want [other]", got)
+	}
+}
+
+// TestMoveFilesTwoLargeVocabulariesAtOnce: a message and a request each
+// with more new terms than one move may file have their terms filed side
+// by side, each resuming where its own last slice ended, never starting
+// over because the other table's row was filed in between.
+func TestMoveFilesTwoLargeVocabulariesAtOnce(t *testing.T) {
+	f := newSlicingFixture(t)
+	text := randomWords("m")
+	f.message("mail", NewMessage{Subject: "s", Text: &text})
+	f.request("hook", NewRequest{Path: "/hook", Body: []byte(randomWords("r"))})
+	moves := 0
+	for more := true; more; moves++ {
+		if moves == 20 {
+			t.Fatal("the large captures never moved")
+		}
+		more = f.move(messagesStaged, requestsStaged)
+	}
+	// Each is filed in four slices of 40 terms or fewer, the two at once,
+	// and moves with its last.
+	if moves > 4 {
+		t.Errorf("%d moves for two captures of four slices each, filed side by side", moves)
+	}
+	if n := f.staged(); n != 0 {
+		t.Fatalf("%d rows still staged", n)
+	}
+	if got := f.messages(MessageFilter{Q: "m129zq"}); !slices.Equal(got, []string{"mail"}) {
+		t.Errorf("messages q=m129zq: %v, want [mail]", got)
+	}
+	if got := f.requests(RequestFilter{Q: "r129zq"}); !slices.Equal(got, []string{"hook"}) {
+		t.Errorf("requests q=r129zq: %v, want [hook]", got)
 	}
 }

@@ -23,8 +23,8 @@ const (
 	// vocabCacheSize bounds each of the two generations of terms the
 	// writer knows are in search_terms: common words then cost no
 	// statement at all. At 1<<15 the two took 6 MiB of a 13 MiB live
-	// heap after 200,000 messages, which the collector's GOGC of 400
-	// made 30 MiB of RSS; a word in use stays in the newer generation.
+	// heap after 200,000 messages, which a GOGC of 400 made 30 MiB
+	// of RSS; a word in use stays in the newer generation.
 	vocabCacheSize = 1 << 13
 )
 
@@ -44,11 +44,24 @@ func (s *Store) indexLoop(interval time.Duration) {
 	})
 }
 
-// stagedIndexes are the staged tables and the FTS5 tables they move to.
-var stagedIndexes = [][2]string{{"messages_search_staged", "messages_search"}, {"requests_search_staged", "requests_search"}}
+// stagedIndex is a staging table and the FTS5 table its rows move to.
+type stagedIndex struct{ staged, fts string }
 
-// indexStaged moves every staged row into FTS5, in transactions of at most
-// indexChunk rows of each table.
+// stagedIndexes are the staged tables, in the order of messagesStaged and
+// requestsStaged.
+var stagedIndexes = [...]stagedIndex{
+	messagesStaged: {"messages_search_staged", "messages_search"},
+	requestsStaged: {"requests_search_staged", "requests_search"},
+}
+
+// The staged tables, by their place in stagedIndexes.
+const (
+	messagesStaged = iota
+	requestsStaged
+)
+
+// indexStaged moves every staged row into FTS5, in transactions each as
+// bounded as moveStaged makes them.
 func (s *Store) indexStaged(ctx context.Context) error {
 	if s.b.indexTable("messages_search") == "messages_search" {
 		return nil // PostgreSQL stages nothing
@@ -62,8 +75,8 @@ func (s *Store) indexStaged(ctx context.Context) error {
 	for {
 		more := false
 		err := s.write(ctx, func(t *wtx) error {
-			for _, ix := range stagedIndexes {
-				m, err := t.moveStaged(ix[0], ix[1])
+			for ix := range stagedIndexes {
+				m, err := t.moveStaged(ix)
 				if err != nil {
 					return err
 				}
@@ -98,13 +111,14 @@ type stagedRow struct {
 	tokens string
 }
 
-// moveStaged moves the oldest staged rows of staged into fts, at most
+// moveStaged moves the oldest rows of staged table ix into FTS5, at most
 // indexChunk of them and about moveTokenBytes of tokens, and queues their
 // new terms for the vocabulary (flushTerms). A row with more new terms
 // than maxTermsPerMove moves alone, once its terms have been filed over as
 // many transactions as they need; until it moves, searches read it from
 // staged. more reports rows left behind.
-func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
+func (t *wtx) moveStaged(ix int) (more bool, err error) {
+	staged, fts := stagedIndexes[ix].staged, stagedIndexes[ix].fts
 	rows, err := t.query(`SELECT seq, tokens FROM `+staged+` ORDER BY seq LIMIT ?`, indexChunk)
 	if err != nil {
 		return false, err
@@ -130,7 +144,7 @@ func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
 	v := t.w.vocab
 	n := 0
 	for _, r := range batch {
-		if v.filing.seq != r.seq {
+		if v.filing[ix].seq != r.seq {
 			added, ok := v.addTokens(r.tokens, maxTermsPerMove)
 			if ok {
 				n++
@@ -138,15 +152,16 @@ func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
 			}
 			v.unqueue(added)
 		}
-		more = true
 		if n > 0 {
+			more = true
 			break // the rows before it move now, it next time
 		}
-		filed, err := t.fileTermsOf(r)
+		filed, err := t.fileTermsOf(ix, r)
 		if err != nil || !filed {
 			return true, err
 		}
 		n++
+		more = more || len(batch) > 1 // it moves alone
 		break
 	}
 	last := batch[n-1].seq
@@ -162,12 +177,12 @@ func (t *wtx) moveStaged(staged, fts string) (more bool, err error) {
 // terms go in the order of the row's tokens, so where the last slice ended
 // in them is where the next transaction resumes; a restart begins the row
 // again, which INSERT OR IGNORE makes harmless.
-func (t *wtx) fileTermsOf(r stagedRow) (bool, error) {
+func (t *wtx) fileTermsOf(ix int, r stagedRow) (bool, error) {
 	v := t.w.vocab
 	from := 0
 	sum := maphash.String(v.seed, r.tokens)
-	if v.filing.seq == r.seq && v.filing.sum == sum {
-		from = v.filing.offset
+	if f := v.filing[ix]; f.seq == r.seq && f.sum == sum {
+		from = f.offset
 	}
 	rest := r.tokens[from:]
 	var terms []any
@@ -181,7 +196,7 @@ func (t *wtx) fileTermsOf(r stagedRow) (bool, error) {
 	if err := t.insertTerms(terms); err != nil {
 		return false, err
 	}
-	v.filingNext = filing{seq: r.seq, sum: sum, offset: len(r.tokens) - len(rest)}
+	v.filingNext[ix] = filing{seq: r.seq, sum: sum, offset: len(r.tokens) - len(rest)}
 	return len(rest) == 0, nil
 }
 
@@ -196,9 +211,11 @@ type vocabulary struct {
 	// added is what the last addTokens queued, so that a row held back
 	// can take its terms out again.
 	added []string
-	// filing is how far the terms of a row too large for one move have
-	// been filed; filingNext is what the open transaction makes of it.
-	filing, filingNext filing
+	// filing is, for each staged table (the two move in one transaction,
+	// and their seqs are apart), how far the terms of its row too large
+	// for one move have been filed; filingNext is what the open
+	// transaction makes of it.
+	filing, filingNext [len(stagedIndexes)]filing
 	seed               maphash.Seed
 }
 

@@ -380,15 +380,8 @@ var inlineElements = map[atom.Atom]bool{
 // SQL functions: the documents Go writes, for the migration, and the match
 // of staged index rows, for searches.
 func init() {
-	mustRegister := func(name string, nArgs int32, fn func(args []driver.Value) (driver.Value, error)) {
-		err := sqlite.RegisterDeterministicScalarFunction(name, nArgs,
-			func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return fn(args) })
-		if err != nil {
-			panic(fmt.Sprintf("register SQL function %s: %v", name, err))
-		}
-	}
 	// search_staged_match(tokens, stagedQuery)
-	mustRegister("search_staged_match", 2, func(args []driver.Value) (driver.Value, error) {
+	registerSQLFunction("search_staged_match", 2, func(args []driver.Value) (driver.Value, error) {
 		tokens, query := sqlString(args[0]), sqlString(args[1])
 		if tokens != nil && query != nil && stagedMatch(*tokens, *query) {
 			return int64(1), nil
@@ -397,7 +390,7 @@ func init() {
 	})
 	// search_message_tokens(subject, from_name, from_address, recipients,
 	// text_body, html_body, attachment names as a JSON array)
-	mustRegister("search_message_tokens", 7, func(args []driver.Value) (driver.Value, error) {
+	registerSQLFunction("search_message_tokens", 7, func(args []driver.Value) (driver.Value, error) {
 		var rcpts storedRecipients
 		if err := json.Unmarshal(sqlBytes(args[3]), &rcpts); err != nil {
 			return "", fmt.Errorf("search_message_tokens: recipients: %w", err)
@@ -424,7 +417,7 @@ func init() {
 		return searchTokens(fields), nil
 	})
 	// search_request_tokens(path, query, headers, body)
-	mustRegister("search_request_tokens", 4, func(args []driver.Value) (driver.Value, error) {
+	registerSQLFunction("search_request_tokens", 4, func(args []driver.Value) (driver.Value, error) {
 		var pairs [][2]any
 		if err := json.Unmarshal(sqlBytes(args[2]), &pairs); err != nil {
 			return "", fmt.Errorf("search_request_tokens: headers: %w", err)
@@ -439,6 +432,13 @@ func init() {
 		fields := requestSearchFields(path, query, headersFromPairs(pairs), sqlBytes(args[3]))
 		return searchTokens(fields), nil
 	})
+}
+
+// registerSQLFunction makes fn a deterministic SQL function of SQLite's
+// connections (from init, as capture_sha256 is).
+func registerSQLFunction(name string, nArgs int32, fn func(args []driver.Value) (driver.Value, error)) {
+	sqlite.MustRegisterDeterministicScalarFunction(name, nArgs,
+		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return fn(args) })
 }
 
 func sqlString(v driver.Value) *string {

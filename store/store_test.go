@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -148,7 +149,9 @@ func TestProjectsAndQuotas(t *testing.T) {
 	}
 	// Only the hash is stored.
 	var n int
-	s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n)
+	if err := s.queryRow(ctx, `SELECT count(*) FROM api_keys WHERE hash = ?`, []byte(secret)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatal("secret stored in clear")
 	}
@@ -458,7 +461,9 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n)
+	if err := s.queryRow(ctx, `SELECT count(*) FROM attachments`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatalf("%d child rows left after delete", n)
 	}
@@ -837,5 +842,38 @@ func TestListenerReconnects(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a commit by another process after the reconnect did not wake the watcher")
 		}
+	}
+}
+
+// Addresses and the TLS files are rows of settings: absent until set, and
+// replaced, never added to, when set again.
+func TestSettingsRows(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if _, ok, err := s.Addresses(ctx); ok || err != nil {
+		t.Fatalf("addresses before any serve: ok %v, %v", ok, err)
+	}
+	if _, err := s.TLSFile(ctx, "ca.pem"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("TLS file never set: %v", err)
+	}
+	for _, base := range []string{"http://127.0.0.1:20001", "http://127.0.0.1:20002"} {
+		want := Addresses{HTTPBase: base, APIBase: base + "/api/v1", SMTPHost: "127.0.0.1", StartTLSPorts: []int{20025}}
+		if err := s.SetAddresses(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := s.Addresses(ctx); !ok || err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("addresses %+v, %v, %v; want %+v", got, ok, err, want)
+		}
+		pem := "-----BEGIN CERTIFICATE-----\n" + base + "\n"
+		if err := s.SetTLSFile(ctx, "ca.pem", []byte(pem)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.TLSFile(ctx, "ca.pem"); err != nil || string(got) != pem {
+			t.Fatalf("TLS file %q, %v; want %q", got, err, pem)
+		}
+	}
+	var rows int
+	if err := s.queryRow(ctx, `SELECT count(*) FROM settings WHERE name IN ('addresses', 'tls/ca.pem')`).Scan(&rows); err != nil || rows != 2 {
+		t.Fatalf("%d settings rows (%v); want one for each name", rows, err)
 	}
 }

@@ -39,11 +39,12 @@ type writeOp struct {
 	request *requestRow
 	done    chan error
 	state   atomic.Int32
-	// wake lists the collections whose waiters the commit must wake.
+	// wake lists the collections whose waiters the commit of fn must
+	// wake (a request wakes its endpoint's).
 	wake []string
 	// queued is when the operation was handed to the writer; capture and
-	// collections say what it stores: a capture of that kind into each
-	// collection (request does for its own).
+	// collections say what it stores: a message into each inbox of
+	// collections when capture is EmailCapture (request says its own).
 	queued      time.Time
 	capture     CaptureKind
 	collections []string
@@ -171,8 +172,12 @@ const maxBytesPerInsert = 1 << 20
 func (t *wtx) insertRows(table, columns string, rows [][]any) error {
 	for len(rows) > 0 {
 		n, size := 0, 0
-		for n < min(len(rows), maxRowsPerInsert) && (n == 0 || size+rowBytes(rows[n]) <= maxBytesPerInsert) {
-			size += rowBytes(rows[n])
+		for n < min(len(rows), maxRowsPerInsert) {
+			b := rowBytes(rows[n])
+			if n > 0 && size+b > maxBytesPerInsert {
+				break
+			}
+			size += b
 			n++
 		}
 		width := len(rows[0])
@@ -335,6 +340,11 @@ func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
 func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
 	batch, err := s.runTx(ctx, w, batch)
+	if err == nil && len(batch) == 0 {
+		// Every caller gave up on its operation: the transaction was
+		// rolled back, and no commit is counted or observed.
+		return
+	}
 	if err == nil {
 		w.vocab.committed()
 		// Observed before any caller hears of its commit, so that what a
@@ -343,7 +353,11 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		s.commits.Add(1)
 		var wake []string
 		for _, op := range batch {
-			wake = append(wake, op.wake...)
+			if op.request != nil {
+				wake = append(wake, op.request.endpointID)
+			} else {
+				wake = append(wake, op.wake...)
+			}
 			op.done <- nil
 		}
 		s.notify.notify(wake)
@@ -468,12 +482,10 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 			bumps[counted{requestsTable, op.request.endpointID}]++
 			continue
 		}
-		table := messagesTable
-		if op.capture == WebhookCapture {
-			table = requestsTable
-		}
+		// The only captures that run as fn are messages (InsertMessages),
+		// one into each of collections.
 		for _, c := range op.collections {
-			bumps[counted{table, c}]++
+			bumps[counted{messagesTable, c}]++
 		}
 	}
 	for _, c := range slices.SortedFunc(maps.Keys(bumps), func(a, b counted) int { return strings.Compare(a.id, b.id) }) {
@@ -486,7 +498,6 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	for _, op := range batch {
 		if op.request != nil {
 			rows = append(rows, op.request)
-			op.wake = []string{op.request.endpointID}
 			wake = append(wake, op.request.endpointID)
 			continue
 		}
