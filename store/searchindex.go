@@ -18,8 +18,12 @@ const (
 	// may have to read.
 	indexInterval = 200 * time.Millisecond
 	// indexChunk bounds the rows one move takes, so captures queued
-	// behind it wait for one short transaction at most.
-	indexChunk = 128
+	// behind it wait for one short transaction at most (moveTokenBytes
+	// bounds it too, for rows with many tokens). Each move leaves FTS5
+	// one segment, which its merges then rewrite level by level: moves
+	// of 512 small webhooks instead of 128 cost the writer about 5% less
+	// per capture (BenchmarkInsertRequestParallel1KiB).
+	indexChunk = 512
 	// vocabCacheSize bounds each of the two generations of terms the
 	// writer knows are in search_terms: common words then cost no
 	// statement at all. At 1<<15 the two took 6 MiB of a 13 MiB live

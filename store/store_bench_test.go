@@ -36,6 +36,34 @@ func BenchmarkInsertRequestParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
 }
 
+// BenchmarkInsertRequestParallel1KiB is the store's share of the webhook
+// benchmark (`capture bench webhook`, wrk with post1k.lua): the same 1 KiB
+// JSON body and headers, from 64 concurrent callers.
+func BenchmarkInsertRequestParallel1KiB(b *testing.B) {
+	s, endpointID := benchStore(b)
+	prefix := `{"event":"bench.post1k","id":"evt_0001","data":{"pad":"`
+	body := []byte(prefix + strings.Repeat("x", 1024-len(prefix)-len(`"}}`)) + `"}}`)
+	headers := []Header{{Name: "Content-Type", Values: []string{"application/json"}},
+		{Name: "Content-Length", Values: []string{"1024"}}, {Name: "Host", Values: []string{"127.0.0.1:8025"}}}
+	b.SetParallelism(32) // 32 × GOMAXPROCS (2 here) callers, as wrk -c64
+	cpu := processCPU(b)
+	b.ResetTimer()
+	defer cpu.report(b, "insert")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, err := s.InsertRequest(b.Context(), &NewRequest{
+				EndpointID: endpointID, ReceivedAt: time.Now(), Method: "POST", Path: "/bench",
+				ContentType: "application/json", RemoteAddr: "127.0.0.1:5000", Headers: headers, Body: body,
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
 // cpuMeter reports the process's CPU time (user and system, every
 // goroutine, SQLite's included) per operation: on a shared machine a
 // steadier figure than the rate.
