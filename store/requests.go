@@ -33,7 +33,7 @@ func newRequestRow(r *NewRequest) (string, *requestRow) {
 	content := pack(bytesSection(appendHeaders(nil, r.Headers)), bytesSection(body))
 	row := &requestRow{endpointID: r.EndpointID, args: []any{nil, id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
 		nullString(r.ContentType), len(body), r.RemoteAddr, content},
-		tokens: searchTokens(requestSearchFields(path, r.Query, r.Headers, body))}
+		tokens: requestTokens(path, r.Query, r.Headers, body)}
 	return id, row
 }
 
