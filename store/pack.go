@@ -66,6 +66,10 @@ var (
 	})
 )
 
+// packScratch holds the buffers pack gathers a chunk in (at most
+// packChunk bytes each, one per concurrent pack).
+var packScratch = sync.Pool{New: func() any { return new([]byte) }}
+
 // section is one value of a pack: bytes or text, or absent (a message
 // without an HTML body). Text is packed without first being copied to a
 // []byte.
@@ -133,8 +137,16 @@ func pack(sections ...section) []byte {
 
 	enc := packEncoder()
 	// A chunk that lies inside one byte section is compressed where it
-	// is; one that spans sections, or comes from text, is gathered first.
-	scratch := make([]byte, 0, min(total, packChunk))
+	// is; one that spans sections, or comes from text, is gathered first,
+	// in a buffer kept from one pack to the next: allocating it anew was a
+	// sixth of what storing a 2 KiB message allocated.
+	gathered := packScratch.Get().(*[]byte)
+	defer packScratch.Put(gathered)
+	scratch := (*gathered)[:0]
+	if cap(scratch) < min(total, packChunk) {
+		scratch = make([]byte, 0, min(total, packChunk))
+		*gathered = scratch
+	}
 	body := make([]byte, 0, total/3+64)
 	next, within := 0, 0 // the section, and the offset in it, to take from
 	for range chunks {
