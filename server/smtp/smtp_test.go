@@ -1152,7 +1152,7 @@ func TestReadMessageLimit(t *testing.T) {
 		data := bytes.Repeat([]byte("x"), tt.size)
 		for _, r := range []io.Reader{bytes.NewReader(data), iotest.OneByteReader(bytes.NewReader(data))} {
 			buf := &buffer{}
-			got, err := readMessage(buf, r, int64(tt.limit), nil)
+			got, err := readMessage(buf, r, int64(tt.limit), 0, nil)
 			if tt.over {
 				if !errors.Is(err, errOverLimit) {
 					t.Errorf("%d bytes, limit %d: err %v, want over the limit", tt.size, tt.limit, err)
@@ -1163,6 +1163,38 @@ func TestReadMessageLimit(t *testing.T) {
 			if cap(buf.b) > tt.limit+1 {
 				t.Errorf("%d bytes, limit %d: buffer grew to %d", tt.size, tt.limit, cap(buf.b))
 			}
+		}
+	}
+}
+
+// A message whose size MAIL FROM declared is read into one buffer of that
+// size, not doubled up to it; a wrong declaration still reads the message
+// whole, and never past the limit.
+func TestReadMessageSizedByDeclaration(t *testing.T) {
+	for _, tt := range []struct {
+		size, declared, limit int
+		wantCap               int // 0: only bounded by the limit
+	}{
+		{100_000, 100_000, 1 << 20, 100_000 + declaredSlack},
+		{100_000, 10, 1 << 20, 0},
+		{100_000, 60_000, 1 << 20, 0},
+		{100_000, 900_000, 1 << 20, 900_000 + declaredSlack},
+		{100_000, 50 << 20, 1 << 20, 1<<20 + 1},
+	} {
+		data := bytes.Repeat([]byte("y"), tt.size)
+		buf := &buffer{}
+		var grown []int
+		got, err := readMessage(buf, bytes.NewReader(data), int64(tt.limit), int64(tt.declared),
+			func(size int) error { grown = append(grown, size); return nil })
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes declared as %d: %d bytes, %v", tt.size, tt.declared, len(got), err)
+		}
+		if cap(buf.b) > tt.limit+1 {
+			t.Errorf("%d bytes declared as %d: buffer grew to %d, past the limit", tt.size, tt.declared, cap(buf.b))
+		}
+		if tt.wantCap != 0 && (cap(buf.b) != tt.wantCap || len(grown) != 1) {
+			t.Errorf("%d bytes declared as %d: buffer of %d after %d growths, want one of %d",
+				tt.size, tt.declared, cap(buf.b), len(grown), tt.wantCap)
 		}
 	}
 }
