@@ -75,8 +75,15 @@ from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;
 	return c
 }
 
+// commandStart is read as the program starts, for when the process start
+// is not known.
+var commandStart = time.Now()
+
 func runWait(c *cobra.Command, kind string) error {
-	start := time.Now()
+	start := commandStart
+	if t, ok := processStart(); ok && t.Before(start) {
+		start = t
+	}
 	f := c.Flags()
 	str := func(name string) string {
 		v, _ := f.GetString(name)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,6 +285,51 @@ func TestWaitRequest(t *testing.T) {
 		expect(t, 1, "", "no request under /ci/3/ within 1.5s")
 	s.waitNow(t, "request", "--endpoint", "whe_nope", "--timeout", "1s").expect(t, 2, "", `no endpoint "whe_nope"`)
 	s.waitNow(t, "request", "--print", "subject").expect(t, 2, "", "--print")
+}
+
+// A webhook sent as soon as `capture wait … &` is started can be stored
+// before the program has read the clock; it still counts, as the process
+// was created first. The test makes that order certain: a shell is created
+// and stopped, the webhook is sent, then the shell execs the wait (an exec
+// keeps the process, and its start time).
+func TestWaitCountsFromItsProcessStart(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the process start time is read from /proc")
+	}
+	s := serveBinary(t)
+	r := &waitRun{done: make(chan struct{})}
+	r.cmd = exec.Command("sh", "-c", `kill -STOP $$; exec "$0" wait request --path /ci/early/ --timeout 5s --api "$1"`, binary, s.api)
+	r.cmd.Env = append(cleanEnv(), "CAPTURE_API_KEY="+s.key, "CAPTURE_DATA_DIR="+t.TempDir())
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.cmd.Wait()
+		r.code = r.cmd.ProcessState.ExitCode()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.done
+	})
+	// Stopped: the kernel says T in /proc/PID/stat.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'T' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell never stopped")
+		}
+	}
+	id := s.hook(t, "POST", "/ci/early/hook", []byte("sent first"))
+	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t).expect(t, 0, id+"\n", "")
 }
 
 // --print code and --kind read what the server found at ingest (SPEC §15)
