@@ -133,7 +133,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > ep.bodyLimit {
-		h.tooLarge(w, ep.bodyLimit)
+		h.tooLarge(w, r, ep.bodyLimit)
 		return
 	}
 
@@ -157,7 +157,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			h.tooLarge(w, ep.bodyLimit)
+			h.tooLarge(w, r, ep.bodyLimit)
 			return
 		}
 		if errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil {
@@ -432,13 +432,33 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 	}
 }
 
+// A refused body of up to maxDiscard bytes is read and thrown away, for
+// at most discardTime, before the answer. Clients that send the whole
+// body before reading the answer (Python's http.client, under urllib and
+// requests) otherwise find the connection reset under them, and report
+// that instead of the 413: closing a socket with unread data resets it.
+const (
+	maxDiscard  = 64 << 20
+	discardTime = 10 * time.Second
+)
+
+// discardBody reads what is left of r's body into nothing, unless the
+// client waits for "100 Continue" before sending it (reading would ask
+// for the body), or declared more than is worth reading.
+func discardBody(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Expect") != "" || r.ContentLength > maxDiscard {
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(discardTime))
+	io.CopyN(io.Discard, r.Body, maxDiscard)
+}
+
 func (h *Handler) unavailable(w http.ResponseWriter, message string) {
 	contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: message, RetryAfter: retryAfter})
 }
 
-func (h *Handler) tooLarge(w http.ResponseWriter, limit int64) {
-	// The rest of the body is not worth reading; net/http would close the
-	// connection anyway.
+func (h *Handler) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
+	discardBody(w, r)
 	w.Header()["Connection"] = closeConnection
 	contract.WriteError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
 		Message: "request body over the plan's limit of " + strconv.FormatInt(limit, 10) + " bytes"})

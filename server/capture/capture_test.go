@@ -431,6 +431,62 @@ func TestOversize(t *testing.T) {
 	}
 }
 
+// A client that writes its whole body before it reads anything, as
+// Python's http.client (urllib, requests) does, gets the 413 and its
+// envelope: the refused body is read and thrown away first, where closing
+// with it unread would reset the connection under the client.
+func TestOversizeSentWholeGetsTheAnswer(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, size := range []int{1<<20 + 1, 8 << 20} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d bytes, chunked=%v", size, chunked), func(t *testing.T) {
+				c, err := net.Dial("tcp", e.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				w := bufio.NewWriterSize(c, 64<<10)
+				body := bytes.Repeat([]byte("x"), 64<<10)
+				if chunked {
+					fmt.Fprintf(w, "POST /%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", e.endpoint.ID)
+				} else {
+					fmt.Fprintf(w, "POST /%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", e.endpoint.ID, size)
+				}
+				for sent := 0; sent < size; {
+					n := min(len(body), size-sent)
+					if chunked {
+						fmt.Fprintf(w, "%x\r\n", n)
+					}
+					w.Write(body[:n])
+					if chunked {
+						io.WriteString(w, "\r\n")
+					}
+					sent += n
+				}
+				if chunked {
+					io.WriteString(w, "0\r\n\r\n")
+				}
+				if err := w.Flush(); err != nil {
+					t.Fatalf("sending the body: %v", err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatalf("reading the answer: %v", err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatalf("reading the answer's body: %v", err)
+				}
+				checkError(t, resp, b, http.StatusRequestEntityTooLarge, "quota_exceeded")
+			})
+		}
+	}
+	if n := e.stored(); n != 0 {
+		t.Errorf("%d stored after 413s", n)
+	}
+}
+
 func TestPlanLimitFollowsProject(t *testing.T) {
 	e := newEnv(t, nil)
 	// Cached under the free plan first.
