@@ -3,10 +3,10 @@ package cmd
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capturedev/capture/cmd/started"
 	"github.com/capturedev/capture/forward/wait"
 	"github.com/capturedev/capture/server/api/contract"
 )
@@ -75,15 +75,8 @@ from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;
 	return c
 }
 
-// commandStart is read as the program starts, for when the process start
-// is not known.
-var commandStart = time.Now()
-
 func runWait(c *cobra.Command, kind string) error {
-	start := commandStart
-	if t, ok := processStart(); ok && t.Before(start) {
-		start = t
-	}
+	start := started.Launched()
 	f := c.Flags()
 	str := func(name string) string {
 		v, _ := f.GetString(name)

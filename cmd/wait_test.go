@@ -288,41 +288,31 @@ func TestWaitRequest(t *testing.T) {
 }
 
 // A webhook sent as soon as `capture wait … &` is started can be stored
-// before the program has read the clock; it still counts, as the process
-// was created first. The test makes that order certain: a shell is created
-// and stopped, the webhook is sent, then the shell execs the wait (an exec
-// keeps the process, and its start time).
-func TestWaitCountsFromItsProcessStart(t *testing.T) {
+// before the program has read the clock (loading it takes milliseconds);
+// it still counts, as it came after the command was launched. The test
+// makes that order certain: the wait is stopped as soon as it is started,
+// the webhook is sent more than the kernel's 10 ms tick later, and only
+// then does the wait go on.
+func TestWaitCountsFromItsLaunch(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the process start time is read from /proc")
+		t.Skip("the launch time is read from /proc")
 	}
 	s := serveBinary(t)
-	r := &waitRun{done: make(chan struct{})}
-	r.cmd = exec.Command("sh", "-c", `kill -STOP $$; exec "$0" wait request --path /ci/early/ --timeout 5s --api "$1"`, binary, s.api)
-	r.cmd.Env = append(cleanEnv(), "CAPTURE_API_KEY="+s.key, "CAPTURE_DATA_DIR="+t.TempDir())
-	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
-	if err := r.cmd.Start(); err != nil {
+	r := s.start(t, s.api, "request", "--path", "/ci/early/", "--timeout", "5s")
+	launched := time.Now()
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		r.cmd.Wait()
-		r.code = r.cmd.ProcessState.ExitCode()
-		close(r.done)
-	}()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.done
-	})
-	// Stopped: the kernel says T in /proc/PID/stat.
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+	for deadline := launched.Add(10 * time.Second); ; <-tick.C {
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'T' {
+		i := bytes.LastIndexByte(stat, ')')
+		if i > 0 && len(stat) > i+2 && stat[i+2] == 'T' && time.Since(launched) > 20*time.Millisecond {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the shell never stopped")
+			t.Fatal("the wait never stopped")
 		}
 	}
 	id := s.hook(t, "POST", "/ci/early/hook", []byte("sent first"))
