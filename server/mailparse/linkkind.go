@@ -479,6 +479,8 @@ var credentialParams = map[string]bool{
 	"jwt": true, "auth": true, "jeton": true,
 }
 
+var credentialSuffixes = [][]byte{[]byte("token"), []byte("_code"), []byte("-code"), []byte("_key"), []byte("-key")}
+
 // credentialParam reports a parameter name that says it carries a
 // credential: one of credentialParams, or one that ends in token, _code or
 // _key (confirmation_token, invite_code; not postcode).
@@ -487,12 +489,12 @@ func credentialParam(name string) bool {
 	if len(name) > len(buf) {
 		return false
 	}
-	lower := string(appendLower(buf[:0], name))
-	if credentialParams[lower] || strings.HasSuffix(lower, "token") {
+	lower := appendLower(buf[:0], name)
+	if credentialParams[string(lower)] {
 		return true
 	}
-	for _, suffix := range []string{"_code", "-code", "_key", "-key"} {
-		if strings.HasSuffix(lower, suffix) {
+	for _, suffix := range credentialSuffixes {
+		if bytes.HasSuffix(lower, suffix) {
 			return true
 		}
 	}
