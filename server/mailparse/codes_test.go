@@ -109,55 +109,6 @@ func TestFindCodesBounded(t *testing.T) {
 	}
 }
 
-func TestLinkKinds(t *testing.T) {
-	tests := []struct {
-		url, text, label, lead string
-		want                   string
-	}{
-		{url: "https://a.example/verify?token=abc123", want: KindVerify},
-		{url: "https://a.example/users/confirmation?confirmation_token=Zx8Kq2LmP4vR", want: KindVerify},
-		{url: "https://a.example/activate/5c2d8e3f-1a4b-4c6d-9e8f-0a1b2c3d4e5f", want: KindVerify},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Confirm your email", want: KindVerify},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", label: "Verify email", want: KindVerify},
-		{url: "https://a.example/password/reset?token=abc123", want: KindReset},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Restablecer contraseña", want: KindReset},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "click here", lead: "To reset your password,", want: KindReset},
-		{url: "https://a.example/auth/magic?token=eyJhbGciOiJIUzI1NiJ9", text: "Log in", want: KindLogin},
-		{url: "https://a.example/login?token=abc123def", want: KindLogin},
-		{url: "https://a.example/unsubscribe", want: KindUnsubscribe},
-		{url: "https://a.example/u/1", text: "Opt out", want: KindUnsubscribe},
-		{url: "https://a.example/prefs", text: "Manage your preferences", want: KindUnsubscribe},
-		{url: "https://a.example/x", text: "here", lead: "To stop receiving these emails, click", want: KindUnsubscribe},
-		{url: "https://a.example/x", text: "配信停止", want: KindUnsubscribe},
-
-		// No token: a page about the action, not the action.
-		{url: "https://help.example/articles/how-to-reset-your-password", text: "Reset your password", want: KindOther},
-		{url: "https://a.example/login", text: "Log in", want: KindOther},
-		{url: "https://a.example/login?redirect=%2Fdashboard&utm_source=email", text: "Log in", want: KindOther},
-		{url: "https://a.example/verify-your-email-2024.html", text: "Verify email", want: KindOther},
-		// An order's confirmation is not an address to confirm.
-		{url: "https://a.example/orders/48213/confirmation?key=abc123", want: KindOther},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "View order", lead: "Please confirm", want: KindOther},
-		// Campaign parameters do not speak for the link.
-		{url: "https://a.example/help?utm_campaign=password_reset&id=a1b2c3d4", text: "Help", want: KindOther},
-		{url: "https://a.example/verify/cancel?id=AbC123xYz987", want: KindOther},
-		{url: "https://a.example/c/Xk2pQ9LmZ7", text: "Confirm unsubscribe", want: KindUnsubscribe},
-	}
-	for _, tt := range tests {
-		t.Run(tt.url+" "+tt.text, func(t *testing.T) {
-			var ls linkSet
-			cue := linkCue{label: tt.label, lead: tt.lead}
-			if tt.text != "" {
-				cue.text = &tt.text
-			}
-			ls.add(tt.url, cue, "")
-			if len(ls.links) != 1 || ls.links[0].Kind != tt.want {
-				t.Errorf("links = %+v, want kind %s", ls.links, tt.want)
-			}
-		})
-	}
-}
-
 func TestListUnsubscribe(t *testing.T) {
 	raw := crlf(`From: news@example.com
 List-Unsubscribe: <mailto:leave@example.com?subject=x>, <https://example.com/u/1?t=9>,

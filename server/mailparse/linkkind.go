@@ -68,12 +68,31 @@ var (
 		"ログイン", "サインイン", "登录", "登入", "登錄", "로그인", "войти",
 	)
 	// A confirmation of an order or a booking is not an address to verify,
-	// nor is a link to undo one.
+	// nor is a link to undo one, nor an offer to activate.
 	notVerifyPhrases = cuePhrases(
 		"cancel*", "remove", "not you", "not me", "wasn't you", "wasn't me", "report",
 		"order*", "booking*", "reservation*", "invoice*", "receipt*", "payment*", "purchase*",
 		"shipping", "shipment*", "delivery", "appointment*", "pedido*", "commande*", "bestellung*",
 		"réservation*", "reserva*", "encomenda*", "注文", "订单", "訂單", "予約",
+		"trial", "offer*", "discount*", "coupon*", "promo*", "deal", "deals",
+	)
+	// A sign-in link is a magic link only when it says so; "Log in" alone
+	// leads to a login form.
+	magicPhrases = cuePhrases(
+		"magic*", "passwordless", "sign-in link", "sign in link", "signin link", "login link",
+		"log in link", "log-in link", "sign-in-link", "signin-link", "login-link", "log-in-link",
+		"enlace mágico", "link mágico", "link magico", "lien magique", "magischer link",
+		"マジックリンク", "魔法链接",
+	)
+	// Anchor words of a page about an action rather than the action: "Learn
+	// how to verify your account", "Forgot your password? Contact support".
+	articlePhrases = cuePhrases(
+		"learn*", "how to", "how do", "help", "support", "faq*", "read more", "read about",
+		"more about", "find out", "contact", "guide*", "article*", "docs", "documentation",
+		"tutorial*", "blog", "tips", "what is", "why",
+		"ayuda", "más información", "aide", "en savoir plus", "hilfe", "mehr erfahren",
+		"ajuda", "saiba mais", "aiuto", "scopri", "ヘルプ", "詳しく", "帮助", "幫助", "了解更多",
+		"도움말", "помощь", "подробнее",
 	)
 	// Anchor words that say nothing of their own, so that the text before
 	// the link speaks for it: "To reset your password, click here".
@@ -131,6 +150,8 @@ const (
 	phrasesVerify
 	phrasesLogin
 	phrasesNotVerify
+	phrasesMagic
+	phrasesArticle
 )
 
 // phraseIndex finds the phrases of every list in one pass over a text,
@@ -146,7 +167,8 @@ var linkPhrases = func() *phraseIndex {
 	x := new(phraseIndex)
 	for list, phrases := range map[phraseSet][]cuePhrase{
 		phrasesUnsubscribe: unsubscribePhrases, phrasesReset: resetPhrases, phrasesVerify: verifyPhrases,
-		phrasesLogin: loginPhrases, phrasesNotVerify: notVerifyPhrases,
+		phrasesLogin: loginPhrases, phrasesNotVerify: notVerifyPhrases, phrasesMagic: magicPhrases,
+		phrasesArticle: articlePhrases,
 	} {
 		for _, p := range phrases {
 			x[p.b[0]] = append(x[p.b[0]], indexedPhrase{p, list})
@@ -202,12 +224,20 @@ type linkKinds struct {
 }
 
 // kind judges a link from its words and its URL. Unsubscribing needs no
-// more than the words; the other kinds act on an account, so the link
-// must also carry something that identifies the user or the request (a
-// token): a "Reset password" link to a help article is not a reset link.
+// more than the words. The other kinds act on an account, and a page
+// about the action ("Reset your password" to a help article) is not the
+// action, so:
 //
-// The anchor's own words decide first, then the URL's, then, for an
-// anchor that says nothing ("click here"), the text before it.
+//   - a link into help, docs, a blog or an article, or whose anchor offers
+//     to explain ("Learn how to verify your account"), is other;
+//   - a link that carries a credential (a random token, or a value under a
+//     name such as token or code) does what its words say: the anchor's own
+//     words first, then the URL's, then, for an anchor that says nothing
+//     ("click here"), the text before it;
+//   - a link without one does what its anchor says only if its URL says
+//     the same ("Reset your password" to /password-reset) and is not a
+//     page's title or a help site's, and signs in only if it says it is a
+//     magic link: /login under "Log in" is the login form.
 func (k *linkKinds) kind(u *url.URL, cue linkCue) string {
 	if k.label == nil {
 		k.label, k.url, k.lead = k.buf[0][:0], k.buf[1][:0], k.buf[2][:0]
@@ -231,15 +261,38 @@ func (k *linkKinds) kind(u *url.URL, cue linkCue) string {
 	if (said[0]|said[1]|said[2])&phrasesUnsubscribe != 0 {
 		return KindUnsubscribe
 	}
-	if !hasToken(u) {
+	if !generic && said[0]&phrasesArticle != 0 || articleSection(u.Path) {
 		return KindOther
 	}
-	for _, s := range said {
-		if kind := actionKind(s); kind != "" {
-			return kind
+	if hasCredential(u) {
+		for _, s := range said {
+			if kind := actionKind(s); kind != "" {
+				return kind
+			}
 		}
+		return KindOther
 	}
-	return KindOther
+	if generic || articleSite(u.Hostname()) || articleTitle(u.Path) {
+		return KindOther
+	}
+	kind := actionKind(said[0])
+	if kind == "" || !names(said[1], kind) || kind == KindLogin && (said[0]|said[1])&phrasesMagic == 0 {
+		return KindOther
+	}
+	return kind
+}
+
+// names reports whether phrases s name the action of kind.
+func names(s phraseSet, kind string) bool {
+	switch kind {
+	case KindReset:
+		return s&phrasesReset != 0
+	case KindVerify:
+		return s&phrasesVerify != 0 && s&phrasesNotVerify == 0
+	case KindLogin:
+		return s&phrasesLogin != 0
+	}
+	return false
 }
 
 // actionKind is the account action a text names, if any: a reset before a
@@ -354,6 +407,107 @@ func notTokenParam(name string) bool {
 	return notTokenParams[string(lower)] || bytes.HasPrefix(lower, []byte("utm_"))
 }
 
+// articleSections are the path segments, and the first labels of the
+// hosts, under which a site keeps pages that explain rather than act.
+// (Not community or forum: a forum's own accounts are activated there.)
+var articleSections = map[string]bool{
+	"help": true, "helpcenter": true, "help-center": true, "help_center": true, "support": true,
+	"docs": true, "doc": true, "documentation": true, "blog": true, "blogs": true, "faq": true,
+	"faqs": true, "kb": true, "knowledgebase": true, "knowledge-base": true, "knowledge": true,
+	"hc": true, "articles": true, "article": true, "guide": true, "guides": true, "learn": true,
+	"tutorial": true, "tutorials": true, "howto": true, "how-to": true, "posts": true, "post": true,
+	"journal": true, "wiki": true, "ayuda": true, "aide": true, "hilfe": true, "ajuda": true, "aiuto": true,
+}
+
+// articleSection reports a path into help, docs, a blog or the like.
+func articleSection(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if i := strings.LastIndexByte(seg, '.'); i > 0 {
+			seg = seg[:i]
+		}
+		if articleSections[strings.ToLower(seg)] {
+			return true
+		}
+	}
+	return false
+}
+
+// articleSite reports a host that serves help, docs, a blog or the like
+// (help.example.com). Only for a link without a credential: an account
+// can be confirmed on support.example.com.
+func articleSite(host string) bool {
+	first, _, _ := strings.Cut(host, ".")
+	return articleSections[strings.ToLower(first)]
+}
+
+// articleTitle reports a path whose segments read as a page's title
+// ("how-to-reset-your-password") or name a document ("verify.html"); an
+// action's path is short ("reset-password").
+func articleTitle(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		words := 1
+		for i := 0; i < len(seg); i++ {
+			if seg[i] == '-' || seg[i] == '_' {
+				words++
+			}
+		}
+		if words >= 4 || documentName(seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// documentName reports a path segment naming a page or a file.
+func documentName(seg string) bool {
+	i := strings.LastIndexByte(seg, '.')
+	if i <= 0 {
+		return false
+	}
+	switch strings.ToLower(seg[i+1:]) {
+	case "html", "htm", "php", "asp", "aspx", "jsp", "png", "jpg", "jpeg", "gif", "svg", "pdf", "css", "js", "md":
+		return true
+	}
+	return false
+}
+
+// credentialParams name the query parameters that carry a credential,
+// whatever their value looks like (?token=verifytoken).
+var credentialParams = map[string]bool{
+	"token": true, "tok": true, "t": true, "code": true, "key": true, "k": true, "otp": true,
+	"hash": true, "sig": true, "signature": true, "secret": true, "nonce": true, "ticket": true,
+	"jwt": true, "auth": true, "jeton": true,
+}
+
+var credentialSuffixes = [][]byte{[]byte("token"), []byte("_code"), []byte("-code"), []byte("_key"), []byte("-key")}
+
+// credentialParam reports a parameter name that says it carries a
+// credential: one of credentialParams, or one that ends in token, _code or
+// _key (confirmation_token, invite_code; not postcode).
+func credentialParam(name string) bool {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return false
+	}
+	lower := appendLower(buf[:0], name)
+	if credentialParams[string(lower)] {
+		return true
+	}
+	for _, suffix := range credentialSuffixes {
+		if bytes.HasSuffix(lower, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCredential reports whether the URL carries something that identifies
+// the user or the request: a value under a credential's name, or a token.
+func hasCredential(u *url.URL) bool {
+	named := func(name, value string) bool { return !credentialParam(name) || strings.TrimSpace(value) == "" }
+	return eachParam(u.RawQuery, named) || hasToken(u)
+}
+
 // hasToken reports whether the URL carries something random enough to be
 // a credential or a request id: a query value or path segment of letters
 // and digits, a long opaque string, a UUID.
@@ -403,11 +557,8 @@ func tokenLike(s string) bool {
 // slug reports a path segment made of words ("verify-your-email-2024",
 // "welcome.html"): an article, not a token. A UUID is not a slug.
 func slug(seg string) bool {
-	if i := strings.LastIndexByte(seg, '.'); i > 0 {
-		switch strings.ToLower(seg[i+1:]) {
-		case "html", "htm", "php", "asp", "aspx", "jsp", "png", "jpg", "jpeg", "gif", "svg", "pdf", "css", "js":
-			return true
-		}
+	if documentName(seg) {
+		return true
 	}
 	if strings.Count(seg, "-") < 2 {
 		return false

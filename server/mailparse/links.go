@@ -136,18 +136,39 @@ func (s *linkSet) addUnsubscribe(header string) {
 }
 
 // httpOrigin validates u as an absolute http(s) URL with a host and returns
-// it parsed and its origin with the port as written (a stated default port
-// is kept).
+// it parsed and its origin as the URL states it (SPEC §8): scheme, host and
+// port spelled as written, a stated default port kept, user info dropped.
+// A client compares the origin with the application it tests, so it is not
+// normalized behind the URL's back.
 func httpOrigin(u string) (*url.URL, string, bool) {
 	p, err := url.Parse(u)
 	if err != nil || p.Opaque != "" || p.Hostname() == "" {
 		return nil, "", false
 	}
-	scheme := strings.ToLower(p.Scheme)
-	if scheme != "http" && scheme != "https" {
+	if p.Scheme != "http" && p.Scheme != "https" { // url.Parse lowercases it
 		return nil, "", false
 	}
-	return p, scheme + "://" + strings.ToLower(p.Host), true
+	return p, statedOrigin(u, p), true
+}
+
+// statedOrigin cuts scheme://host[:port] out of u itself, which url.Parse
+// has read as p; it falls back to p's spelling should u not start the way
+// p says it does.
+func statedOrigin(u string, p *url.URL) string {
+	authority, ok := "", hasPrefixFold(u, p.Scheme)
+	if ok {
+		authority, ok = strings.CutPrefix(u[len(p.Scheme):], "://")
+	}
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
+	}
+	if !ok || authority == "" {
+		return p.Scheme + "://" + p.Host
+	}
+	return u[:len(p.Scheme)] + "://" + authority
 }
 
 // hasHTTPPrefix reports whether s starts with http:// or https://, in any case.

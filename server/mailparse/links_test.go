@@ -72,11 +72,17 @@ func TestExtractLinks(t *testing.T) {
 			},
 		},
 		{
-			name: "origin keeps stated port and lowercases host",
-			html: ptr(`<a href="HTTP://User:Pw@Example.COM:80/Path">x</a><a href="https://[::1]:8443/">v6</a>`),
+			name: "origin is scheme, host and port as the URL states them",
+			html: ptr(`<a href="HTTP://User:Pw@Example.COM:80/Path">x</a><a href="https://[::1]:8443/">v6</a>` +
+				`<a href="https://App.Example.COM:8443/x">mixed</a><a href="https://app.example.com:443/">443</a>` +
+				`<a href="Https://a@b@Host.example?q=/p">query</a><a href="https://Host.example#/frag">fragment</a>`),
 			want: []Link{
-				{"HTTP://User:Pw@Example.COM:80/Path", ptr("x"), "http://example.com:80", KindOther},
+				{"HTTP://User:Pw@Example.COM:80/Path", ptr("x"), "HTTP://Example.COM:80", KindOther},
 				{"https://[::1]:8443/", ptr("v6"), "https://[::1]:8443", KindOther},
+				{"https://App.Example.COM:8443/x", ptr("mixed"), "https://App.Example.COM:8443", KindOther},
+				{"https://app.example.com:443/", ptr("443"), "https://app.example.com:443", KindOther},
+				{"Https://a@b@Host.example?q=/p", ptr("query"), "Https://Host.example", KindOther},
+				{"https://Host.example#/frag", ptr("fragment"), "https://Host.example", KindOther},
 			},
 		},
 		{

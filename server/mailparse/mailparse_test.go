@@ -238,7 +238,7 @@ func TestParseCorpus(t *testing.T) {
 					{"https://app.example.com/legal/terms", ptr("Terms"), "https://app.example.com", KindOther},
 					{"https://cdn.example.org/file.pdf", ptr("PDF"), "https://cdn.example.org", KindOther},
 					{"https://other.example:8443/path", ptr("Other"), "https://other.example:8443", KindOther},
-					{"HTTPS://Mixed.Example.COM/Path", ptr("Mixed"), "https://mixed.example.com", KindOther},
+					{"HTTPS://Mixed.Example.COM/Path", ptr("Mixed"), "HTTPS://Mixed.Example.COM", KindOther},
 					{"https://app.example.com/x", nil, "https://app.example.com", KindOther},
 					{"https://app.example.com/account/map/1", nil, "https://app.example.com", KindOther},
 				},
@@ -270,7 +270,7 @@ Port http://localhost:8080/path/ and HTTPS://EXAMPLE.com/Upper and https://examp
 					{"https://example.com/h?x=1&y=2", nil, "https://example.com", KindOther},
 					{"https://example.com/i", nil, "https://example.com", KindOther},
 					{"http://localhost:8080/path/", nil, "http://localhost:8080", KindOther},
-					{"HTTPS://EXAMPLE.com/Upper", nil, "https://example.com", KindOther},
+					{"HTTPS://EXAMPLE.com/Upper", nil, "HTTPS://EXAMPLE.com", KindOther},
 				},
 				snippet: `See https://example.com/a. And https://example.com/b, then (https://example.com/c) and <https://example.com/d>. ` +
 					`Quoted "https://example.com/e" and 'https://example.com/f'. Bracketed [https://example.c`,
@@ -791,8 +791,13 @@ func checkLinks(t *testing.T, links []Link) {
 		if (scheme != "http" && scheme != "https") || u.Host == "" || !u.IsAbs() {
 			t.Errorf("link %q is not an absolute http(s) URL", l.URL)
 		}
-		if origin := scheme + "://" + strings.ToLower(u.Host); origin != l.Origin {
-			t.Errorf("link %q: Origin = %q, want %q", l.URL, l.Origin, origin)
+		// The origin is the URL's scheme, host and port, spelled as the URL
+		// spells them.
+		o, err := url.Parse(l.Origin)
+		_, stated, _ := strings.Cut(l.Origin, "://")
+		if err != nil || o.Scheme != scheme || !strings.EqualFold(o.Host, u.Host) || o.User != nil || o.Path != "" || o.RawQuery != "" ||
+			!strings.HasPrefix(l.URL, l.Origin[:len(scheme)]) || !strings.Contains(l.URL, stated) {
+			t.Errorf("link %q: Origin = %q, want %s://%s as written", l.URL, l.Origin, scheme, u.Host)
 		}
 		if seen[l.URL] {
 			t.Errorf("link %q listed twice", l.URL)
