@@ -93,6 +93,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"bogus"}, 2, "capture: unknown command \"bogus\" for \"capture\" (see 'capture --help')\n"},
 		{[]string{"--bogus"}, 2, "capture: unknown flag: --bogus (see 'capture --help')\n"},
 		{[]string{"key", "frob"}, 2, "capture: unknown command \"frob\" for \"capture key\" (see 'capture key --help')\n"},
+		{[]string{"wait"}, 2, "capture: wait for what? \"email\" or \"request\" (see 'capture wait --help')\n"},
+		{[]string{"wait", "sms"}, 2, "capture: unknown command \"sms\" for \"capture wait\" (see 'capture wait --help')\n"},
 		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
 		{[]string{"key", "revoke"}, 2, "capture: accepts 1 arg(s), received 0 (see 'capture key revoke --help')\n"},
 		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2, "--response-status"},

@@ -31,6 +31,14 @@ from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;
 		Example: `  capture wait email --to alice@example.com --print link --kind verify
   capture wait email --subject "sign-in code" --print code --timeout 2m
   capture wait request --path /ci/$RUN_ID/ --method POST --print body | jq .`,
+		// Without what to wait for, a script gets the usage exit code (2)
+		// its wait documents, not the help and 0 of the other groups.
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], c.CommandPath())
+			}
+			return usagef("wait for what? %q or %q", "email", "request")
+		},
 	}
 	email := &cobra.Command{
 		Use:   "email",
