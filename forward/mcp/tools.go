@@ -164,7 +164,7 @@ type pageIn struct {
 }
 
 type listMessagesIn struct {
-	InboxID string `json:"inbox_id" jsonschema:"inbox id (inb_…), from list_inboxes"`
+	InboxID string `json:"inbox_id,omitempty" jsonschema:"inbox id (inb_…), from list_inboxes; default: the project's only inbox, else the one named default"`
 	messageFilter
 	Since  string `json:"since,omitempty" jsonschema:"RFC 3339 time with a zone, e.g. 2025-01-02T15:04:05Z; only messages received after it"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
@@ -192,7 +192,7 @@ type getMessageLinksIn struct {
 }
 
 type listRequestsIn struct {
-	EndpointID string `json:"endpoint_id" jsonschema:"webhook endpoint id (whe_…), from list_endpoints"`
+	EndpointID string `json:"endpoint_id,omitempty" jsonschema:"webhook endpoint id (whe_…), from list_endpoints; default: the project's only endpoint, else the one named default"`
 	Method     string `json:"method,omitempty" jsonschema:"HTTP method, e.g. POST (case-insensitive)"`
 	Path       string `json:"path,omitempty" jsonschema:"prefix of the captured path (the part appended to the capture URL), e.g. /ci/run-42/"`
 	Q          string `json:"q,omitempty"`
@@ -218,7 +218,7 @@ type replayRequestIn struct {
 }
 
 type waitForMessageIn struct {
-	InboxID string `json:"inbox_id" jsonschema:"inbox id (inb_…), from list_inboxes"`
+	InboxID string `json:"inbox_id,omitempty" jsonschema:"inbox id (inb_…), from list_inboxes; default: the project's only inbox, else the one named default"`
 	messageFilter
 	Since          string `json:"since,omitempty" jsonschema:"RFC 3339 time with a zone, e.g. 2025-01-02T15:04:05Z: messages received after it count; default: the moment of this call"`
 	HasCode        bool   `json:"has_code,omitempty" jsonschema:"only a message in which a verification code was found"`
@@ -353,6 +353,9 @@ func (t tools) listMessages(ctx context.Context, in listMessagesIn) (messagesOut
 	if err != nil {
 		return messagesOut{}, err
 	}
+	if in.InboxID, err = t.inbox(ctx, in.InboxID); err != nil {
+		return messagesOut{}, err
+	}
 	wait := time.Duration(in.Wait) * time.Second
 	l, err := t.c.Messages(ctx, in.InboxID, apiclient.MessageQuery{
 		To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since,
@@ -389,6 +392,9 @@ func (t tools) getMessageLinks(ctx context.Context, in getMessageLinksIn) (links
 func (t tools) listRequests(ctx context.Context, in listRequestsIn) (requestsOut, error) {
 	since, err := parseSince(in.Since)
 	if err != nil {
+		return requestsOut{}, err
+	}
+	if in.EndpointID, err = t.endpoint(ctx, in.EndpointID); err != nil {
 		return requestsOut{}, err
 	}
 	wait := time.Duration(in.Wait) * time.Second
@@ -453,6 +459,53 @@ func (t tools) replayRequest(ctx context.Context, in replayRequestIn) (replayOut
 	return out, nil
 }
 
+// inbox is id, or when it is empty the project's only inbox, else the one
+// named default: what `capture wait` waits on without --inbox (SPEC §14).
+func (t tools) inbox(ctx context.Context, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	all, err := apiclient.All(ctx, t.c.Inboxes)
+	if err != nil {
+		return "", err
+	}
+	return defaultOf("inbox_id", "inbox", "inboxes", all, func(i contract.Inbox) (string, string) { return i.ID, i.Name })
+}
+
+// endpoint is inbox's counterpart for webhook endpoints.
+func (t tools) endpoint(ctx context.Context, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	all, err := apiclient.All(ctx, t.c.Endpoints)
+	if err != nil {
+		return "", err
+	}
+	return defaultOf("endpoint_id", "endpoint", "endpoints", all, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+}
+
+// defaultOf picks the only one of all, else the one named default; when
+// neither exists, the error names the argument to pass and its choices.
+func defaultOf[T any](arg, one, many string, all []T, idName func(T) (string, string)) (string, error) {
+	if len(all) == 1 {
+		id, _ := idName(all[0])
+		return id, nil
+	}
+	var choices []string
+	for _, v := range all {
+		id, name := idName(v)
+		if name == "default" {
+			return id, nil
+		}
+		choices = append(choices, id+" ("+name+")")
+	}
+	if len(all) == 0 {
+		return "", invalidParameter(arg, "this project has no "+one+" yet")
+	}
+	return "", invalidParameter(arg, fmt.Sprintf("this project has %d %s and none is named default: pass %s, one of %s",
+		len(all), many, arg, strings.Join(choices, ", ")))
+}
+
 // waitCallGrace is how long the calls of a wait may still take once its
 // time is up: the message found at the last moment is still fetched.
 const waitCallGrace = 10 * time.Second
@@ -469,6 +522,9 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 	}
 	if since.IsZero() {
 		since = wait.SinceStart(start)
+	}
+	if in.InboxID, err = t.inbox(ctx, in.InboxID); err != nil {
+		return waitOut{}, err
 	}
 	q := waitQuery{InboxID: in.InboxID, To: in.To, From: in.From, Subject: in.Subject, Q: in.Q,
 		Since: contract.FormatTime(since), HasCode: in.HasCode, LinkKind: in.LinkKind, TimeoutSeconds: in.TimeoutSeconds}

@@ -47,6 +47,7 @@ func Run(t *testing.T, e *Env, connect Connect) {
 	t.Run("inboxes and endpoints", func(t *testing.T) { checkCollections(t, e, sess) })
 	t.Run("messages", func(t *testing.T) { checkMessages(t, e, sess) })
 	t.Run("requests and replay", func(t *testing.T) { checkRequests(t, e, sess) })
+	t.Run("default inbox and endpoint", func(t *testing.T) { checkDefaults(t, e, sess) })
 	t.Run("wait wakes", func(t *testing.T) { checkWaitWakes(t, e, sess) })
 	t.Run("wait times out", func(t *testing.T) { checkWaitTimesOut(t, e, sess) })
 	t.Run("other project", func(t *testing.T) { checkOtherProject(t, e, sess, connect) })
@@ -83,7 +84,7 @@ func checkTools(t *testing.T, sess *mcpsdk.ClientSession) {
 		}
 	}
 	in := schemaOf(t, byName["list_messages"].InputSchema)
-	if in.Properties["wait"].Maximum != 30 || in.Properties["limit"].Maximum != 100 || !slices.Contains(in.Required, "inbox_id") {
+	if in.Properties["wait"].Maximum != 30 || in.Properties["limit"].Maximum != 100 || slices.Contains(in.Required, "inbox_id") {
 		t.Errorf("list_messages input schema: %+v", in)
 	}
 	// q says what it searches and how (SPEC §16).
@@ -303,6 +304,38 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "kind": "unsubscribe", "match": "confirm"}, &links)
 	if links.Count != 0 || links.Links == nil {
 		t.Errorf("get_message_links kind and match = %+v, want an empty list", links)
+	}
+}
+
+// Without inbox_id or endpoint_id, the tools take the project's only one,
+// else the one named default, as `capture wait` does (SPEC §12, §14): here
+// one inbox, and two endpoints of which the first is named default.
+func checkDefaults(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
+	var named, unnamed List
+	Ok(t, sess, "list_messages", map[string]any{"inbox_id": e.InboxID}, &named)
+	res := Ok(t, sess, "list_messages", map[string]any{}, &unnamed)
+	if unnamed.Count == 0 || unnamed.Count != named.Count || unnamed.Items[0]["id"] != named.Items[0]["id"] ||
+		!strings.Contains(textOf(res), `"inbox_id":"`+e.InboxID+`"`) {
+		t.Errorf("list_messages without inbox_id = %+v, want the inbox's %d messages", unnamed, named.Count)
+	}
+	var reqs List
+	res = Ok(t, sess, "list_requests", map[string]any{"method": "POST"}, &reqs)
+	if !strings.Contains(textOf(res), `"endpoint_id":"`+e.EndpointID+`"`) {
+		t.Errorf("list_requests without endpoint_id did not list the endpoint named default: %s", textOf(res))
+	}
+	var w struct {
+		TimedOut bool `json:"timed_out"`
+		Query    struct {
+			InboxID string `json:"inbox_id"`
+		} `json:"query"`
+		Message *struct {
+			ID string `json:"id"`
+		} `json:"untrusted_content"`
+	}
+	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	Ok(t, sess, "wait_for_message", map[string]any{"since": since, "timeout_seconds": 0}, &w)
+	if w.TimedOut || w.Message == nil || w.Query.InboxID != e.InboxID {
+		t.Errorf("wait_for_message without inbox_id = %+v, want the inbox's oldest message", w)
 	}
 }
 
