@@ -112,7 +112,7 @@ func TestHTTPUnauthorized(t *testing.T) {
 				}
 				if resp.StatusCode != http.StatusUnauthorized || json.Unmarshal(b, &env) != nil ||
 					env.Error.Code != "unauthorized" || env.Error.Message == "" || env.Error.Fields == nil ||
-					!strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") ||
+					resp.Header.Get("WWW-Authenticate") != "Bearer" ||
 					resp.Header.Get("Content-Type") != "application/json" {
 					t.Errorf("%s: %d %v %s", method, resp.StatusCode, resp.Header, b)
 				}

@@ -152,7 +152,7 @@ func TestAuthentication(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") ||
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != "Bearer" ||
 			!strings.Contains(string(b), `"unauthorized"`) {
 			t.Errorf("%s: %d %v %s", name, resp.StatusCode, resp.Header, b)
 		}

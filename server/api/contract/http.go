@@ -38,7 +38,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	status := e.HTTPStatus()
 	if status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", `Bearer realm="capture"`)
+		h.Set("WWW-Authenticate", "Bearer")
 	}
 	if len(e.Allow) > 0 {
 		h.Set("Allow", strings.Join(e.Allow, ", "))
