@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -23,6 +25,9 @@ type captureList struct {
 	Search string
 	// SearchError says why the search cannot run; the list is empty then.
 	SearchError string
+	// Since is the "Received after" filter as typed; SinceError says why
+	// it cannot be read, and the list is empty then too.
+	Since, SinceError string
 	// Found says, to a screen reader, what the search or filters found.
 	Found    string
 	Filtered bool
@@ -59,7 +64,41 @@ type messageRow struct {
 }
 
 func messageFilter(q url.Values) store.MessageFilter {
-	return store.MessageFilter{Q: searchWords(q), To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
+	since, _ := sinceOf(q)
+	return store.MessageFilter{Q: searchWords(q), To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject"), Since: since}
+}
+
+// sinceOf reads the "Received after" filter (since=, as the read API takes
+// it: RFC 3339 with a zone, SPEC §8), and says why when it cannot.
+func sinceOf(q url.Values) (time.Time, string) {
+	s := strings.TrimSpace(q.Get("since"))
+	if s == "" {
+		return time.Time{}, ""
+	}
+	t, err := contract.ParseTime(s)
+	if err != nil {
+		return time.Time{}, "Received after must be a time with its zone, like " +
+			time.Now().UTC().Truncate(time.Hour).Format(time.RFC3339) + "."
+	}
+	return t, ""
+}
+
+// ListError is why the list cannot be shown: a search or a filter that
+// cannot be read.
+func (c captureList) ListError() string {
+	if c.SearchError != "" {
+		return c.SearchError
+	}
+	return c.SinceError
+}
+
+// filtersOf fills in the filters every capture list has, and reports
+// whether the list can be read.
+func (c *captureList) filtersOf(q url.Values, searchError string) bool {
+	c.Search, c.SearchError = searchWords(q), searchError
+	_, c.SinceError = sinceOf(q)
+	c.Since = strings.TrimSpace(q.Get("since"))
+	return c.ListError() == ""
 }
 
 func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -80,11 +119,11 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := messagesView{captureList: captureList{
 		ID: in.ID, Name: in.Name, Noun: "message", Nouns: "messages", Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
-		Search: searchWords(q), SearchError: searchError,
 	}, To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
-	v.Filtered = v.Search != "" || v.To != "" || v.From != "" || v.Subject != ""
+	readable := v.filtersOf(q, searchError)
+	v.Filtered = v.Search != "" || v.Since != "" || v.To != "" || v.From != "" || v.Subject != ""
 	status := http.StatusBadRequest
-	if !badSearch {
+	if readable {
 		status = http.StatusOK
 		for _, m := range list.Items {
 			v.Rows = append(v.Rows, messageRowOf(pid, m))

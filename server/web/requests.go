@@ -46,7 +46,8 @@ func deliveryMarkOf(d *store.DeliverySummary) *deliveryMark {
 }
 
 func requestFilter(q url.Values) store.RequestFilter {
-	return store.RequestFilter{Q: searchWords(q), Method: q.Get("method"), PathPrefix: q.Get("path")}
+	since, _ := sinceOf(q)
+	return store.RequestFilter{Q: searchWords(q), Method: q.Get("method"), PathPrefix: q.Get("path"), Since: since}
 }
 
 func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -67,12 +68,12 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := requestsView{captureList: captureList{
 		ID: e.ID, Name: e.Name, Noun: "request", Nouns: "requests", Count: plural(e.RequestCount, "request", "requests"),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
-		Search: searchWords(q), SearchError: searchError,
 	}, CaptureURL: h.captureURL(e.ID), Method: q.Get("method"), Path: q.Get("path"),
 		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}}
-	v.Filtered = v.Search != "" || v.Method != "" || v.Path != ""
+	readable := v.filtersOf(q, searchError)
+	v.Filtered = v.Search != "" || v.Since != "" || v.Method != "" || v.Path != ""
 	status := http.StatusBadRequest
-	if !badSearch {
+	if readable {
 		status = http.StatusOK
 		for _, rq := range list.Items {
 			v.Rows = append(v.Rows, requestRowOf(pid, rq))
