@@ -202,7 +202,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeID(w, reqID)
 		return
 	}
-	h.writeCustom(w, r, ep.custom)
+	h.writeCustom(w, r, ep.custom, reqID)
 }
 
 // smallestBodyLimit is the request body every plan accepts: whether a
@@ -362,7 +362,10 @@ func putBuffer(buf *[]byte) {
 
 // writeID sends the default answer, {"id":"req_…"}. Ids are base62, so the
 // JSON needs no escaping.
-func writeID(w http.ResponseWriter, id string) {
+func writeID(w http.ResponseWriter, id string) { writeIDStatus(w, id, http.StatusOK) }
+
+// writeIDStatus is writeID with another status.
+func writeIDStatus(w http.ResponseWriter, id string, status int) {
 	b := make([]byte, 0, len(id)+9)
 	b = append(b, `{"id":"`...)
 	b = append(b, id...)
@@ -370,7 +373,7 @@ func writeID(w http.ResponseWriter, id string) {
 	hdr := w.Header()
 	hdr["Content-Type"] = jsonContentType
 	hdr["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	w.Write(b)
 }
 
@@ -378,7 +381,7 @@ func writeID(w http.ResponseWriter, id string) {
 // capture is committed already, so a client that leaves during the delay
 // loses only the answer, and at shutdown (the request's context ends then
 // too) the answer goes at once rather than after the delay.
-func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response) {
+func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response, reqID string) {
 	if resp.Delay > 0 {
 		// The store refuses longer delays; the bound also keeps the
 		// answer inside the server's write timeout.
@@ -398,12 +401,25 @@ func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *stor
 		}
 		hdr.Set(name, value)
 	}
-	if _, ok := hdr["Content-Type"]; !ok {
+	_, typed := hdr["Content-Type"]
+	if resp.Body == "" && !typed && bodyAllowed(resp.Status) {
+		// A response that sets no body of its own answers with the
+		// default one, naming the capture: a delay, a status or a header
+		// alone changes only itself.
+		writeIDStatus(w, reqID, resp.Status)
+		return
+	}
+	if !typed {
 		// Send exactly the headers configured: no sniffed Content-Type.
 		hdr["Content-Type"] = nil
 	}
 	w.WriteHeader(resp.Status)
 	io.WriteString(w, resp.Body)
+}
+
+// bodyAllowed reports whether HTTP lets an answer of status carry a body.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 // retryAfter is what a refused sender is asked to wait before trying again.

@@ -673,6 +673,52 @@ func TestCustomResponseWithoutContentType(t *testing.T) {
 	}
 }
 
+// A custom response that sets no body of its own (and no Content-Type)
+// answers with the default one, naming the capture: a delay, a status or a
+// header alone changes only itself. A status that allows no body sends
+// none, and a configured Content-Type with no body is sent as configured.
+func TestCustomResponseWithoutBodyNamesTheCapture(t *testing.T) {
+	e := newEnv(t, nil)
+	ms := func(d time.Duration) *time.Duration { return &d }
+	num := func(n int) *int { return &n }
+	for _, tt := range []struct {
+		name      string
+		update    store.EndpointUpdate
+		status    int
+		named     bool
+		header    string // X-Custom wanted
+		emptyType string // Content-Type wanted with an empty body
+	}{
+		{"delay only", store.EndpointUpdate{Delay: ms(50 * time.Millisecond)}, 200, true, "", ""},
+		{"status and a header", store.EndpointUpdate{Status: num(202), Headers: map[string]string{"X-Custom": "yes"}, Delay: ms(0)}, 202, true, "yes", ""},
+		{"no content", store.EndpointUpdate{Status: num(204), Headers: map[string]string{}}, 204, false, "", ""},
+		{"a type of its own", store.EndpointUpdate{Status: num(200), Headers: map[string]string{"Content-Type": "text/plain"}}, 200, false, "", "text/plain"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := e.st.UpdateEndpoint(t.Context(), e.endpoint.ID, tt.update); err != nil {
+				t.Fatal(err)
+			}
+			resp, got := e.do(e.newRequest("POST", e.base+"/x", strings.NewReader("body")))
+			if resp.StatusCode != tt.status || resp.Header.Get("X-Custom") != tt.header {
+				t.Fatalf("got %s, X-Custom %q; want %d, %q", resp.Status, resp.Header.Get("X-Custom"), tt.status, tt.header)
+			}
+			if !tt.named {
+				if len(got) != 0 || resp.Header.Get("Content-Type") != tt.emptyType {
+					t.Errorf("body %q, Content-Type %q; want no body and %q", got, resp.Header.Get("Content-Type"), tt.emptyType)
+				}
+				return
+			}
+			var v struct{ ID string }
+			if err := json.Unmarshal(got, &v); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("body %q (%v), Content-Type %q; want the default JSON", got, err, resp.Header.Get("Content-Type"))
+			}
+			if r, err := e.st.Request(t.Context(), e.project.ID, v.ID); err != nil || string(r.Body) != "body" {
+				t.Errorf("the answer names %s: %v", v.ID, err)
+			}
+		})
+	}
+}
+
 // A sender that gives up during the delay has its capture stored all the
 // same, and the handler does not sit out the delay.
 func TestCustomDelayClientLeaves(t *testing.T) {
