@@ -26,7 +26,8 @@ func apiGet(t *testing.T, api, key, path string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// A first start that fails on a port in use writes nothing, so the next
+// A first start that fails on a port in use, or on a certificate it cannot
+// use, writes nothing, so the next
 // start is still the first: it shows the key and writes credentials.json
 // (SPEC §3).
 func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
@@ -44,6 +45,22 @@ func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("a failed start (%s in use) created the data dir: %v", flag, err)
+		}
+	}
+	// So does a start whose own certificate cannot be used.
+	junk := filepath.Join(t.TempDir(), "junk.pem")
+	if err := os.WriteFile(junk, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, files := range [][2]string{{junk, junk}, {junk + ".missing", junk}} {
+		r := capture(t, "serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0",
+			"--tls-cert", files[0], "--tls-key", files[1])
+		if r.code != 1 || strings.Contains(r.stdout, "cap_") {
+			t.Errorf("unusable certificate %s: %+v", files[0], r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "capture.db")); !os.IsNotExist(err) {
+			t.Fatalf("a failed start (certificate %s) created the database: %v", files[0], err)
 		}
 	}
 	_, banner := startServeProcess(t, dir)
@@ -96,6 +113,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"wait"}, 2, "capture: wait for what? \"email\" or \"request\" (see 'capture wait --help')\n"},
 		{[]string{"wait", "sms"}, 2, "capture: unknown command \"sms\" for \"capture wait\" (see 'capture wait --help')\n"},
 		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
+		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
+		{[]string{"help", "frob"}, 2, "capture: unknown help topic \"frob\" for \"capture\" (see 'capture --help')\n"},
 		{[]string{"key", "revoke"}, 2, "capture: accepts 1 arg(s), received 0 (see 'capture key revoke --help')\n"},
 		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2, "--response-status"},
 		{[]string{"key", "revoke", "key_nope", "--data-dir", dir}, 1, "capture: not found: no key \"key_nope\"\n"},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -54,6 +55,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		path := "capture"
 		if cmd != nil {
 			path = cmd.CommandPath()
+			if cmd.Name() == "help" && cmd.HasParent() {
+				// `capture help frob`: the usage to see is the root's.
+				path = cmd.Parent().CommandPath()
+			}
 		}
 		fmt.Fprintf(stderr, "capture: %v (see '%s --help')\n", err, path)
 		return 2
@@ -95,6 +100,19 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else ~/.local/share/capture)")
 	root.PersistentFlags().String("database", "", "postgres://… database to serve and administer instead of the data dir's SQLite one (default $"+databaseEnv+")")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// `capture help TOPIC` for a topic that is no command is a usage error,
+	// as `capture TOPIC` is, rather than the root's help and exit 0.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
+				return usagef("unknown help topic %q for %q", strings.Join(args, " "), root.CommandPath())
+			}
+			return target.Help()
+		},
+	})
 	// `capture --version` prints what `capture version` does.
 	root.SetVersionTemplate("capture {{.Version}}\n")
 	root.AddCommand(

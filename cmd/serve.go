@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -87,8 +89,8 @@ func runServe(c *cobra.Command, _ []string) error {
 		}
 	}
 	for _, a := range append([]string{httpAddr, captureAddr, emailAPI}, append(startTLS, implicitTLS...)...) {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return usagef("listen address %q: want HOST:PORT", a)
+		if err := checkListenAddr(a); err != nil {
+			return usagef("listen address %q: %v", a, err)
 		}
 	}
 	// Memory stays small (tens of MiB) while ingest allocates quickly, so a
@@ -129,4 +131,21 @@ func runServe(c *cobra.Command, _ []string) error {
 		TLSCertFile: certFile, TLSKeyFile: keyFile,
 		Banner: c.OutOrStdout(),
 	})
+}
+
+// checkListenAddr refuses, as a usage error, an address no listener can
+// take: not HOST:PORT, or a port that is neither a number from 0 to 65535
+// (0, or none, picks a free one) nor a service name.
+func checkListenAddr(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if port == "" {
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
 }

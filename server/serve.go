@@ -57,6 +57,17 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 	}()
 
+	// The user's own certificate is read before the database is opened,
+	// for the same reason: one that cannot be used stops serve before it
+	// writes anything.
+	if cfg.TLSCertFile != "" {
+		cert, err := certs.Load(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return err
+		}
+		srv.cfg.TLSConfig = certs.ServerConfig(cert)
+	}
+
 	st, err := store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
@@ -69,13 +80,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 
 	caPath := ""
-	if cfg.TLSCertFile != "" {
-		cert, err := certs.Load(cfg.TLSCertFile, cfg.TLSKeyFile)
-		if err != nil {
-			return err
-		}
-		srv.cfg.TLSConfig = certs.ServerConfig(cert)
-	} else {
+	if cfg.TLSCertFile == "" {
 		res, err := ensureCerts(ctx, st, cfg.DataDir, cfg.SMTPHost)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
