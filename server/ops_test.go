@@ -172,6 +172,7 @@ func TestMetrics(t *testing.T) {
 		"capture_ingest_commit_seconds":      dto.MetricType_HISTOGRAM,
 		"capture_commit_batch_size":          dto.MetricType_HISTOGRAM,
 		"capture_api_refused_total":          dto.MetricType_COUNTER,
+		"capture_captures_refused_total":     dto.MetricType_COUNTER,
 		"capture_active_waits":               dto.MetricType_GAUGE,
 		"capture_database_size_bytes":        dto.MetricType_GAUGE,
 		"capture_wal_size_bytes":             dto.MetricType_GAUGE,
@@ -198,6 +199,21 @@ func TestMetrics(t *testing.T) {
 		resp, err := http.Post(capture+"/hook", "text/plain", strings.NewReader(body))
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("capture: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	// Two refused: a path that names no endpoint, a body over the plan.
+	for _, refused := range []struct {
+		url    string
+		body   string
+		status int
+	}{
+		{"http://" + r.srv.CaptureAddr().String() + "/whe_nope/hook", "x", 404},
+		{capture + "/hook", strings.Repeat("x", 1<<20+1), 413},
+	} {
+		resp, err := http.Post(refused.url, "text/plain", strings.NewReader(refused.body))
+		if err != nil || resp.StatusCode != refused.status {
+			t.Fatalf("refused capture: %v %v, want %d", resp, err, refused.status)
 		}
 		resp.Body.Close()
 	}
@@ -244,6 +260,14 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := value(fams, "capture_api_refused_total", "code", "unauthorized"); v != 1 {
 		t.Errorf("unauthorized calls: %v, want 1", v)
+	}
+	for _, c := range []struct {
+		kind, code string
+		want       float64
+	}{{"webhook", "not_found", 1}, {"webhook", "quota_exceeded", 1}, {"webhook", "unavailable", 0}, {"email", "quota_exceeded", 0}} {
+		if v := value(fams, "capture_captures_refused_total", "kind", c.kind, "code", c.code); v != c.want {
+			t.Errorf("%s refused with %s: %v, want %v", c.kind, c.code, v, c.want)
+		}
 	}
 	if v := value(fams, "capture_connections_accepted_total", "listener", "capture"); v < 1 {
 		t.Errorf("capture connections accepted: %v", v)

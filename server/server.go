@@ -359,7 +359,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 
-	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log, Budget: budget}))
+	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log, Budget: budget, Refused: ops.metrics.WebhookRefused}))
 	captureSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	captureSrv.ConnState = captureLn.track
 
@@ -369,6 +369,7 @@ func (s *Server) Run(ctx context.Context) error {
 		AllowInsecureAuth: cfg.AllowInsecureAuth,
 		Budget:            budget,
 		Logger:            s.log,
+		Refused:           ops.metrics.EmailRefused,
 	})
 
 	var emailSrv *http.Server

@@ -49,6 +49,8 @@ type Config struct {
 	// before it is refused with a 503. Default 20s: webhook senders
 	// commonly give up after 30.
 	AdmissionWait time.Duration
+	// Refused, if set, hears the error code of every refused capture.
+	Refused func(code string)
 }
 
 // Handler captures webhook requests. It parses the raw request target
@@ -60,6 +62,7 @@ type Handler struct {
 	budget        *admission.Budget
 	admissionWait time.Duration
 	cache         endpointCache
+	refused       func(code string)
 }
 
 // New returns the capture handler over st.
@@ -72,7 +75,7 @@ func New(st Store, cfg Config) *Handler {
 	if wait <= 0 {
 		wait = 20 * time.Second
 	}
-	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait}
+	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait, refused: cfg.Refused}
 }
 
 // NewServer returns the server the capture handler runs in. The timeouts
@@ -115,7 +118,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	id, path, query, ok := splitTarget(r.RequestURI)
 	if !ok {
-		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "not a capture URL: expected /whe_<endpoint id>[/path]"})
+		h.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "not a capture URL: expected /whe_<endpoint id>[/path]"})
 		return
 	}
 	ep, err := h.cache.lookup(r.Context(), h.store, id)
@@ -125,7 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ep, err = h.cache.fresh(r.Context(), h.store, id)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
+		h.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
 		return
 	}
 	if err != nil {
@@ -168,7 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The client stopped sending or went away mid-body: nothing is
 		// stored, and most likely nobody reads this.
 		h.log.Debug("capture: incomplete body", "endpoint", id, "remote", r.RemoteAddr, "err", err)
-		contract.WriteError(w, &contract.Error{Code: contract.CodeInvalidParameter, Message: "incomplete request body",
+		h.writeError(w, &contract.Error{Code: contract.CodeInvalidParameter, Message: "incomplete request body",
 			Fields: map[string]string{"body": "ended before its declared length"}})
 		return
 	}
@@ -187,7 +190,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if _, ferr := h.cache.fresh(r.Context(), h.store, id); errors.Is(ferr, store.ErrNotFound) {
 			// Deleted while its settings were cached.
-			contract.WriteError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
+			h.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
 			return
 		}
 		h.fail(w, r, "store request", id, err)
@@ -444,7 +447,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 		h.unavailable(w, "the database could not commit in time; nothing was stored, try again")
 	default:
 		h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
-		contract.WriteError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
+		h.writeError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
 	}
 }
 
@@ -469,13 +472,22 @@ func discardBody(w http.ResponseWriter, r *http.Request) {
 	io.CopyN(io.Discard, r.Body, maxDiscard)
 }
 
+// writeError answers a refused capture with the error envelope, and
+// counts it.
+func (h *Handler) writeError(w http.ResponseWriter, e *contract.Error) {
+	if h.refused != nil {
+		h.refused(e.Code)
+	}
+	contract.WriteError(w, e)
+}
+
 func (h *Handler) unavailable(w http.ResponseWriter, message string) {
-	contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: message, RetryAfter: retryAfter})
+	h.writeError(w, &contract.Error{Code: contract.CodeUnavailable, Message: message, RetryAfter: retryAfter})
 }
 
 func (h *Handler) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
 	discardBody(w, r)
 	w.Header()["Connection"] = closeConnection
-	contract.WriteError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
+	h.writeError(w, &contract.Error{Code: contract.CodeQuotaExceeded, Status: http.StatusRequestEntityTooLarge,
 		Message: "request body over the plan's limit of " + strconv.FormatInt(limit, 10) + " bytes"})
 }

@@ -46,13 +46,14 @@ type Metrics struct {
 	cfg Config
 	reg *prometheus.Registry
 
-	commitWait    *prometheus.HistogramVec
-	emailWait     prometheus.Observer
-	webhookWait   prometheus.Observer
-	batchSize     prometheus.Histogram
-	refused       *prometheus.CounterVec
-	connsOpen     *prometheus.GaugeVec
-	connsAccepted *prometheus.CounterVec
+	commitWait     *prometheus.HistogramVec
+	emailWait      prometheus.Observer
+	webhookWait    prometheus.Observer
+	batchSize      prometheus.Histogram
+	refused        *prometheus.CounterVec
+	captureRefused *prometheus.CounterVec
+	connsOpen      *prometheus.GaugeVec
+	connsAccepted  *prometheus.CounterVec
 
 	// counts holds a *collectionCount per inbox or endpoint id.
 	counts sync.Map
@@ -103,6 +104,15 @@ func New(cfg Config) *Metrics {
 	for _, code := range []string{"rate_limited", "too_many_waits", "unauthorized"} {
 		m.refused.WithLabelValues(code)
 	}
+	m.captureRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capture_captures_refused_total",
+		Help: "Webhooks and SMTP messages (and sign-ins) refused, by kind and error code: quota_exceeded (413, 552), unavailable (503, 451), unauthorized (535), not_found, …",
+	}, []string{"kind", "code"})
+	for _, kind := range []string{"webhook", "email"} {
+		for _, code := range []string{"quota_exceeded", "unavailable"} {
+			m.captureRefused.WithLabelValues(kind, code)
+		}
+	}
 	m.connsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "capture_connections_open",
 		Help: "Connections open now, by listener (http, capture, smtp_starttls, smtp_tls).",
@@ -112,7 +122,7 @@ func New(cfg Config) *Metrics {
 		Help: "Connections accepted, by listener (http, capture, smtp_starttls, smtp_tls).",
 	}, []string{"listener"})
 
-	m.reg.MustRegister(m.commitWait, m.batchSize, m.refused, m.connsOpen, m.connsAccepted,
+	m.reg.MustRegister(m.commitWait, m.batchSize, m.refused, m.captureRefused, m.connsOpen, m.connsAccepted,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -154,6 +164,14 @@ func (m *Metrics) CaptureCommitted(kind store.CaptureKind, collectionID string, 
 
 // Refused counts a read API call answered with error code.
 func (m *Metrics) Refused(code string) { m.refused.WithLabelValues(code).Inc() }
+
+// WebhookRefused counts a webhook the capture listener refused with code.
+func (m *Metrics) WebhookRefused(code string) {
+	m.captureRefused.WithLabelValues("webhook", code).Inc()
+}
+
+// EmailRefused counts an SMTP message or sign-in refused with code.
+func (m *Metrics) EmailRefused(code string) { m.captureRefused.WithLabelValues("email", code).Inc() }
 
 func (m *Metrics) fileSizes() (db, wal int64) {
 	db, wal, err := m.cfg.Store.FileSizes()

@@ -141,7 +141,8 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 
 // authenticate reads the inbox at every AUTH, so a rotated password takes
 // effect for the next session at once.
-func (s *session) authenticate(identity, username, password string) error {
+func (s *session) authenticate(identity, username, password string) (err error) {
+	defer func() { s.srv.countRefusal(err) }()
 	if identity != "" && identity != username {
 		return errBadCredentials
 	}
@@ -172,7 +173,8 @@ func (s *session) authenticate(identity, username, password string) error {
 	return nil
 }
 
-func (s *session) Mail(from string, opts *gosmtp.MailOptions) error {
+func (s *session) Mail(from string, opts *gosmtp.MailOptions) (err error) {
+	defer func() { s.srv.countRefusal(err) }()
 	if s.inbox == "" {
 		return errAuthRequired
 	}
@@ -203,7 +205,8 @@ func (s *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 }
 
 // Data stores the message and answers only once it is committed.
-func (s *session) Data(r io.Reader) error {
+func (s *session) Data(r io.Reader) (err error) {
+	defer func() { s.srv.countRefusal(err) }()
 	if s.inbox == "" {
 		return errAuthRequired
 	}
@@ -283,6 +286,23 @@ func (s *session) refuse(err error) error {
 }
 
 var errOverLimit = errors.New("message over the size limit")
+
+// countRefusal tells Config.Refused of an answer that refused a sign-in
+// or a message, by the code the read API would give it.
+func (srv *Server) countRefusal(err error) {
+	var se *gosmtp.SMTPError
+	if srv.cfg.Refused == nil || !errors.As(err, &se) {
+		return
+	}
+	switch se.Code {
+	case 535:
+		srv.cfg.Refused("unauthorized")
+	case 552:
+		srv.cfg.Refused("quota_exceeded")
+	case 421, 451, 454:
+		srv.cfg.Refused("unavailable")
+	}
+}
 
 // declaredSlack is what a buffer sized by SIZE= holds beyond it.
 const declaredSlack = 4 << 10

@@ -63,6 +63,9 @@ type Config struct {
 	// ReadTimeout and WriteTimeout bound each command and reply (a whole
 	// DATA transfer counts as one command). Default 60s each.
 	ReadTimeout, WriteTimeout time.Duration
+	// Refused, if set, hears why a message or a sign-in was refused:
+	// unauthorized (535), quota_exceeded (552) or unavailable (451, 454).
+	Refused func(code string)
 	// MaxLineLength bounds a command line and any line of a message sent
 	// with DATA. Default 1 MiB: RFC 5321 asks for 1000, but senders that
 	// skip line folding in HTML or base64 are common and should still be

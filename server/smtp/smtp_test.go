@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	netsmtp "net/smtp"
 	"net/textproto"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -1196,6 +1198,35 @@ func TestReadMessageSizedByDeclaration(t *testing.T) {
 			t.Errorf("%d bytes declared as %d: buffer of %d after %d growths, want one of %d",
 				tt.size, tt.declared, cap(buf.b), len(grown), tt.wantCap)
 		}
+	}
+}
+
+// Refused hears each refused sign-in and message by the read API's code,
+// and nothing of what went through.
+func TestRefusalsAreCounted(t *testing.T) {
+	var mu sync.Mutex
+	heard := map[string]int{}
+	e := newEnv(t, "free", Config{Refused: func(code string) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard[code]++
+	}})
+	pw := e.inbox.SMTPPassword
+	r := e.dialRaw(t, false)
+	r.must(250, "", "EHLO client.test")
+	r.startTLS(e.clientTLS())
+	r.must(250, "", "EHLO client.test")
+	r.must(535, "5.7.8", "AUTH PLAIN %s", plainIR(e.inbox.ID, pw+"x"))
+	r.must(235, "2.0.0", "AUTH PLAIN %s", plainIR(e.inbox.ID, pw))
+	r.must(552, "5.3.4", "MAIL FROM:<a@example.com> SIZE=%d", 11<<20)
+	r.must(250, "", "MAIL FROM:<a@example.com>")
+	r.must(250, "", "RCPT TO:<b@example.com>")
+	r.must(354, "", "DATA")
+	r.must(250, "2.0.0", "Subject: fine\r\n\r\nfine\r\n.")
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"unauthorized": 1, "quota_exceeded": 1}; !maps.Equal(heard, want) {
+		t.Errorf("heard %v, want %v", heard, want)
 	}
 }
 
