@@ -134,6 +134,25 @@ func (s *Store) every(interval time.Duration, done chan struct{}, fn func()) {
 	}
 }
 
+// IsUnavailable reports whether err says the database could not take a
+// call now (ErrUnavailable, a lost or refused PostgreSQL connection, SQLite
+// busy or locked) rather than that the call itself was wrong: a caller
+// answers it as unavailable, to be tried again, not as an internal error.
+// Reads return the driver's errors as they are, so the servers ask this.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	if _, ok := (&postgresDB{}).unavailable(err); ok {
+		return true
+	}
+	_, ok := (&sqliteDB{}).unavailable(err)
+	return ok
+}
+
 // readStmt returns the read pool's prepared statement for query, preparing
 // it on first use: preparing costs more than running most of the reads.
 func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {

@@ -877,3 +877,35 @@ func TestSettingsRows(t *testing.T) {
 		t.Fatalf("%d settings rows (%v); want one for each name", rows, err)
 	}
 }
+
+// IsUnavailable tells a database out of reach (here a PostgreSQL that
+// refuses the connection) and ErrUnavailable from a call that was wrong.
+func TestIsUnavailable(t *testing.T) {
+	db, err := sql.Open("pgx", "postgres://capture@127.0.0.1:1/capture?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	refused := db.PingContext(t.Context())
+	if refused == nil {
+		t.Fatal("a PostgreSQL answered on port 1")
+	}
+	s := newStore(t)
+	var n int
+	wrong := s.queryRow(t.Context(), `SELECT no_such_column FROM messages`).Scan(&n)
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{refused, true},
+		{fmt.Errorf("list: %w", refused), true},
+		{ErrUnavailable, true},
+		{wrong, false},
+		{ErrNotFound, false},
+		{nil, false},
+	} {
+		if got := IsUnavailable(tt.err); got != tt.want {
+			t.Errorf("IsUnavailable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

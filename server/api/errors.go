@@ -34,6 +34,11 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
 		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errUnavailable("the database cannot commit in time")
+	case store.IsUnavailable(err):
+		// A read that found the database out of reach (PostgreSQL
+		// stopped, a lost connection): try again, not an internal error.
+		a.log.Warn("API request refused: the database is unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = errUnavailable("the database cannot be reached")
 	case r.Context().Err() != nil:
 		// The request's context ends when the client goes away (nobody
 		// reads this) or when serve shuts down: a wait in progress must

@@ -445,6 +445,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 	case errors.Is(err, store.ErrUnavailable):
 		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
 		h.unavailable(w, "the database could not commit in time; nothing was stored, try again")
+	case store.IsUnavailable(err):
+		// The database cannot be reached (PostgreSQL stopped, a lost
+		// connection): the sender is to try again, as after a stall.
+		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.unavailable(w, "the database is unavailable; nothing was stored, try again")
 	default:
 		h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
 		h.writeError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
