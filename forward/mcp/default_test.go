@@ -19,11 +19,11 @@ func TestDefaultOf(t *testing.T) {
 	}{
 		{[]contract.Inbox{{ID: "inb_1", Name: "signup"}}, "inb_1", nil},
 		{[]contract.Inbox{{ID: "inb_1", Name: "signup"}, {ID: "inb_2", Name: "default"}}, "inb_2", nil},
-		{nil, "", []string{"inbox_id", "no inbox yet"}},
+		{nil, "", []string{"inbox_id", "no inboxes yet"}},
 		{[]contract.Inbox{{ID: "inb_1", Name: "signup"}, {ID: "inb_2", Name: "billing"}},
 			"", []string{"inbox_id", "2 inboxes", "pass inbox_id", "inb_1 (signup)", "inb_2 (billing)"}},
 	} {
-		got, err := defaultOf("inbox_id", "inbox", "inboxes", tt.all, idName)
+		got, err := defaultOf("inbox_id", "inboxes", tt.all, idName)
 		if got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.all, got, tt.want)
 		}

@@ -459,51 +459,48 @@ func (t tools) replayRequest(ctx context.Context, in replayRequestIn) (replayOut
 	return out, nil
 }
 
-// inbox is id, or when it is empty the project's only inbox, else the one
-// named default: what `capture wait` waits on without --inbox (SPEC §14).
+// inbox is id, or when it is empty the one `capture wait` waits on without
+// --inbox (SPEC §14): the project's only inbox, else the one named default.
 func (t tools) inbox(ctx context.Context, id string) (string, error) {
-	if id != "" {
-		return id, nil
-	}
-	all, err := apiclient.All(ctx, t.c.Inboxes)
-	if err != nil {
-		return "", err
-	}
-	return defaultOf("inbox_id", "inbox", "inboxes", all, func(i contract.Inbox) (string, string) { return i.ID, i.Name })
+	return chosen(ctx, id, "inbox_id", "inboxes", t.c.Inboxes, func(i contract.Inbox) (string, string) { return i.ID, i.Name })
 }
 
 // endpoint is inbox's counterpart for webhook endpoints.
 func (t tools) endpoint(ctx context.Context, id string) (string, error) {
+	return chosen(ctx, id, "endpoint_id", "endpoints", t.c.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+}
+
+// chosen is id, else the default of what list lists (wait.DefaultOf); when
+// there is none, the error names the argument to pass and its choices.
+func chosen[T any](ctx context.Context, id, arg, what string, list func(context.Context, apiclient.Page) (contract.List[T], error),
+	idName func(T) (string, string)) (string, error) {
 	if id != "" {
 		return id, nil
 	}
-	all, err := apiclient.All(ctx, t.c.Endpoints)
+	all, err := apiclient.All(ctx, list)
 	if err != nil {
 		return "", err
 	}
-	return defaultOf("endpoint_id", "endpoint", "endpoints", all, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+	return defaultOf(arg, what, all, idName)
 }
 
-// defaultOf picks the only one of all, else the one named default; when
-// neither exists, the error names the argument to pass and its choices.
-func defaultOf[T any](arg, one, many string, all []T, idName func(T) (string, string)) (string, error) {
-	if len(all) == 1 {
-		id, _ := idName(all[0])
+// defaultOf is the id of all's default, or an error naming arg and the
+// choices.
+func defaultOf[T any](arg, what string, all []T, idName func(T) (string, string)) (string, error) {
+	if v, ok := wait.DefaultOf(all, func(v T) string { _, name := idName(v); return name }); ok {
+		id, _ := idName(v)
 		return id, nil
 	}
-	var choices []string
-	for _, v := range all {
-		id, name := idName(v)
-		if name == "default" {
-			return id, nil
-		}
-		choices = append(choices, id+" ("+name+")")
-	}
 	if len(all) == 0 {
-		return "", invalidParameter(arg, "this project has no "+one+" yet")
+		return "", invalidParameter(arg, "this project has no "+what+" yet")
+	}
+	choices := make([]string, len(all))
+	for i, v := range all {
+		id, name := idName(v)
+		choices[i] = id + " (" + name + ")"
 	}
 	return "", invalidParameter(arg, fmt.Sprintf("this project has %d %s and none is named default: pass %s, one of %s",
-		len(all), many, arg, strings.Join(choices, ", ")))
+		len(all), what, arg, strings.Join(choices, ", ")))
 }
 
 // waitCallGrace is how long the calls of a wait may still take once its

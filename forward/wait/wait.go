@@ -232,19 +232,29 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if c.Source != "" {
 		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
 	}
-	if len(all) == 1 {
-		return all[0], nil
-	}
-	for _, v := range all {
-		if _, name := idName(v); name == "default" {
-			return v, nil
-		}
+	if v, ok := DefaultOf(all, func(v T) string { _, name := idName(v); return name }); ok {
+		return v, nil
 	}
 	if len(all) == 0 {
 		return zero, fail(ExitUsage, "the project has no %s (`capture %s create` makes one)", what, what)
 	}
 	return zero, fail(ExitUsage, "the project has %d %ses and none is named default: pass --%s (one of %s)",
 		len(all), what, what, strings.Join(names, ", "))
+}
+
+// DefaultOf is the one of all a wait takes when none is named (SPEC §14):
+// the only one, else the one named default; false when there is neither.
+func DefaultOf[T any](all []T, name func(T) string) (T, bool) {
+	if len(all) == 1 {
+		return all[0], true
+	}
+	for _, v := range all {
+		if name(v) == "default" {
+			return v, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // apiFailed turns an API error met while setting up into an exit code 2.
