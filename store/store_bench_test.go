@@ -14,45 +14,33 @@ import (
 // the group-commit writer by many concurrent callers, each waiting for its
 // own commit, as the capture listeners do.
 func BenchmarkInsertRequestParallel(b *testing.B) {
-	s, endpointID := benchStore(b)
-	body := []byte(`{"event":"payment.succeeded","id":"evt_123","amount":4200}`)
-	b.SetParallelism(64) // 64 × GOMAXPROCS concurrent callers
-	cpu := processCPU(b)
-	b.ResetTimer()
-	defer cpu.report(b, "insert")
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, err := s.InsertRequest(b.Context(), &NewRequest{
-				EndpointID: endpointID, ReceivedAt: time.Now(), Method: "POST", Path: "/hook",
-				ContentType: "application/json", RemoteAddr: "127.0.0.1:5000",
-				Headers: []Header{{Name: "Content-Type", Values: []string{"application/json"}}}, Body: body,
-			})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+	benchInsertRequests(b, 64, "/hook", []byte(`{"event":"payment.succeeded","id":"evt_123","amount":4200}`),
+		[]Header{{Name: "Content-Type", Values: []string{"application/json"}}})
 }
 
 // BenchmarkInsertRequestParallel1KiB is the store's share of the webhook
 // benchmark (`capture bench webhook`, wrk with post1k.lua): the same 1 KiB
-// JSON body and headers, from 64 concurrent callers.
+// JSON body and headers, from 64 concurrent callers (32 × GOMAXPROCS, 2
+// here, as wrk -c64).
 func BenchmarkInsertRequestParallel1KiB(b *testing.B) {
-	s, endpointID := benchStore(b)
 	prefix := `{"event":"bench.post1k","id":"evt_0001","data":{"pad":"`
 	body := []byte(prefix + strings.Repeat("x", 1024-len(prefix)-len(`"}}`)) + `"}}`)
-	headers := []Header{{Name: "Content-Type", Values: []string{"application/json"}},
-		{Name: "Content-Length", Values: []string{"1024"}}, {Name: "Host", Values: []string{"127.0.0.1:8025"}}}
-	b.SetParallelism(32) // 32 × GOMAXPROCS (2 here) callers, as wrk -c64
+	benchInsertRequests(b, 32, "/bench", body, []Header{{Name: "Content-Type", Values: []string{"application/json"}},
+		{Name: "Content-Length", Values: []string{"1024"}}, {Name: "Host", Values: []string{"127.0.0.1:8025"}}})
+}
+
+// benchInsertRequests stores the same JSON request from parallelism ×
+// GOMAXPROCS callers, and reports the rate and the CPU per insert.
+func benchInsertRequests(b *testing.B, parallelism int, path string, body []byte, headers []Header) {
+	s, endpointID := benchStore(b)
+	b.SetParallelism(parallelism)
 	cpu := processCPU(b)
 	b.ResetTimer()
 	defer cpu.report(b, "insert")
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_, err := s.InsertRequest(b.Context(), &NewRequest{
-				EndpointID: endpointID, ReceivedAt: time.Now(), Method: "POST", Path: "/bench",
+				EndpointID: endpointID, ReceivedAt: time.Now(), Method: "POST", Path: path,
 				ContentType: "application/json", RemoteAddr: "127.0.0.1:5000", Headers: headers, Body: body,
 			})
 			if err != nil {
