@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,12 +93,14 @@ func (c captureList) ListError() string {
 	return c.SinceError
 }
 
-// filtersOf fills in the filters every capture list has, and reports
+// filtersOf fills in the filters every capture list has and whether any
+// filter, of them or of the list's own (others), is set; it reports
 // whether the list can be read.
-func (c *captureList) filtersOf(q url.Values, searchError string) bool {
+func (c *captureList) filtersOf(q url.Values, searchError string, others ...string) bool {
 	c.Search, c.SearchError = searchWords(q), searchError
 	_, c.SinceError = sinceOf(q)
 	c.Since = strings.TrimSpace(q.Get("since"))
+	c.Filtered = c.Search != "" || c.Since != "" || slices.ContainsFunc(others, func(v string) bool { return v != "" })
 	return c.ListError() == ""
 }
 
@@ -120,8 +123,7 @@ func (h *Handler) messagesPage(w http.ResponseWriter, r *http.Request, pc *proje
 		ID: in.ID, Name: in.Name, Noun: "message", Nouns: "messages", Count: plural(in.MessageCount, "message", "messages"),
 		SettingsURL: projectURL(pid, "inboxes") + "#" + in.ID, PurgeURL: inboxURL(pid, in.ID) + "/purge",
 	}, To: q.Get("to"), From: q.Get("from"), Subject: q.Get("subject")}
-	readable := v.filtersOf(q, searchError)
-	v.Filtered = v.Search != "" || v.Since != "" || v.To != "" || v.From != "" || v.Subject != ""
+	readable := v.filtersOf(q, searchError, v.To, v.From, v.Subject)
 	status := http.StatusBadRequest
 	if readable {
 		status = http.StatusOK

@@ -70,8 +70,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
 	}, CaptureURL: h.captureURL(e.ID), Method: q.Get("method"), Path: q.Get("path"),
 		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}}
-	readable := v.filtersOf(q, searchError)
-	v.Filtered = v.Search != "" || v.Since != "" || v.Method != "" || v.Path != ""
+	readable := v.filtersOf(q, searchError, v.Method, v.Path)
 	status := http.StatusBadRequest
 	if readable {
 		status = http.StatusOK
