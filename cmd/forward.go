@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capturedev/capture/cmd/started"
 	"github.com/capturedev/capture/forward"
 )
 
@@ -83,6 +84,7 @@ func runForward(c *cobra.Command, _ []string) error {
 		To:         target,
 		Interval:   time.Duration(interval) * time.Second,
 		ReplayLast: replayLast,
+		Start:      started.Launched(),
 		Output:     output,
 		Stdout:     stdout,
 		Stderr:     c.ErrOrStderr(),

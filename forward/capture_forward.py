@@ -30,6 +30,33 @@ import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
+
+def launched():
+    """When this process was created, as the kernel counts it: now, less the
+    time the process has been on or waiting for a CPU (/proc/self/schedstat),
+    kept within the 10 ms tick in which it was created (/proc/self/stat).
+    Python takes tens of milliseconds to start, and a script that starts the
+    client and sends a webhook at once has it captured by then; it still
+    counts as new. Elsewhere, or if /proc says nothing, the moment of this
+    call."""
+    now = time.time()
+    try:
+        with open("/proc/self/schedstat") as f:
+            running, waiting = (int(v) for v in f.read().split()[:2])
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(")") + 1:].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / 100  # USER_HZ is 100
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    if age < 0:
+        return now
+    created_tick = now - age
+    return min(max(now - (running + waiting) / 1e9, created_tick), created_tick + 0.01 - 1e-6, now)
+
+
+LAUNCHED = launched()
+
 if sys.version_info < (3, 10):
     sys.exit("capture-forward: needs Python 3.10 or newer")
 
@@ -579,7 +606,7 @@ class Forwarder:
                                  "(`capture endpoint list` shows the ids)")
             raise StartError(f"API at {api}: {e}")
         try:
-            newest = self.newest(max(self.replay_last, 1))
+            newest = self.existing(max(self.replay_last, 1), LAUNCHED)
         except Unreachable as e:
             raise StartError(str(e))
         except APIError as e:
@@ -600,12 +627,19 @@ class Forwarder:
         if newest:
             self.last = newest[0]["id"]
 
-    def newest(self, n):
+    def existing(self, n, launch):
+        """At least the n newest captures received by launch (fewer if the
+        endpoint holds fewer), newest first; the ones received after it are
+        left for the pull loop to deliver as new."""
+        # Capture times are kept in milliseconds.
+        launch = datetime.fromtimestamp(int(launch * 1000) / 1000, timezone.utc)
         out = []
         query = {"limit": MAX_LIMIT}
         while True:
             page = self.call(self.api.requests, self.endpoint, **query)
-            out.extend(page["items"])
+            for r in page["items"]:
+                if out or parse_time(r["received_at"]) <= launch:
+                    out.append(r)
             if len(out) >= n or not page.get("next"):
                 return out
             query["before"] = page["next"]

@@ -46,6 +46,11 @@ type Config struct {
 	To         string
 	Interval   time.Duration
 	ReplayLast int
+	// Start is the moment forwarding counts from: requests captured after
+	// it are forwarded, even those captured while the client was still
+	// checking the key and listing the endpoint. `capture forward` passes
+	// its launch; zero means when Run is called.
+	Start time.Time
 	// Output is OutputText (the default) or OutputJSON: NDJSON on Stdout.
 	Output string
 	// Stdout gets the banner, deliveries and summary; Stderr warnings and
@@ -201,6 +206,10 @@ type forwarder struct {
 
 func (f *forwarder) start(ctx context.Context) error {
 	f.started = time.Now()
+	launch := f.cfg.Start
+	if launch.IsZero() {
+		launch = f.started
+	}
 	api := f.api.BaseURL()
 	me, err := callAPI(ctx, f, func() (contract.Me, error) { return f.api.Me(ctx) })
 	switch {
@@ -221,7 +230,7 @@ func (f *forwarder) start(ctx context.Context) error {
 		return startErrorf("API at %s: %v", api, err)
 	}
 
-	newest, err := f.newest(ctx, max(f.cfg.ReplayLast, 1))
+	newest, err := f.existing(ctx, max(f.cfg.ReplayLast, 1), launch)
 	switch {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return startErrorf("%v", err)
@@ -257,10 +266,15 @@ func (f *forwarder) start(ctx context.Context) error {
 	return nil
 }
 
-// newest returns at least the n newest captures (fewer if the endpoint
-// holds fewer), newest first. A whole page is read even for a small n, so
-// that seenUntil covers captures committed slightly out of order.
-func (f *forwarder) newest(ctx context.Context, n int) ([]contract.RequestSummary, error) {
+// existing returns at least the n newest captures received by launch
+// (fewer if the endpoint holds fewer), newest first; the ones received
+// after launch are left out, for the pull loop to deliver as new. A whole
+// page is read even for a small n, so that seenUntil covers captures
+// committed slightly out of order.
+func (f *forwarder) existing(ctx context.Context, n int, launch time.Time) ([]contract.RequestSummary, error) {
+	// Capture times are kept in milliseconds, as a since filter would
+	// compare them.
+	launch = launch.Truncate(time.Millisecond)
 	var out []contract.RequestSummary
 	q := apiclient.RequestQuery{Limit: contract.MaxLimit}
 	for {
@@ -270,7 +284,11 @@ func (f *forwarder) newest(ctx context.Context, n int) ([]contract.RequestSummar
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, l.Items...)
+		for _, r := range l.Items {
+			if len(out) > 0 || !r.ReceivedAt.After(launch) {
+				out = append(out, r)
+			}
+		}
 		if len(out) >= n || l.Next == "" {
 			return out, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -174,6 +175,55 @@ func TestForwardReplayLast(t *testing.T) {
 		hits := h.waitFor(t, 3)
 		if got := uris(hits); !slices.Equal(got, []string{"POST /old/2", "POST /old/3", "POST /new"}) {
 			t.Errorf("delivered %v, want the 2 newest existing oldest first, then the new one", got)
+		}
+	})
+}
+
+// TestForwardCountsFromItsStart: a request captured after the client was
+// started, while it was still checking the key, is forwarded; the
+// requests captured before it was started are the baseline.
+func TestForwardCountsFromItsStart(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		old := srv.Post(t, "POST", "/old", nil, []byte("old"))
+		// Holds the client's first call, GET /me, until a request has been
+		// captured behind its back.
+		upstream, err := url.Parse(srv.APIBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked, release := make(chan struct{}), make(chan struct{})
+		var first atomic.Bool
+		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: upstream.Scheme, Host: upstream.Host})
+		proxy.ErrorLog = log.New(io.Discard, "", 0) // calls cut short when the test ends
+		held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/me") && first.CompareAndSwap(false, true) {
+				close(asked)
+				select {
+				case <-release:
+				case <-time.After(waitTimeout):
+				}
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(held.Close)
+
+		s := c.start(t, opts{api: held.URL + upstream.Path, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		select {
+		case <-asked:
+		case <-time.After(waitTimeout):
+			t.Fatal("the client never asked for /me")
+		}
+		srv.Post(t, "POST", "/early", nil, []byte("early"))
+		close(release)
+		if ready := s.ready(t); ready["baseline"] != old {
+			t.Errorf("baseline = %v, want %s, the newest captured before the start", ready["baseline"], old)
+		}
+		h.waitFor(t, 1)
+		srv.Post(t, "POST", "/late", nil, []byte("late"))
+		if got := uris(h.waitFor(t, 2)); !slices.Equal(got, []string{"POST /early", "POST /late"}) {
+			t.Errorf("delivered %v, want the one captured during the start, then the later one", got)
 		}
 	})
 }
