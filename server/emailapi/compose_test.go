@@ -129,3 +129,23 @@ func TestFoldedLinesUnfoldToTheValue(t *testing.T) {
 		t.Errorf("unfolds to %q", got)
 	}
 }
+
+// TestCaptureFieldsAreCaptures: a sender's own X-Capture-Provider, or a
+// field capture records an option in, never stands beside capture's
+// value; its other headers, X-Capture-* or not, are kept.
+func TestCaptureFieldsAreCaptures(t *testing.T) {
+	e := &email{
+		From:    mail.Address{Address: "app@example.com"},
+		To:      []mail.Address{{Address: "to@example.com"}},
+		Subject: "Hi",
+		Bodies:  []alternative{{"text/plain", "Hi"}},
+		Headers: []header{{"x-capture-provider", "evil"}, {"X-Capture-Tag", "forged"}, {"X-Capture-Own", "kept"}, {"X-App", "kept"}},
+	}
+	e.capture("Tag", "signup")
+	p := mailparse.Parse(e.compose("sendgrid", time.Unix(0, 0)))
+	for name, want := range map[string]string{"X-Capture-Provider": "sendgrid", "X-Capture-Tag": "signup", "X-Capture-Own": "kept", "X-App": "kept"} {
+		if got := headerValues(p, name); len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q, want only %q", name, got, want)
+		}
+	}
+}
