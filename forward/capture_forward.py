@@ -631,14 +631,15 @@ class Forwarder:
         """At least the n newest captures received by launch (fewer if the
         endpoint holds fewer), newest first; the ones received after it are
         left for the pull loop to deliver as new."""
-        # Capture times are kept in milliseconds.
+        # Capture times are kept in milliseconds: one received in the
+        # launch's own millisecond may have come after it, and counts as new.
         launch = datetime.fromtimestamp(int(launch * 1000) / 1000, timezone.utc)
         out = []
         query = {"limit": MAX_LIMIT}
         while True:
             page = self.call(self.api.requests, self.endpoint, **query)
             for r in page["items"]:
-                if out or parse_time(r["received_at"]) <= launch:
+                if out or parse_time(r["received_at"]) < launch:
                     out.append(r)
             if len(out) >= n or not page.get("next"):
                 return out

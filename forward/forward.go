@@ -272,8 +272,8 @@ func (f *forwarder) start(ctx context.Context) error {
 // page is read even for a small n, so that seenUntil covers captures
 // committed slightly out of order.
 func (f *forwarder) existing(ctx context.Context, n int, launch time.Time) ([]contract.RequestSummary, error) {
-	// Capture times are kept in milliseconds, as a since filter would
-	// compare them.
+	// Capture times are kept in milliseconds: one received in the
+	// launch's own millisecond may have come after it, and counts as new.
 	launch = launch.Truncate(time.Millisecond)
 	var out []contract.RequestSummary
 	q := apiclient.RequestQuery{Limit: contract.MaxLimit}
@@ -285,7 +285,7 @@ func (f *forwarder) existing(ctx context.Context, n int, launch time.Time) ([]co
 			return nil, err
 		}
 		for _, r := range l.Items {
-			if len(out) > 0 || !r.ReceivedAt.After(launch) {
+			if len(out) > 0 || r.ReceivedAt.Before(launch) {
 				out = append(out, r)
 			}
 		}

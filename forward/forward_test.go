@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -187,6 +188,12 @@ func TestForwardCountsFromItsStart(t *testing.T) {
 		srv := capturetest.Start(t)
 		h := newHandler(t, nil)
 		old := srv.Post(t, "POST", "/old", nil, []byte("old"))
+		// Capture times are kept in milliseconds: the client must start in
+		// a later one for the old request to be unambiguously before it.
+		oldAt := getRequest(t, srv.Client(), old).ReceivedAt.Time
+		for !time.Now().Truncate(time.Millisecond).After(oldAt) {
+			runtime.Gosched()
+		}
 		// Holds the client's first call, GET /me, until a request has been
 		// captured behind its back.
 		upstream, err := url.Parse(srv.APIBase)
