@@ -32,6 +32,14 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// errInterrupted ends a command that Ctrl-C (or SIGINT, SIGTERM) stopped
+// before it changed anything.
+var errInterrupted = errors.New("interrupted; nothing changed")
+
+// exitInterrupted is the exit code of a command stopped by Ctrl-C: what a
+// shell reports for a process that SIGINT ended (128 + 2).
+const exitInterrupted = 130
+
 // Execute runs the command line and returns the process exit code.
 func Execute(ctx context.Context) int {
 	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -67,6 +75,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "capture: %v\n", ee.err)
 		}
 		return ee.code
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "capture: %v\n", err)
+		return exitInterrupted
 	default:
 		fmt.Fprintf(stderr, "capture: %v\n", err)
 		return 1
