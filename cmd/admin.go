@@ -276,9 +276,15 @@ func newInboxCmd() *cobra.Command {
 		Use: "create", Short: "Create an inbox", Args: cobra.NoArgs,
 		Example: "  capture inbox create --name signup-tests --json",
 		RunE: func(c *cobra.Command, _ []string) error {
-			name, _ := c.Flags().GetString("name")
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				name, err := nameOrFree(c, func() ([]string, error) {
+					items, err := allInboxes(c, st, p.ID)
+					return namesOf(items, func(in store.Inbox) string { return in.Name }), err
+				})
 				if err != nil {
 					return err
 				}
@@ -300,7 +306,7 @@ func newInboxCmd() *cobra.Command {
 			})
 		},
 	}
-	create.Flags().String("name", store.DefaultName, "inbox name")
+	create.Flags().String("name", "", `inbox name (default "default", else the first free of "default-2", "default-3", …)`)
 	projectFlag(create)
 	jsonFlag(create)
 
@@ -312,10 +318,7 @@ func newInboxCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				items, err := contract.All(func(before string) ([]store.Inbox, string, error) {
-					l, err := st.Inboxes(c.Context(), p.ID, store.Page{Before: before, Limit: store.MaxLimit})
-					return l.Items, l.Next, err
-				})
+				items, err := allInboxes(c, st, p.ID)
 				if err != nil {
 					return err
 				}
@@ -373,7 +376,6 @@ func newEndpointCmd() *cobra.Command {
 		Use: "create", Short: "Create a webhook endpoint", Args: cobra.NoArgs,
 		Example: "  capture endpoint create --name stripe --target http://localhost:3000 --json",
 		RunE: func(c *cobra.Command, _ []string) error {
-			name, _ := c.Flags().GetString("name")
 			var target *string
 			if c.Flags().Changed("target") {
 				t, _ := c.Flags().GetString("target")
@@ -384,6 +386,13 @@ func newEndpointCmd() *cobra.Command {
 			}
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
+				if err != nil {
+					return err
+				}
+				name, err := nameOrFree(c, func() ([]string, error) {
+					items, err := allEndpoints(c, st, p.ID)
+					return namesOf(items, func(e store.Endpoint) string { return e.Name }), err
+				})
 				if err != nil {
 					return err
 				}
@@ -404,7 +413,7 @@ func newEndpointCmd() *cobra.Command {
 			})
 		},
 	}
-	create.Flags().String("name", store.DefaultName, "endpoint name")
+	create.Flags().String("name", "", `endpoint name (default "default", else the first free of "default-2", "default-3", …)`)
 	create.Flags().String("target", "", "saved replay target URL, e.g. http://localhost:3000")
 	projectFlag(create)
 	jsonFlag(create)
@@ -417,10 +426,7 @@ func newEndpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				items, err := contract.All(func(before string) ([]store.Endpoint, string, error) {
-					l, err := st.Endpoints(c.Context(), p.ID, store.Page{Before: before, Limit: store.MaxLimit})
-					return l.Items, l.Next, err
-				})
+				items, err := allEndpoints(c, st, p.ID)
 				if err != nil {
 					return err
 				}
@@ -492,6 +498,54 @@ func newEndpointCmd() *cobra.Command {
 	jsonFlag(set)
 	c.AddCommand(create, list, set)
 	return c
+}
+
+// nameOrFree is --name when given, else the first of "default",
+// "default-2", "default-3", … that none of the names taken returns. A
+// second inbox or endpoint named "default" would pass for the first one:
+// `capture wait` watches the project's only one, else the one so named.
+func nameOrFree(c *cobra.Command, taken func() ([]string, error)) (string, error) {
+	if c.Flags().Changed("name") {
+		name, _ := c.Flags().GetString("name")
+		return name, nil
+	}
+	names, err := taken()
+	if err != nil {
+		return "", err
+	}
+	used := make(map[string]bool, len(names))
+	for _, n := range names {
+		used[n] = true
+	}
+	name := store.DefaultName
+	for i := 2; used[name]; i++ {
+		name = fmt.Sprintf("%s-%d", store.DefaultName, i)
+	}
+	return name, nil
+}
+
+// allInboxes is every inbox of the project, page after page.
+func allInboxes(c *cobra.Command, st *store.Store, projectID string) ([]store.Inbox, error) {
+	return contract.All(func(before string) ([]store.Inbox, string, error) {
+		l, err := st.Inboxes(c.Context(), projectID, store.Page{Before: before, Limit: store.MaxLimit})
+		return l.Items, l.Next, err
+	})
+}
+
+// allEndpoints is every endpoint of the project, page after page.
+func allEndpoints(c *cobra.Command, st *store.Store, projectID string) ([]store.Endpoint, error) {
+	return contract.All(func(before string) ([]store.Endpoint, string, error) {
+		l, err := st.Endpoints(c.Context(), projectID, store.Page{Before: before, Limit: store.MaxLimit})
+		return l.Items, l.Next, err
+	})
+}
+
+func namesOf[T any](items []T, name func(T) string) []string {
+	names := make([]string, len(items))
+	for i, item := range items {
+		names[i] = name(item)
+	}
+	return names
 }
 
 // endpointUpdate reads what `endpoint set` was asked to change; the store's

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/store"
@@ -71,13 +73,66 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 func withStore(c *cobra.Command, fn func(st *store.Store) error) error {
 	st, err := openStore(c)
 	if err != nil {
-		return err
+		return explainReadOnly(sqlitePath(c), err)
 	}
 	err = fn(st)
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return explainReadOnly(sqlitePath(c), err)
+}
+
+// sqlitePath is the SQLite database file a command works on, or "" on
+// PostgreSQL.
+func sqlitePath(c *cobra.Command) string {
+	if url, err := database(c); err != nil || url != "" {
+		return ""
+	}
+	dir, err := dataDir(c)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, store.DBFile)
+}
+
+// explainReadOnly turns SQLite's "attempt to write a readonly database"
+// into a message naming the database file and what keeps it from being
+// written (SPEC §13); other errors pass as they are.
+func explainReadOnly(path string, err error) error {
+	var se *sqlite.Error
+	if path == "" || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_READONLY {
+		return err
+	}
+	return fmt.Errorf("the database %s is read-only: %s; nothing changed", path, readOnlyCause(path, se.Code()))
+}
+
+// readOnlyCause says which of the database's files, or its directory,
+// cannot be written. SQLite writes the -wal and -shm files beside the
+// database, and creates them with the database file's mode.
+func readOnlyCause(path string, code int) string {
+	if code == sqlite3.SQLITE_READONLY_DIRECTORY {
+		return fmt.Sprintf("its directory cannot be written, and SQLite keeps its %s-wal and -shm files there", store.DBFile)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		// Opened for writing without O_TRUNC, nothing in it changes.
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			cause := err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				cause = pe.Err
+			}
+			if p == path {
+				return fmt.Sprintf("this user cannot write it (%v)", cause)
+			}
+			return fmt.Sprintf("this user cannot write %s (%v)", filepath.Base(p), cause)
+		}
+		f.Close()
+	}
+	return "SQLite cannot write it (" + sqlite.ErrorCodeString[code] + ")"
 }
 
 // apiFlag adds --api to a command that works over the read API.

@@ -32,6 +32,14 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// errInterrupted ends a command that Ctrl-C (or SIGINT, SIGTERM) stopped
+// before it changed anything.
+var errInterrupted = errors.New("interrupted; nothing changed")
+
+// exitInterrupted is the exit code of a command stopped by Ctrl-C: what a
+// shell reports for a process that SIGINT ended (128 + 2).
+const exitInterrupted = 130
+
 // Execute runs the command line and returns the process exit code.
 func Execute(ctx context.Context) int {
 	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -60,17 +68,48 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				path = cmd.Parent().CommandPath()
 			}
 		}
-		fmt.Fprintf(stderr, "capture: %v (see '%s --help')\n", err, path)
+		fmt.Fprintf(stderr, "capture: %s (see '%s --help')\n", oneLine(err.Error()), path)
 		return 2
 	case errors.As(err, &ee):
 		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintf(stderr, "capture: %v\n", ee.err)
+			fmt.Fprintf(stderr, "capture: %s\n", oneLine(ee.err.Error()))
 		}
 		return ee.code
-	default:
+	case errors.Is(err, errInterrupted):
 		fmt.Fprintf(stderr, "capture: %v\n", err)
+		return exitInterrupted
+	default:
+		fmt.Fprintf(stderr, "capture: %s\n", oneLine(err.Error()))
 		return 1
 	}
+}
+
+// oneLine folds a message that spans lines into one, as errors are printed
+// (README): libraries such as pgx list each failed connection attempt on a
+// line of its own, often the same line twice (TLS, then plain). Lines said
+// already are dropped; a line that ends in ":" runs on into the next.
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || seen[line] || strings.HasSuffix(b.String(), ": "+line) {
+			continue
+		}
+		seen[line] = true
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 func newRoot() *cobra.Command {

@@ -116,7 +116,7 @@ func runServe(c *cobra.Command, _ []string) error {
 		return err
 	}
 	version := versionString()
-	return server.Serve(c.Context(), server.ServeConfig{
+	err = server.Serve(c.Context(), server.ServeConfig{
 		Config: server.Config{
 			HTTPAddr: httpAddr, CaptureAddr: captureAddr,
 			SMTPStartTLSAddrs: startTLS, SMTPTLSAddrs: implicitTLS,
@@ -131,6 +131,7 @@ func runServe(c *cobra.Command, _ []string) error {
 		TLSCertFile: certFile, TLSKeyFile: keyFile,
 		Banner: c.OutOrStdout(),
 	})
+	return explainReadOnly(sqlitePath(c), err)
 }
 
 // checkListenAddr refuses, as a usage error, an address no listener can

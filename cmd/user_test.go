@@ -16,11 +16,33 @@ func TestUserSetPassword(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "at least 8 characters") {
 		t.Fatalf("short password: %+v", r)
 	}
+	// Nothing a browser's password field could type back: blanks, NUL.
+	for _, bad := range []struct{ in, want string }{
+		{"        \n", "only spaces"},
+		{" \t \t    \n", "only spaces"},
+		{"password\x00one\n", `control characters (found '\x00')`},
+		{"pass\x1b[Aword\n", "control characters"},
+	} {
+		if r := captureIn(t, bad.in, "user", "set-password", "--data-dir", dir); r.code != 1 ||
+			!strings.Contains(r.stderr, bad.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("password %q: %+v", bad.in, r)
+		}
+	}
+	st, err := store.OpenDir(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has, err := st.HasPassword(t.Context())
+	st.Close()
+	if err != nil || has {
+		t.Fatalf("a refused password was stored (%v)", err)
+	}
+
 	r = captureIn(t, "a long enough password\r\nsecond line\n", "user", "set-password", "--data-dir", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "web password set") {
 		t.Fatalf("set-password: %+v", r)
 	}
-	st, err := store.OpenDir(t.Context(), dir)
+	st, err = store.OpenDir(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

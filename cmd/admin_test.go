@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"encoding/json"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capturedev/capture/store"
+)
+
+// Without --name a new inbox or endpoint takes the first free name of
+// default, default-2, …: a second "default" would pass for the bootstrap
+// one, which `capture wait` watches when --inbox or --endpoint is not given.
+func TestCreateWithoutNameTakesAFreeName(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	d := "--data-dir=" + dir
+	create := func(kind string, flags ...string) string {
+		t.Helper()
+		r := capture(t, append([]string{kind, "create", "--json", d}, flags...)...)
+		var created struct{ Name string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &created) != nil {
+			t.Fatalf("%s create %v: %+v", kind, flags, r)
+		}
+		return created.Name
+	}
+	for _, kind := range []string{"inbox", "endpoint"} {
+		for _, want := range []string{"default-2", "default-3"} {
+			if got := create(kind); got != want {
+				t.Errorf("%s create: named %q, want %q", kind, got, want)
+			}
+		}
+		// A name given is taken as it is; the next free one skips it.
+		if got := create(kind, "--name", "default-4"); got != "default-4" {
+			t.Errorf("%s create --name default-4: named %q", kind, got)
+		}
+		if got := create(kind); got != "default-5" {
+			t.Errorf("%s create after default-4: named %q, want default-5", kind, got)
+		}
+		if r := capture(t, "project", "create", "other-"+kind, d); r.code != 0 {
+			t.Fatalf("project create: %+v", r)
+		}
+		if got := create(kind, "--project", "other-"+kind); got != "default" {
+			t.Errorf("%s create in a project without one: named %q, want default", kind, got)
+		}
+	}
+}
+
+// A PostgreSQL server that cannot be reached is one line on stderr, as
+// every error is (pgx lists each connection attempt on a line of its own),
+// without the URL's password.
+func TestUnreachablePostgresIsOneLine(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	url := "postgres://bob:s3cretpw@" + addr + "/capture"
+	for _, args := range [][]string{
+		{"inbox", "list"},
+		{"serve", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"},
+	} {
+		r := capture(t, append(args, "--database", url)...)
+		if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "capture: ") ||
+			!strings.Contains(r.stderr, addr) || !strings.Contains(r.stderr, "connection refused") ||
+			strings.Contains(r.stderr, "s3cretpw") {
+			t.Errorf("%s: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+	}
+}
+
+// A database file its user may read but not write: one line naming the
+// file and why, and nothing changed.
+func TestReadOnlyDatabaseIsNamed(t *testing.T) {
+	home, run := asNobody(t)
+	dir := withDatabase(t, filepath.Join(home, "data"))
+	db := filepath.Join(dir, store.DBFile)
+	err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, 65534, 65534)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	want := "capture: the database " + db + " is read-only: this user cannot write it (permission denied); nothing changed\n"
+	for _, args := range [][]string{
+		{"inbox", "create", "--name", "refused"},
+		{"serve", "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"},
+	} {
+		cmd := run(append(args, "--data-dir", dir)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if err == nil || !strings.HasSuffix(stderr.String(), want) || strings.Count(stderr.String(), "capture: ") != 1 {
+			t.Errorf("%s on a read-only database: %v, stderr %q", args[0], err, stderr.String())
+		}
+	}
+	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") {
+		t.Errorf("after the refused write: %+v", r)
+	}
+}
