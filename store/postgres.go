@@ -70,7 +70,7 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 	}
 	rdb := stdlib.OpenDB(*cfg)
 	rdb.SetMaxOpenConns(16)
-	rdb.SetMaxIdleConns(8)
+	rdb.SetMaxIdleConns(readIdleConns)
 	rdb.SetConnMaxIdleTime(time.Minute)
 
 	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier()}
@@ -468,6 +468,14 @@ func (b *postgresDB) listenLoop(ctx context.Context, conn *pgx.Conn) {
 			b.heard(ctx, conn)
 			conn.Close(context.Background())
 			conn = nil
+			// No commit will be heard until a new connection listens, and
+			// the server may be gone: every waiter looks again now, on a
+			// new connection, and hears that the database is out of reach
+			// rather than its own timeout.
+			if ctx.Err() == nil {
+				b.s.dropIdleReads()
+				b.s.notify.wakeAll()
+			}
 		}
 		select {
 		case <-ctx.Done():

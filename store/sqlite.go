@@ -99,7 +99,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
-	rdb.SetMaxIdleConns(8)
+	rdb.SetMaxIdleConns(readIdleConns)
 	rdb.SetConnMaxIdleTime(0)
 
 	// A checkpoint that must wait for readers holds the write lock while

@@ -52,6 +52,9 @@ var migrations embed.FS
 // the write was not made, and the next process may take it.
 var ErrClosed = fmt.Errorf("%w: store is closed", ErrUnavailable)
 
+// readIdleConns is how many read connections stay open between reads.
+const readIdleConns = 8
+
 // Store is the database. Writes go through one goroutine that commits them
 // in batches; reads use a separate pool of connections.
 type Store struct {

@@ -78,21 +78,34 @@ func (w *writer) prepareControl(ctx context.Context, b backend) error {
 }
 
 // renew replaces a connection that broke (PostgreSQL restarted, the
-// network dropped) with a new one from db; a working one is kept.
-func (w *writer) renew(db *sql.DB, b backend) {
+// network dropped) with a new one from the store's writer pool; a working
+// one is kept.
+func (w *writer) renew(s *Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if w.conn.PingContext(ctx) == nil {
 		return
 	}
-	conn, err := db.Conn(ctx)
+	// The read pool's idle connections broke with this one: were they
+	// kept, reads would fail after commits (and /readyz) work again.
+	s.dropIdleReads()
+	conn, err := s.wdb.Conn(ctx)
 	if err != nil {
 		return
 	}
 	w.closeStmts()
 	w.conn.Close()
 	w.conn = conn
-	w.prepareControl(ctx, b)
+	w.prepareControl(ctx, s.b)
+}
+
+// dropIdleReads closes the read pool's idle connections, once the server
+// they lead to has gone away (restarted, out of reach). pgx checks only
+// those idle for over a second before handing them out, so each would
+// otherwise fail one more read.
+func (s *Store) dropIdleReads() {
+	s.rdb.SetMaxIdleConns(0)
+	s.rdb.SetMaxIdleConns(readIdleConns)
 }
 
 func (w *writer) closeStmts() {
@@ -366,7 +379,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	w.vocab.forget()
 	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
 		if errors.Is(err, ErrUnavailable) {
-			w.renew(s.wdb, s.b)
+			w.renew(s)
 		}
 		for _, op := range batch {
 			op.done <- err

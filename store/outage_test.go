@@ -1,0 +1,172 @@
+package store
+
+import (
+	"database/sql"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capturedev/capture/store/pgtest"
+)
+
+// cutOff is a TCP proxy in front of the test server that can be cut, as a
+// stopped PostgreSQL is: every open connection drops and new ones are
+// refused. The test server itself stays up for the package's other tests.
+type cutOff struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	done   bool
+}
+
+// behindCutOff returns a proxy to the database at rawURL and the URL that
+// reaches the database through it.
+func behindCutOff(t *testing.T, rawURL string) (*cutOff, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutOff{ln: ln, target: u.Host}
+	go p.serve()
+	t.Cleanup(p.cut)
+	u.Host = ln.Addr().String()
+	return p, u.String()
+}
+
+func (p *cutOff) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.done {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			return
+		}
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(s, c); s.Close() }()
+		go func() { io.Copy(c, s); c.Close() }()
+	}
+}
+
+// cut drops every connection and refuses new ones from now on.
+func (p *cutOff) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A wait in progress when the database goes away hears of it at once:
+// its waiter is woken and its next read fails as unavailable (503 from
+// the API), instead of holding until its time is up and answering an
+// empty list as if nothing had arrived.
+func TestWaitersWokenWhenDatabaseGoesAway(t *testing.T) {
+	if !pgtest.Requested() {
+		t.Skip("PostgreSQL only: SQLite has no connection to lose")
+	}
+	proxy, through := behindCutOff(t, pgDatabase(t))
+	s, err := Open(t.Context(), through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	e, err := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken := s.Watch(e.ID)
+	proxy.cut()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter slept on while the database was out of reach")
+	}
+	if _, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 1}); !IsUnavailable(err) {
+		t.Fatalf("reading with the database out of reach: %v, want unavailable", err)
+	}
+}
+
+// After PostgreSQL restarts, the first commit that goes through (what
+// /readyz checks) means reads go through as well: the read pool kept no
+// connection from before the restart to fail one more call each.
+func TestReadsWorkOnceCommitsDoAfterRestart(t *testing.T) {
+	if !pgtest.Requested() {
+		t.Skip("PostgreSQL only: SQLite has no server to restart")
+	}
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustProject(t, s, "p", "free")
+	// Fill the read pool with connections in steady use, as a serving
+	// process has: checked out twice, so that pgx no longer checks them
+	// before handing them out again.
+	for range 2 {
+		conns := make([]*sql.Conn, readIdleConns)
+		for i := range conns {
+			var err error
+			if conns[i], err = s.rdb.Conn(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	// What a restart does to every client: the server ends each backend
+	// with FATAL 57P01 ("terminating connection due to administrator
+	// command"), as pg_ctl stop -m fast does. The listening connection is
+	// spared, so that the writer alone finds out (the listener may hear of
+	// it later, or have heard and reconnected before the others died).
+	admin, err := sql.Open("pgx", s.b.(*postgresDB).url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%'`); err != nil {
+		t.Fatal(err)
+	}
+	// The first write hears the restart and takes a new connection; the
+	// next one commits.
+	ready := false
+	for range 3 {
+		if err := s.Ping(ctx); err == nil {
+			ready = true
+			break
+		} else if !IsUnavailable(err) {
+			t.Fatal(err)
+		}
+	}
+	if !ready {
+		t.Fatal("the writer did not commit again after the restart")
+	}
+	for i := range readIdleConns + 1 {
+		if _, err := s.Project(ctx, p.ID); err != nil {
+			t.Fatalf("read %d after a commit went through: %v", i+1, err)
+		}
+	}
+}
