@@ -499,7 +499,7 @@ func defaultOf[T any](arg, what string, all []T, idName func(T) (string, string)
 		id, name := idName(v)
 		choices[i] = id + " (" + name + ")"
 	}
-	return "", invalidParameter(arg, fmt.Sprintf("this project has %d %s and none is named default: pass %s, one of %s",
+	return "", invalidParameter(arg, fmt.Sprintf("this project has %d %s and no single one named default: pass %s, one of %s",
 		len(all), what, arg, strings.Join(choices, ", ")))
 }
 

@@ -221,13 +221,13 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if err != nil {
 		return zero, c.apiFailed(err, "list the "+what+"es")
 	}
-	var names []string
+	var choices []string
 	for _, v := range all {
 		id, name := idName(v)
 		if c.Source != "" && (id == c.Source || name == c.Source) {
 			return v, nil
 		}
-		names = append(names, name)
+		choices = append(choices, id+" ("+name+")")
 	}
 	if c.Source != "" {
 		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
@@ -238,23 +238,31 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if len(all) == 0 {
 		return zero, fail(ExitUsage, "the project has no %s (`capture %s create` makes one)", what, what)
 	}
-	return zero, fail(ExitUsage, "the project has %d %ses and none is named default: pass --%s (one of %s)",
-		len(all), what, what, strings.Join(names, ", "))
+	return zero, fail(ExitUsage, "the project has %d %ses and no single one named default: pass --%s (one of %s)",
+		len(all), what, what, strings.Join(choices, ", "))
 }
 
 // DefaultOf is the one of all a wait takes when none is named (SPEC §14):
-// the only one, else the one named default; false when there is neither.
+// the only one, else the one named default; false when there is neither,
+// or when several are named default (names need not be unique), rather
+// than a guess that may watch the wrong one.
 func DefaultOf[T any](all []T, name func(T) string) (T, bool) {
+	var found T
 	if len(all) == 1 {
 		return all[0], true
 	}
+	n := 0
 	for _, v := range all {
 		if name(v) == "default" {
-			return v, true
+			found = v
+			n++
 		}
 	}
-	var zero T
-	return zero, false
+	if n != 1 {
+		var zero T
+		return zero, false
+	}
+	return found, true
 }
 
 // apiFailed turns an API error met while setting up into an exit code 2.

@@ -157,6 +157,25 @@ func TestSourceDefaults(t *testing.T) {
 	if out, err := run("signup"); err != nil || out != sent+"\n" {
 		t.Errorf("by name among two: %q, %v", out, err)
 	}
+	// Two named default: a guess could watch the wrong one, so none is
+	// taken, and the choices are told apart by their ids.
+	first, err := srv.Store.CreateInbox(ctx, p.ID, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It is watched: nothing arrives there.
+	if err := Run(ctx, Config{Client: c, Kind: Email, Timeout: 100 * time.Millisecond, Stdout: io.Discard}); !errors.As(err, &we) ||
+		we.Code != ExitTimedOut {
+		t.Errorf("one of three named default: %v", err)
+	}
+	second, err := srv.Store.CreateInbox(ctx, p.ID, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(""); !errors.As(err, &we) || we.Code != ExitUsage || !strings.Contains(err.Error(), first.ID+" (default)") ||
+		!strings.Contains(err.Error(), second.ID+" (default)") {
+		t.Errorf("two named default: %v", err)
+	}
 	// The bootstrap project's inbox is named default.
 	if err := Run(ctx, Config{Client: srv.Client(), Kind: Request, Timeout: time.Second, Stdout: io.Discard}); !errors.As(err, &we) ||
 		we.Code != ExitTimedOut || !strings.Contains(err.Error(), "no request within 1s") {
