@@ -72,6 +72,17 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
+	if !st.Shared() {
+		// Claimed once the database has made sure the dir exists, and
+		// before anything of this server's own is written there; let go
+		// once the database is closed.
+		release, err := datadir.Lock(cfg.DataDir)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		defer release()
+	}
 	defer st.Close()
 	srv.store = st
 	where := cfg.DataDir

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"io"
@@ -639,4 +640,44 @@ func BenchmarkServeStop(b *testing.B) {
 			c.Close()
 		}
 	}
+}
+
+// TestServeOneServerPerDataDir: a second serve on a data dir already
+// served is refused before it announces anything, so the clients keep
+// following the first; once the first has stopped, it may start.
+func TestServeOneServerPerDataDir(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("replicas of a shared database may run side by side")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	first := startServe(t, dir)
+	creds, err := os.ReadFile(filepath.Join(dir, "credentials.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := launchServe(t, dir)
+	select {
+	case err := <-second.done:
+		second.done <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("second serve exited with %v, want code 1", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("second serve on the same data dir kept running")
+	}
+	if logs := second.logs(); !strings.Contains(logs, "in use by another `capture serve`") || strings.Count(logs, "\n") != 1 {
+		t.Errorf("second serve said %q, want one line saying the data dir is in use", logs)
+	}
+	if now, err := os.ReadFile(filepath.Join(dir, "credentials.json")); err != nil || !bytes.Equal(now, creds) {
+		t.Errorf("credentials.json changed: %s (%v), was %s", now, err, creds)
+	}
+	if out := first.admin("inbox", "list"); !strings.Contains(out, strings.TrimPrefix(first.smtp, "127.0.0.1:")) {
+		t.Errorf("inbox list no longer names the first serve's SMTP port %s:\n%s", first.smtp, out)
+	}
+
+	first.stop(os.Interrupt)
+	third := startServe(t, dir)
+	third.stop(os.Interrupt)
 }
