@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -33,6 +34,11 @@ func validName(kind, name string) error {
 	}
 	if utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
 		return fmt.Errorf("%w: %s name must be valid UTF-8 of at most 100 characters", ErrInvalid, kind)
+	}
+	// Names are printed in tables, terminals and pages: a newline or an
+	// escape sequence in one would break them or act on the terminal.
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return fmt.Errorf("%w: %s name must not contain control characters (newlines, tabs, escapes)", ErrInvalid, kind)
 	}
 	return nil
 }

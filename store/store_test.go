@@ -126,6 +126,18 @@ func TestProjectsAndQuotas(t *testing.T) {
 	if _, err := s.CreateProject(ctx, "  ", "free"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("blank name: %v", err)
 	}
+	// A name is printed in tables and terminals.
+	for _, name := range []string{"evil\nname", "evil\x1b[2J", "tab\tname", "nul\x00", "del\x7f", "c1\u009b"} {
+		if _, err := s.CreateProject(ctx, name, "free"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("project name %q: %v", name, err)
+		}
+		if _, err := s.CreateInbox(ctx, p.ID, name); !errors.Is(err, ErrInvalid) {
+			t.Errorf("inbox name %q: %v", name, err)
+		}
+		if _, err := s.CreateEndpoint(ctx, p.ID, name, nil); !errors.Is(err, ErrInvalid) {
+			t.Errorf("endpoint name %q: %v", name, err)
+		}
+	}
 	if byID, err := s.Project(ctx, p.ID); err != nil || byID.Name != "web" {
 		t.Fatalf("by id: %v %v", byID, err)
 	}
