@@ -179,7 +179,8 @@ def resolve_credentials(api_flag, data_dir_flag):
         except FileNotFoundError:
             if not key:
                 raise StartError(
-                    f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY), or run `capture serve` once so that {path} exists")
+                    f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY), or save one in {path} with "
+                    "`capture key create --save` (a first `capture serve` writes it too)")
         except (OSError, ValueError) as e:
             raise StartError(f"read {path}: {e}")
         if not key:

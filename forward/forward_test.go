@@ -568,7 +568,7 @@ func TestForwardBadStart(t *testing.T) {
 		}{
 			{"interval 0", pythonEnv(t, srv.Key, ""), []string{"--endpoint", srv.EndpointID, "--to", "localhost:1", "--interval", "0"}, "--interval"},
 			{"missing --to", pythonEnv(t, srv.Key, ""), []string{"--endpoint", srv.EndpointID}, "--to"},
-			{"no key anywhere", pythonEnv(t, "", ""), []string{"--api", srv.APIBase, "--endpoint", srv.EndpointID, "--to", "localhost:1"}, "no API key"},
+			{"no key anywhere", pythonEnv(t, "", ""), []string{"--api", srv.APIBase, "--endpoint", srv.EndpointID, "--to", "localhost:1"}, "no API key: set CAPTURE_API_KEY (or CAPTURE_KEY), or save one in"},
 		}
 		for _, tc := range cases {
 			s := runPython(t, tc.env, append([]string{script}, tc.args...)...)

@@ -254,7 +254,7 @@ func TestResolve(t *testing.T) {
 		{name: "flag over file", apiFlag: "http://example.test/api/v1/", data: dir,
 			want: datadir.Credentials{API: "http://example.test/api/v1", Key: "cap_file"}},
 		{name: "default URL", apiKey: "cap_a", data: empty, want: datadir.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
-		{name: "no key", data: empty, wantErrContains: "no API key"},
+		{name: "no key", data: empty, wantErrContains: "with `capture key create --save`"},
 		{name: "bad URL", apiKey: "cap_a", apiFlag: "localhost:7780", data: empty, wantErrContains: "want an absolute"},
 	}
 	for _, tt := range tests {

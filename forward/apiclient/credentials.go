@@ -49,7 +49,9 @@ func Resolve(apiFlag, dataDirFlag string) (datadir.Credentials, error) {
 		case errors.Is(err, fs.ErrNotExist) && c.Key != "":
 			// The environment gave the key; the URL falls back below.
 		case errors.Is(err, fs.ErrNotExist):
-			return datadir.Credentials{}, fmt.Errorf("no API key: set %s (or %s), or run `capture serve` once so that %s exists",
+			// serve writes the file on a first start only: once lost,
+			// a new key saved there replaces it.
+			return datadir.Credentials{}, fmt.Errorf("no API key: set %s (or %s), or save one in %s with `capture key create --save` (a first `capture serve` writes it too)",
 				EnvAPIKey, EnvKey, filepath.Join(dir, datadir.CredentialsFile))
 		default:
 			return datadir.Credentials{}, err
