@@ -50,7 +50,9 @@ func openLink(open func(string) error, out io.Writer, url string) tea.Cmd {
 			if cerr := writeOSC52(out, url); cerr != nil {
 				return noticeMsg{err: fmt.Errorf("cannot open a browser (%v) nor copy the link", err)}
 			}
-			return noticeMsg{text: "no browser to open (" + err.Error() + "): copied the link instead"}
+			// What happened first: the opener's own words (xdg-open lists
+			// every browser it tried) are cut to fit the status line.
+			return noticeMsg{text: "copied the link; no browser opened it (" + err.Error() + ")"}
 		}
 		return noticeMsg{text: "opened " + url}
 	}

@@ -479,13 +479,13 @@ func (m *Model) statusBar() string {
 		right = "delete this " + what + "? y deletes, any other key keeps it"
 		rs = m.st.bar.Inherit(m.st.warn)
 	case err != nil:
-		right = describe(err)
+		right = strings.Join(strings.Fields(describe(err)), " ")
 		if retryIn > 0 {
 			right += " · retry in " + retryIn.Round(100*time.Millisecond).String()
 		}
 		rs = m.st.bar.Inherit(m.st.bad)
 	case m.notice != "":
-		right = clean(m.notice)
+		right = strings.Join(strings.Fields(clean(m.notice)), " ") // the bar is one line
 		if m.noticeBad {
 			rs = m.st.bar.Inherit(m.st.bad)
 		}
