@@ -575,7 +575,11 @@ func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
 			if !ok {
 				return u, usagef("--response-header %q: want 'Name: value'", h)
 			}
-			u.Headers[http.CanonicalHeaderKey(strings.TrimSpace(name))] = strings.TrimSpace(value)
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if _, twice := u.Headers[name]; twice {
+				return u, usagef("--response-header %s given twice: a response holds one value per header", name)
+			}
+			u.Headers[name] = strings.TrimSpace(value)
 		}
 	}
 	if f.Changed("response-body") {

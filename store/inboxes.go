@@ -196,6 +196,11 @@ func (u EndpointUpdate) Validate() error {
 		if !ValidHeaderName(k) || strings.ContainsAny(v, "\r\n\x00") {
 			return fmt.Errorf("%w: bad response header %q", ErrInvalid, k)
 		}
+		// The answer's framing follows its body; a stored value would be
+		// dropped at every answer, so it is refused here instead.
+		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") {
+			return fmt.Errorf("%w: response header %s is set from the body: leave it out", ErrInvalid, k)
+		}
 	}
 	return nil
 }

@@ -250,9 +250,11 @@ func TestInboxPasswordAndEndpointUpdate(t *testing.T) {
 	}
 	tooLong := 11 * time.Second
 	for name, u := range map[string]EndpointUpdate{
-		"status": {Status: new(int)},
-		"delay":  {Delay: &tooLong},
-		"header": {Headers: map[string]string{"bad name": "x"}},
+		"status":  {Status: new(int)},
+		"delay":   {Delay: &tooLong},
+		"header":  {Headers: map[string]string{"bad name": "x"}},
+		"length":  {Headers: map[string]string{"content-length": "99"}},
+		"chunked": {Headers: map[string]string{"Transfer-Encoding": "chunked"}},
 	} {
 		if _, err := s.UpdateEndpoint(ctx, e.ID, u); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
