@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
@@ -37,6 +39,13 @@ func (s *Store) SetPassword(ctx context.Context, password string) error {
 	}
 	if len(password) > maxPasswordBytes {
 		return fmt.Errorf("%w: the password must be at most %d bytes", ErrInvalid, maxPasswordBytes)
+	}
+	// Nobody could type either into the sign-in page's password field.
+	if strings.TrimSpace(password) == "" {
+		return fmt.Errorf("%w: the password must not be only spaces", ErrInvalid)
+	}
+	if strings.ContainsFunc(password, unicode.IsControl) {
+		return fmt.Errorf("%w: the password must not contain control characters", ErrInvalid)
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {

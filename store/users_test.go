@@ -15,7 +15,7 @@ func TestPassword(t *testing.T) {
 	if err := s.CheckPassword(ctx, "anything at all"); !errors.Is(err, ErrWrongPassword) {
 		t.Fatalf("check without a password: %v", err)
 	}
-	for _, bad := range []string{"", "short", "sevenĉh", strings.Repeat("x", 73)} {
+	for _, bad := range []string{"", "short", "sevenĉh", strings.Repeat("x", 73), "        ", "long enough\x00", "long\tenough", "\x1b[2Jlong enough"} {
 		if err := s.SetPassword(ctx, bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("SetPassword(%q) = %v, want ErrInvalid", bad, err)
 		}
