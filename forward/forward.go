@@ -161,17 +161,10 @@ func newForwarder(cfg Config) (*forwarder, error) {
 }
 
 // newDeliveryClient reports what the handler answered, redirects included,
-// and never goes through a proxy: the handler is local by design. Each
-// delivery opens a connection of its own: development servers that write
-// an answer's head and body apart (Python's http.server, under Flask and
-// Django) have the body held by Nagle's algorithm until the head is
-// acknowledged, which Linux delays by up to 40 ms on a connection past its
-// first exchanges. A new local connection costs a fraction of that.
+// and never goes through a proxy: the handler is local by design.
 func newDeliveryClient() *http.Client {
-	t := resend.Transport(nil)
-	t.DisableKeepAlives = true
 	return &http.Client{
-		Transport:     t,
+		Transport:     resend.Transport(nil),
 		Timeout:       DeliveryTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
