@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/capturedev/capture/cmd"
+	// Before Bubble Tea's init, which would ask the terminal a question.
+	_ "github.com/capturedev/capture/cmd/quietterm"
 )
 
 func main() {

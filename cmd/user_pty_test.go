@@ -30,6 +30,13 @@ type terminal struct {
 // startOnTerminal runs `capture user set-password` over dir on a new
 // pseudo-terminal whose controlling process it is, as a shell would start it.
 func startOnTerminal(t *testing.T, dir string) *terminal {
+	return runOnTerminal(t, "user", "set-password", "--data-dir", dir)
+}
+
+// runOnTerminal runs capture with args on a new pseudo-terminal whose
+// controlling process it is. Nothing answers what the command may ask the
+// terminal.
+func runOnTerminal(t *testing.T, args ...string) *terminal {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -52,12 +59,10 @@ func startOnTerminal(t *testing.T, dir string) *terminal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "user", "set-password", "--data-dir", dir)
+	cmd := exec.Command(binary, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	// Nothing here answers the colour queries that bubbletea's init sends
-	// to a terminal; TERM=dumb spares each run their 5 s timeout.
-	cmd.Env = append(os.Environ(), "TERM=dumb")
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	err = cmd.Start()
 	tty.Close() // the command holds the terminal now; its exit ends the reads
 	if err != nil {
@@ -218,5 +223,21 @@ func TestUserSetPasswordOnTerminal(t *testing.T) {
 	defer st.Close()
 	if err := st.CheckPassword(t.Context(), "correct horse battery"); err != nil {
 		t.Errorf("the typed password does not check: %v", err)
+	}
+}
+
+// TestCommandsAskTheTerminalNothing: Bubble Tea's package init asks a
+// terminal for its background colour and waits 5 s for an answer that a
+// pseudo-terminal with nobody behind it (`docker run -t` in CI, `script`)
+// never gives. Only `capture tui` may ask.
+func TestCommandsAskTheTerminalNothing(t *testing.T) {
+	t.Parallel()
+	term := runOnTerminal(t, "version")
+	code, screen := term.exit()
+	if code != 0 || !strings.Contains(screen, "capture ") {
+		t.Fatalf("capture version exited %d showing %q", code, screen)
+	}
+	if strings.Contains(screen, "\x1b]11;?") || strings.Contains(screen, "\x1b[6n") {
+		t.Errorf("capture version asked the terminal: %q", screen)
 	}
 }
