@@ -103,6 +103,13 @@ func NewServer(h http.Handler) *http.Server {
 
 const endpointPrefix = "/whe_"
 
+// storeWeight is how many times its size a body holds while it is stored:
+// the body, its pack (as large when the bytes do not compress), and
+// SQLite's own copy of the bound value as it builds the row. Two 25 MiB
+// bodies of random bytes stored at once took peak RSS to 272 MiB; weighed
+// so, one stores at a time.
+const storeWeight = 3
+
 var (
 	jsonContentType = []string{"application/json"}
 	closeConnection = []string{"close"}
@@ -145,7 +152,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// length reserves more as it arrives.
 	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
 	defer cancel()
-	reservation, err := h.budget.Reserve(admitCtx, max(r.ContentLength, 0))
+	reservation, err := h.budget.Reserve(admitCtx, storeWeight*max(r.ContentLength, 0))
 	if err != nil {
 		// The unread body is not worth draining.
 		w.Header()["Connection"] = closeConnection
@@ -176,6 +183,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// A body of unknown length reserved only what reading it took.
+	if err := reservation.Grow(admitCtx, storeWeight*int64(len(body))); err != nil {
+		w.Header()["Connection"] = closeConnection
+		h.fail(w, r, "admit body", id, err)
+		return
+	}
 	reqID, err := h.store.InsertRequest(r.Context(), &store.NewRequest{
 		EndpointID:  id,
 		ReceivedAt:  now,
