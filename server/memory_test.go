@@ -48,6 +48,7 @@ func TestPeakMemory(t *testing.T) {
 	}{
 		{"smtp-8x10MiB-200k-links", loadLinkHeavySMTP},
 		{"api-60-stalled-readers-7.5MB", loadStalledAPIReaders},
+		{"api-60-stalled-readers-25MiB-request", loadStalledRequestReaders},
 		{"webhook-40x25MiB", loadLargeWebhooks},
 		{"http-20000-idle-conns", loadIdleHTTP},
 		{"smtp-500-idle-conns", loadIdleSMTP},
@@ -178,7 +179,13 @@ func loadStalledAPIReaders(t *testing.T, tg *bench.Target) string {
 	if err := getJSON(tg, "/inboxes/"+tg.InboxID+"/messages", &list); err != nil || len(list.Items) != 1 {
 		t.Fatalf("list: %v %+v", err, list)
 	}
-	conns, err := tg.StallReaders(t.Context(), list.Items[0].ID, 60)
+	return stallReaders(t, tg, list.Items[0].ID)
+}
+
+// stallReaders has 60 clients ask for the capture id and never read the
+// answer past its status line.
+func stallReaders(t *testing.T, tg *bench.Target, id string) string {
+	conns, err := tg.StallReaders(t.Context(), id, 60)
 	if err != nil {
 		t.Fatalf("60 readers: %v", err)
 	}
@@ -204,6 +211,25 @@ func loadStalledAPIReaders(t *testing.T, tg *bench.Target) string {
 	}
 	wg.Wait()
 	return o.String()
+}
+
+// loadStalledRequestReaders is loadStalledAPIReaders for a captured
+// request: 60 readers of a 25 MiB body of random bytes (so base64 in the
+// answer) that never read.
+func loadStalledRequestReaders(t *testing.T, tg *bench.Target) string {
+	body := make([]byte, 25<<20)
+	rand.Read(body)
+	resp, err := http.Post(tg.CaptureURL+"/big", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("capture the 25 MiB request: %v", err)
+	}
+	var captured struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&captured)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("capture the 25 MiB request: %d %v", resp.StatusCode, err)
+	}
+	return stallReaders(t, tg, captured.ID)
 }
 
 func getJSON(tg *bench.Target, path string, v any) error {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // InsertRequest stores a captured webhook request and returns its id once
@@ -185,6 +186,68 @@ func (s *Store) Request(ctx context.Context, projectID, id string) (Request, err
 	}
 	r.Deliveries, err = s.deliveries(ctx, base.seq)
 	return r, err
+}
+
+// RequestDetail is a captured request with its body left in the database,
+// to be written out slice by slice: 60 clients that never read a 25 MiB
+// request must not hold 60 copies of it (SPEC §13).
+type RequestDetail struct {
+	Request // Body is nil
+	v       *packedValue
+}
+
+// Body returns the body to be read from its start; each call a new reader.
+func (d RequestDetail) Body() *Part {
+	if p := d.v.part(requestBody); p != nil {
+		return p
+	}
+	return &Part{v: d.v} // an empty body
+}
+
+// RequestDetail returns one request of the project, its body to be read.
+// Reading the start of a large pack makes the database load the whole of
+// it, so admit is told the pack's size first and may hold the read back
+// (until it calls the release it returns) to bound how many such loads run
+// at once.
+func (s *Store) RequestDetail(ctx context.Context, projectID, id string, admit func(size int64) (release func(), err error)) (RequestDetail, error) {
+	var base row
+	var packSize int64
+	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
+		octet_length(requests.content) FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
+		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &packSize)
+	if errors.Is(err, sql.ErrNoRows) {
+		return RequestDetail{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return RequestDetail{}, err
+	}
+	release, err := admit(packSize)
+	if err != nil {
+		return RequestDetail{}, err
+	}
+	defer release()
+	var head []byte
+	err = s.queryRow(ctx, `SELECT substr(content, 1, `+strconv.Itoa(packWith)+`) FROM requests WHERE seq = ?`, base.seq).Scan(&head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return RequestDetail{}, fmt.Errorf("%w: request %q was deleted while it was read", ErrNotFound, id)
+	}
+	if err != nil {
+		return RequestDetail{}, err
+	}
+	v, err := s.openPacked(ctx, "requests", "content", "seq", base.seq, head, packSize, "request "+id)
+	if err != nil {
+		return RequestDetail{}, err
+	}
+	d := RequestDetail{Request: Request{RequestSummary: summary}, v: v}
+	headers, err := v.section(requestHeaders)
+	if err != nil {
+		return RequestDetail{}, err
+	}
+	if d.Headers, err = decodeHeaders(headers); err != nil {
+		return RequestDetail{}, fmt.Errorf("request %s headers: %w", id, err)
+	}
+	d.Deliveries, err = s.deliveries(ctx, base.seq)
+	return d, err
 }
 
 func (s *Store) deliveries(ctx context.Context, requestSeq int64) ([]Delivery, error) {

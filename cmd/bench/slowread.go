@@ -114,7 +114,11 @@ func (t *Target) StallReaders(ctx context.Context, id string, n int) ([]net.Conn
 	if err != nil {
 		return nil, err
 	}
-	request := "GET " + u.Path + "/messages/" + id + " HTTP/1.1\r\nHost: " + u.Host +
+	collection := "/messages/"
+	if strings.HasPrefix(id, "req_") {
+		collection = "/requests/"
+	}
+	request := "GET " + u.Path + collection + id + " HTTP/1.1\r\nHost: " + u.Host +
 		"\r\nAuthorization: Bearer " + t.Key + "\r\n\r\n"
 	dialer := net.Dialer{Timeout: 10 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error

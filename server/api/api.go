@@ -47,6 +47,7 @@ type Store interface {
 	Endpoint(ctx context.Context, projectID, id string) (store.Endpoint, error)
 	Requests(ctx context.Context, endpointID string, f store.RequestFilter, p store.Page) (store.List[store.RequestSummary], error)
 	Request(ctx context.Context, projectID, id string) (store.Request, error)
+	RequestDetail(ctx context.Context, projectID, id string, admit func(size int64) (func(), error)) (store.RequestDetail, error)
 	AddDelivery(ctx context.Context, projectID, requestID string, d store.NewDelivery) (store.Delivery, error)
 	DeleteRequest(ctx context.Context, projectID, id string) error
 	PurgeEndpoint(ctx context.Context, projectID, endpointID string) error

@@ -14,3 +14,6 @@ func (a *API) ActiveWaits(projectID string) int {
 // MessageJSON is GET /messages/{id}'s answer for m encoded whole, as it
 // was before it was streamed: what the stream must equal byte for byte.
 func MessageJSON(m store.Message) []byte { return append(marshal(renderMessage(m)), '\n') }
+
+// RequestJSON is GET /requests/{id}'s answer for r encoded whole.
+func RequestJSON(r store.Request) []byte { return append(marshal(renderRequest(r)), '\n') }

@@ -170,11 +170,17 @@ func (a *API) listRequests(w http.ResponseWriter, r *http.Request, ps httprouter
 }
 
 func (a *API) getRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
-	req, err := a.store.Request(r.Context(), c.project.ID, ps.ByName("id"))
+	d, err := a.store.RequestDetail(r.Context(), c.project.ID, ps.ByName("id"), func(size int64) (func(), error) {
+		return a.admitSlice(r.Context(), size)
+	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderRequest(req))
+	valid, err := a.validUTF8(r.Context(), d.Body())
+	if err != nil {
+		return err
+	}
+	a.writeRequest(w, r, d, valid)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,12 +31,21 @@ const sliceBudget = 4 << 20
 
 // nextSlice returns the next slice of p, io.EOF after the last.
 func (a *API) nextSlice(ctx context.Context, p *store.Part) ([]byte, error) {
-	weight := min(max(p.Size, 1), sliceBudget)
+	release, err := a.admitSlice(ctx, p.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return p.Slice()
+}
+
+// admitSlice waits until a slice query of a value of size bytes may run.
+func (a *API) admitSlice(ctx context.Context, size int64) (func(), error) {
+	weight := min(max(size, 1), sliceBudget)
 	if err := a.sliceReads.Acquire(ctx, weight); err != nil {
 		return nil, err
 	}
-	defer a.sliceReads.Release(weight)
-	return p.Slice()
+	return func() { a.sliceReads.Release(weight) }, nil
 }
 
 // partReader reads a part through nextSlice.
@@ -143,6 +153,104 @@ func (a *API) writeMessage(w http.ResponseWriter, r *http.Request, d store.Messa
 		done = s.at + len(s.encoded)
 	}
 	w.Write(doc[done:])
+}
+
+// writeRequest answers GET /requests/{id}: the request as renderRequest
+// shapes it, its body written from the store in the place of a marker, as
+// text when valid is set (the body is valid UTF-8), else as base64.
+func (a *API) writeRequest(w http.ResponseWriter, r *http.Request, d store.RequestDetail, valid bool) {
+	out := renderRequest(d.Request)
+	nonce := make([]byte, 12)
+	rand.Read(nonce)
+	m := "\x00" + hex.EncodeToString(nonce) + "body\x00"
+	var write func(io.Writer) error
+	if valid {
+		out.Body, out.BodyBase64 = &m, nil
+		write = func(w io.Writer) error { return a.writeString(r.Context(), w, d.Body()) }
+	} else {
+		out.Body, out.BodyBase64 = nil, &m
+		write = func(w io.Writer) error { return a.writeBase64(r.Context(), w, d.Body()) }
+	}
+	doc := append(marshal(out), '\n')
+	encoded := marshal(m)
+	at := bytes.Index(doc, encoded)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := w.Write(doc[:at]); err != nil {
+		return
+	}
+	if err := write(w); err != nil {
+		if errors.Is(err, errClientGone) {
+			return
+		}
+		a.abort(r, err)
+	}
+	w.Write(doc[at+len(encoded):])
+}
+
+// validUTF8 reads p through and reports whether it is valid UTF-8, which
+// decides how a body is carried (contract.SplitBody).
+func (a *API) validUTF8(ctx context.Context, p *store.Part) (bool, error) {
+	var pending []byte // the start of a character the last slice cut off
+	for {
+		s, err := a.nextSlice(ctx, p)
+		if err == io.EOF {
+			return len(pending) == 0, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(pending) > 0 {
+			for len(pending) < utf8.UTFMax && !utf8.FullRune(pending) && len(s) > 0 {
+				pending, s = append(pending, s[0]), s[1:]
+			}
+			if !utf8.Valid(pending) && utf8.FullRune(pending) {
+				return false, nil
+			}
+			if !utf8.FullRune(pending) {
+				continue // the slice was shorter than the character
+			}
+			pending = pending[:0]
+		}
+		i := lastRuneStart(s)
+		if i >= 0 && !utf8.FullRune(s[i:]) {
+			pending, s = append(pending, s[i:]...), s[:i]
+		}
+		if !utf8.Valid(s) {
+			return false, nil
+		}
+	}
+}
+
+// writeBase64 writes the part as a JSON string of its standard base64.
+func (a *API) writeBase64(ctx context.Context, w io.Writer, p *store.Part) error {
+	if _, err := io.WriteString(w, `"`); err != nil {
+		return errClientGone
+	}
+	enc := base64.NewEncoder(base64.StdEncoding, w)
+	for {
+		s, err := a.nextSlice(ctx, p)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := enc.Write(s); err != nil {
+			return errClientGone
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return errClientGone
+	}
+	if _, err := io.WriteString(w, `"`); err != nil {
+		return errClientGone
+	}
+	return nil
 }
 
 // errClientGone is a write to the client that failed: nothing more to do.

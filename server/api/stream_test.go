@@ -89,3 +89,49 @@ func TestLargeMessageStreamsExactly(t *testing.T) {
 		}
 	}
 }
+
+// A large request body is written from the store slice by slice too, as
+// text when it is UTF-8 throughout (characters cut by a slice's end
+// included), else as base64, and what arrives is what encoding the whole
+// request gives, byte for byte.
+func TestLargeRequestStreamsExactly(t *testing.T) {
+	e := newEnv(t)
+	var text strings.Builder
+	for i := 0; text.Len() < 3<<20; i++ {
+		fmt.Fprintf(&text, "line %d: é€😀 \"quoted\" back\\slash\ttab <b>&amp;</b> \u2028\n", i)
+	}
+	binary := bytes.Repeat([]byte{0, 1, 2, 0xff, 0xc3}, 700_000)
+	cutAtTheEnd := append([]byte(text.String()), 0xe2, 0x82) // a character left unfinished
+	badInTheMiddle := []byte(text.String()[:2<<20] + "\xff" + text.String()[2<<20:])
+	for _, tt := range []struct {
+		name string
+		body []byte
+		text bool
+	}{
+		{"utf-8", []byte(text.String()), true},
+		{"binary", binary, false},
+		{"unfinished character at the end", cutAtTheEnd, false},
+		{"bad byte in the middle", badInTheMiddle, false},
+		{"small", []byte(`{"a":"é"}`), true},
+		{"empty", []byte{}, true},
+	} {
+		id := e.insertRequest(e.boot.Endpoint.ID, "/big", tt.body)
+		r, err := e.st.Request(t.Context(), e.boot.Project.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := api.RequestJSON(r)
+		got := e.call("GET", "/requests/"+id, nil)
+		if got.status != 200 || !bytes.Equal(got.body, want) {
+			i := 0
+			for i < min(len(got.body), len(want)) && got.body[i] == want[i] {
+				i++
+			}
+			t.Errorf("%s: %d, %d bytes, want %d; first difference at %d: %q, want %q", tt.name, got.status, len(got.body), len(want),
+				i, got.body[i:min(i+40, len(got.body))], want[i:min(i+40, len(want))])
+		}
+		if field := []byte(`"body":null`); bytes.Contains(got.body, field) == tt.text {
+			t.Errorf("%s: body as text is %v, want %v", tt.name, !tt.text, tt.text)
+		}
+	}
+}
