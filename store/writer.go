@@ -396,6 +396,14 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 func (s *Store) runTx(ctx context.Context, w *writer, batch []*writeOp) (claimed []*writeOp, err error) {
 	t := &wtx{ctx: ctx, w: w, b: s.b}
 	_, err = t.control(s.b.begin())
+	if err != nil && s.Shared() && IsUnavailable(err) {
+		// A connection PostgreSQL dropped while it was idle (a restart)
+		// fails its first statement. Nothing has begun: begin again on a
+		// new one, rather than refuse the first capture after every
+		// restart.
+		w.renew(s)
+		_, err = t.control(s.b.begin())
+	}
 	// Claimed only now, with the write lock held: until then a caller
 	// whose deadline passed may still take its operation back.
 	claimed = make([]*writeOp, 0, len(batch))
