@@ -279,7 +279,7 @@ const (
 
 // MemoryLimit is the soft limit (debug.SetMemoryLimit) for the Go heap of
 // a serving process: SQLite's own memory and the binary come on top.
-const MemoryLimit = 128 << 20
+const MemoryLimit = 96 << 20
 
 // httpConnCap is the connection cap per HTTP listener: the two of them
 // may hold half the process's file descriptors, leaving the rest to SMTP,

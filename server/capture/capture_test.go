@@ -857,6 +857,47 @@ func TestUnavailableIsA503WithRetryAfter(t *testing.T) {
 	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader(strings.Repeat("x", 100<<10)))))
 }
 
+// TestStalledBodiesHoldLittle: senders that declare large bodies and then
+// send (almost) nothing hold only a first piece of the ingest budget, so a
+// real capture is still admitted at once; and they are cut off once their
+// body falls behind the minimum rate.
+func TestStalledBodiesHoldLittle(t *testing.T) {
+	const stalled = 8
+	budget := admission.New(4 << 20)
+	e := newEnv(t, func(h *Handler, _ *http.Server) { h.budget, h.admissionWait = budget, 50*time.Millisecond })
+	// Each declares 1 MiB, the free plan's most: together twice the budget.
+	conns := make([]net.Conn, stalled)
+	for i := range conns {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "POST /"+e.endpoint.ID+" HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\nabc")
+		conns[i] = c
+	}
+	// Their requests have reached the handler once the next one on a
+	// connection of their own is answered; then a real capture must be
+	// admitted while they stall.
+	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("first"))))
+	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader(strings.Repeat("x", 512<<10)))))
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("stalled sender %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "arrived too slowly") {
+			t.Errorf("stalled sender %d got %d %s, want 400 saying the body arrived too slowly", i, resp.StatusCode, b)
+		}
+	}
+	if n := e.stored(); n != 2 {
+		t.Errorf("%d stored, want the 2 real captures", n)
+	}
+}
+
 func TestSplitTarget(t *testing.T) {
 	tests := []struct {
 		uri, id, path, query string
