@@ -176,7 +176,7 @@ func ensureCerts(ctx context.Context, st *store.Store, dir, host string) (*certs
 	}
 	var res *certs.Result
 	err := st.Exclusively(ctx, "tls", func() (err error) {
-		res, err = certs.EnsureIn(certs.InDatabase(ctx, st, store.ErrNotFound), []string{host})
+		res, err = certs.EnsureShared(certs.InDatabase(ctx, st, store.ErrNotFound), []string{host})
 		return err
 	})
 	if err == nil {

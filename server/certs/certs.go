@@ -101,7 +101,16 @@ func Ensure(dir string, hosts []string) (*Result, error) {
 
 // EnsureIn is Ensure over any Storage. Callers sharing one storage make
 // sure only one of them runs it at a time.
-func EnsureIn(st Storage, hosts []string) (*Result, error) {
+func EnsureIn(st Storage, hosts []string) (*Result, error) { return ensure(st, hosts, false) }
+
+// EnsureShared is EnsureIn for a storage that servers already running
+// share (replicas of one database): a CA that is sound but made for other
+// names is not replaced, which would leave the others presenting
+// certificates that the CA clients trust no longer vouches for. Starting
+// with other names is refused instead.
+func EnsureShared(st Storage, hosts []string) (*Result, error) { return ensure(st, hosts, true) }
+
+func ensure(st Storage, hosts []string, shared bool) (*Result, error) {
 	res := &Result{
 		CAPath:   st.Path(CAFile),
 		CertPath: st.Path(CertFile),
@@ -113,6 +122,12 @@ func EnsureIn(st Storage, hosts []string) (*Result, error) {
 	ca, caKey, err := readPair(st, CAFile, CAKeyFile)
 	if err == nil {
 		err = checkCA(ca, dnsNames, ips, now)
+	}
+	// One without any constraint, from a version before them, is
+	// replaced: it could vouch for any site.
+	if shared && errors.Is(err, errOtherNames) && ca.PermittedDNSDomainsCritical {
+		return nil, fmt.Errorf("the local CA in the database was made for %s, and this server is asked to serve %s: "+
+			"start every replica with the same --smtp-host", strings.Join(constrainedNames(ca), ", "), strings.Join(hostNames(dnsNames, ips), ", "))
 	}
 	if err != nil {
 		ca, caKey, err = newCA(dnsNames, ips, now)
@@ -230,9 +245,30 @@ func checkCA(ca *x509.Certificate, dnsNames []string, ips []net.IP, now time.Tim
 		return errors.New("ca expires soon")
 	case !ca.PermittedDNSDomainsCritical || !slices.Equal(ca.PermittedDNSDomains, dnsNames) ||
 		!slices.EqualFunc(ca.PermittedIPRanges, hostRanges(ips), func(a, b *net.IPNet) bool { return a.String() == b.String() }):
-		return errors.New("ca not constrained to the server's names")
+		return errOtherNames
 	}
 	return nil
+}
+
+// errOtherNames is a CA that is sound, but constrained to other names than
+// the server's (or to none).
+var errOtherNames = errors.New("ca not constrained to the server's names")
+
+// constrainedNames are the names and addresses a CA may vouch for.
+func constrainedNames(ca *x509.Certificate) []string {
+	names := slices.Clone(ca.PermittedDNSDomains)
+	for _, r := range ca.PermittedIPRanges {
+		names = append(names, r.IP.String())
+	}
+	return names
+}
+
+func hostNames(dnsNames []string, ips []net.IP) []string {
+	names := slices.Clone(dnsNames)
+	for _, ip := range ips {
+		names = append(names, ip.String())
+	}
+	return names
 }
 
 // hostRanges is each address as a range of one.

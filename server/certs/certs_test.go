@@ -374,6 +374,34 @@ func TestEnsureRegeneratesCA(t *testing.T) {
 	}
 }
 
+// On a storage that running servers share, a sound CA made for other
+// names is kept, and the server asking for them is refused: replacing it
+// would leave the others presenting certificates it no longer vouches for.
+func TestEnsureSharedKeepsTheCA(t *testing.T) {
+	dir := t.TempDir()
+	first, err := EnsureShared(Dir(dir), []string{"mail.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, _ := os.ReadFile(first.CAPath)
+	_, err = EnsureShared(Dir(dir), []string{"other.test"})
+	if err == nil || !strings.Contains(err.Error(), "mail.test") || !strings.Contains(err.Error(), "other.test") ||
+		!strings.Contains(err.Error(), "same --smtp-host") {
+		t.Fatalf("other names: %v, want a refusal naming both", err)
+	}
+	if now, _ := os.ReadFile(first.CAPath); !bytes.Equal(now, caPEM) {
+		t.Error("the shared CA was replaced")
+	}
+	again, err := EnsureShared(Dir(dir), []string{"mail.test"})
+	if err != nil || again.CreatedCA || again.CreatedLeaf {
+		t.Fatalf("same names again: %+v, %v; want the stored ones", again, err)
+	}
+	// Where one server alone uses the storage, new names make a new CA.
+	if res, err := EnsureIn(Dir(dir), []string{"other.test"}); err != nil || !res.CreatedCA {
+		t.Fatalf("unshared, other names: %+v, %v; want a new CA", res, err)
+	}
+}
+
 // The CA can vouch for the server certificate's names only: a certificate
 // it signs for any other name fails crypto/x509 verification, so trusting
 // ca.pem never lets it impersonate another site.
