@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -220,7 +221,7 @@ func (r *Replayer) send(ctx context.Context, out *Sent) (*Response, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, sendError(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
@@ -237,4 +238,21 @@ func (r *Replayer) send(ctx context.Context, out *Sent) (*Response, error) {
 	}
 	res.Body = body
 	return res, nil
+}
+
+// sendError says what came of a request the target never answered, as a
+// person reads it: net/http's own wording names the method as Go spells
+// it ("Patch") and the URL as the request was built, not as sent.
+func sendError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s", Timeout)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the target closed the connection without an answer")
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
