@@ -230,6 +230,10 @@ func TestQueryValidation(t *testing.T) {
 			t.Errorf("%s: fields %v do not name %s", c.query, fields, c.field)
 		}
 	}
+	// A route that takes no parameter says so, rather than list none.
+	if r := e.call("GET", "/me?x=1", nil); r.status != 400 || !strings.Contains(string(r.body), "this route takes none") {
+		t.Errorf("/me?x=1: %d %s", r.status, r.body)
+	}
 	// Every mistake is named in one answer.
 	r := e.call("GET", ep+"?subjet=x&limit=ten&since=yesterday", nil)
 	if fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any); len(fields) != 3 {

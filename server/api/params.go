@@ -54,6 +54,8 @@ func readQuery(r *http.Request, allowed []string) *query {
 	q.values = values
 	for name, vals := range values {
 		switch {
+		case !slices.Contains(allowed, name) && len(allowed) == 0:
+			q.bad[name] = "unknown parameter (this route takes none)"
 		case !slices.Contains(allowed, name):
 			q.bad[name] = "unknown parameter (allowed: " + strings.Join(allowed, ", ") + ")"
 		case len(vals) > 1:
