@@ -657,6 +657,20 @@ func TestReplay(t *testing.T) {
 			t.Errorf("%s: %d %s", name, r.status, r.body)
 		}
 	}
+	// A value of the wrong kind is named in JSON's terms, not Go's.
+	for _, tt := range []struct {
+		body        any
+		field, want string
+	}{
+		{[]any{}, "body", "want an object, not an array"},
+		{map[string]any{"method": 5}, "method", "want a string, not a number"},
+	} {
+		r := e.call("POST", "/requests/"+id+"/replay", tt.body)
+		fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any)
+		if r.status != 400 || fields[tt.field] != tt.want {
+			t.Errorf("%v: %d %s, want fields.%s %q", tt.body, r.status, r.body, tt.field, tt.want)
+		}
+	}
 
 	target.Close()
 	r = e.call("POST", "/requests/"+id+"/replay", nil)

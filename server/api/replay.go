@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -41,20 +42,56 @@ func decodeJSON(r *http.Request, v any, limit int64) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		field := "body"
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			field = typeErr.Field
+		if errors.As(err, &typeErr) {
+			// Said in JSON's terms: Go's own names its types.
+			field := typeErr.Field
+			if field == "" {
+				field = "body"
+			}
+			return contract.Invalid(map[string]string{field: "want " + jsonKind(typeErr.Type) + ", not " + article(typeErr.Value)})
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return contract.Invalid(map[string]string{strings.Trim(name, `"`): "unknown field"})
 		}
-		return contract.Invalid(map[string]string{field: "bad JSON: " + err.Error()})
+		return contract.Invalid(map[string]string{"body": "bad JSON: " + strings.TrimPrefix(err.Error(), "json: ")})
 	}
 	if dec.More() {
 		return contract.Invalid(map[string]string{"body": "bad JSON: data after the object"})
 	}
 	return nil
+}
+
+// jsonKind names what JSON value a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// article puts "a" or "an" before a JSON value's kind as encoding/json
+// names it ("array", "number 1.5", "string").
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 func (a *API) replayRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, _ *query) error {
