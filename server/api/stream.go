@@ -195,33 +195,39 @@ func (a *API) writeRequest(w http.ResponseWriter, r *http.Request, d store.Reque
 // validUTF8 reads p through and reports whether it is valid UTF-8, which
 // decides how a body is carried (contract.SplitBody).
 func (a *API) validUTF8(ctx context.Context, p *store.Part) (bool, error) {
-	var pending []byte // the start of a character the last slice cut off
+	var carry []byte // the start of a character the last slice cut off
+	err := a.eachSlice(ctx, p, func(s []byte) error {
+		if len(carry) > 0 {
+			s, carry = append(carry, s...), nil
+		}
+		if i := lastRuneStart(s); i >= 0 && !utf8.FullRune(s[i:]) {
+			s, carry = s[:i], append([]byte(nil), s[i:]...)
+		}
+		if !utf8.Valid(s) {
+			return errNotUTF8
+		}
+		return nil
+	})
+	if errors.Is(err, errNotUTF8) {
+		return false, nil
+	}
+	return err == nil && len(carry) == 0, err
+}
+
+var errNotUTF8 = errors.New("not UTF-8")
+
+// eachSlice calls fn with each slice of p in turn, until fn fails.
+func (a *API) eachSlice(ctx context.Context, p *store.Part, fn func([]byte) error) error {
 	for {
 		s, err := a.nextSlice(ctx, p)
 		if err == io.EOF {
-			return len(pending) == 0, nil
+			return nil
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
-		if len(pending) > 0 {
-			for len(pending) < utf8.UTFMax && !utf8.FullRune(pending) && len(s) > 0 {
-				pending, s = append(pending, s[0]), s[1:]
-			}
-			if !utf8.Valid(pending) && utf8.FullRune(pending) {
-				return false, nil
-			}
-			if !utf8.FullRune(pending) {
-				continue // the slice was shorter than the character
-			}
-			pending = pending[:0]
-		}
-		i := lastRuneStart(s)
-		if i >= 0 && !utf8.FullRune(s[i:]) {
-			pending, s = append(pending, s[i:]...), s[:i]
-		}
-		if !utf8.Valid(s) {
-			return false, nil
+		if err := fn(s); err != nil {
+			return err
 		}
 	}
 }
@@ -232,17 +238,14 @@ func (a *API) writeBase64(ctx context.Context, w io.Writer, p *store.Part) error
 		return errClientGone
 	}
 	enc := base64.NewEncoder(base64.StdEncoding, w)
-	for {
-		s, err := a.nextSlice(ctx, p)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err := a.eachSlice(ctx, p, func(s []byte) error {
 		if _, err := enc.Write(s); err != nil {
 			return errClientGone
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := enc.Close(); err != nil {
 		return errClientGone
@@ -288,14 +291,7 @@ func (a *API) writeString(ctx context.Context, w io.Writer, p *store.Part) error
 		return errClientGone
 	}
 	var pending []byte // the start of a character the last slice cut off
-	for {
-		s, err := a.nextSlice(ctx, p)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err := a.eachSlice(ctx, p, func(s []byte) error {
 		for len(pending) > 0 && !utf8.FullRune(pending) && len(s) > 0 {
 			pending, s = append(pending, s[0]), s[1:]
 		}
@@ -321,6 +317,10 @@ func (a *API) writeString(ctx context.Context, w io.Writer, p *store.Part) error
 			}
 			s = s[n:]
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(pending) > 0 {
 		if err := escape(pending); err != nil {

@@ -64,16 +64,8 @@ func TestLargeMessageStreamsExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := api.MessageJSON(m)
 		got := e.call("GET", "/messages/"+id, nil)
-		if got.status != 200 || !bytes.Equal(got.body, want) {
-			i := 0
-			for i < min(len(got.body), len(want)) && got.body[i] == want[i] {
-				i++
-			}
-			t.Errorf("%s: %d, %d bytes, want %d; first difference at %d: %q, want %q", tt.name, got.status, len(got.body), len(want),
-				i, got.body[i:min(i+40, len(got.body))], want[i:min(i+40, len(want))])
-		}
+		sameAnswer(t, tt.name, got, api.MessageJSON(m))
 		if !bytes.Contains(got.body, []byte(tt.wantCodes)) {
 			t.Errorf("%s: no %s", tt.name, tt.wantCodes)
 		}
@@ -120,18 +112,25 @@ func TestLargeRequestStreamsExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := api.RequestJSON(r)
 		got := e.call("GET", "/requests/"+id, nil)
-		if got.status != 200 || !bytes.Equal(got.body, want) {
-			i := 0
-			for i < min(len(got.body), len(want)) && got.body[i] == want[i] {
-				i++
-			}
-			t.Errorf("%s: %d, %d bytes, want %d; first difference at %d: %q, want %q", tt.name, got.status, len(got.body), len(want),
-				i, got.body[i:min(i+40, len(got.body))], want[i:min(i+40, len(want))])
-		}
+		sameAnswer(t, tt.name, got, api.RequestJSON(r))
 		if field := []byte(`"body":null`); bytes.Contains(got.body, field) == tt.text {
 			t.Errorf("%s: body as text is %v, want %v", tt.name, !tt.text, tt.text)
 		}
 	}
+}
+
+// sameAnswer fails unless got is a 200 whose body is want, byte for byte,
+// and shows where they part.
+func sameAnswer(t *testing.T, name string, got response, want []byte) {
+	t.Helper()
+	if got.status == 200 && bytes.Equal(got.body, want) {
+		return
+	}
+	i := 0
+	for i < min(len(got.body), len(want)) && got.body[i] == want[i] {
+		i++
+	}
+	t.Errorf("%s: %d, %d bytes, want %d; first difference at %d: %q, want %q", name, got.status, len(got.body), len(want),
+		i, got.body[i:min(i+40, len(got.body))], want[i:min(i+40, len(want))])
 }
