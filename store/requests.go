@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -167,25 +168,18 @@ func scanRequestRow(r *sql.Rows, base *row) (RequestSummary, error) {
 	return scanRequestSummary(r, base)
 }
 
-// Request returns one captured request of the project with its deliveries.
+// Request returns one captured request of the project with its
+// deliveries, its body read whole (RequestDetail leaves it to be read).
 func (s *Store) Request(ctx context.Context, projectID, id string) (Request, error) {
-	var base row
-	var content []byte
-	summary, err := scanRequestSummary(s.queryRow(ctx, `SELECT requests.seq, requests.id, `+requestSummaryCols+`,
-		requests.content FROM requests JOIN endpoints ON endpoints.id = requests.endpoint_id
-		`+lastDeliveryJoin+` WHERE requests.id = ? AND endpoints.project_id = ?`, id, projectID), &base, &content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Request{}, fmt.Errorf("%w: no request %q", ErrNotFound, id)
-	}
+	d, err := s.RequestDetail(ctx, projectID, id, func(int64) (func(), error) { return func() {}, nil })
 	if err != nil {
 		return Request{}, err
 	}
-	r := Request{RequestSummary: summary}
-	if r.Headers, r.Body, err = unpackRequest(content); err != nil {
+	r := d.Request
+	if r.Body, err = io.ReadAll(d.Body()); err != nil {
 		return Request{}, fmt.Errorf("request %s: %w", id, err)
 	}
-	r.Deliveries, err = s.deliveries(ctx, base.seq)
-	return r, err
+	return r, nil
 }
 
 // RequestDetail is a captured request with its body left in the database,
