@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -34,7 +33,8 @@ the first line of stdin. Browsers signed in with the old password sign in again.
 			if err != nil {
 				return err
 			}
-			if err := checkNewPassword(password); err != nil {
+			// Checked before the database is opened.
+			if err := store.ValidNewPassword(password); err != nil {
 				return err
 			}
 			return withStore(c, func(st *store.Store) error {
@@ -207,21 +207,4 @@ func (h *hiddenLineReader) readLine(prompt string) (string, error) {
 			line = append(line, b[0])
 		}
 	}
-}
-
-// checkNewPassword applies the web password's rules before anything is
-// opened: at least store.MinPasswordLength characters, not blank, and
-// nothing a browser's password field cannot type (a control character such
-// as NUL or Tab), which would lock the web interface out.
-func checkNewPassword(password string) error {
-	if n := utf8.RuneCountInString(password); n < store.MinPasswordLength {
-		return fmt.Errorf("the password must be at least %d characters (got %d)", store.MinPasswordLength, n)
-	}
-	if strings.TrimSpace(password) == "" {
-		return errors.New("the password must not be only spaces")
-	}
-	if i := strings.IndexFunc(password, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("the password must not contain control characters (found %q)", []rune(password[i:])[0])
-	}
-	return nil
 }

@@ -31,11 +31,10 @@ var ErrWrongPassword = errors.New("wrong password")
 // bcrypt reads at most 72 bytes; a longer password would be cut silently.
 const maxPasswordBytes = 72
 
-// SetPassword sets the web password, stored as a bcrypt hash, and ends
-// every session: whoever signed in with the old one signs in again.
-func (s *Store) SetPassword(ctx context.Context, password string) error {
-	if utf8.RuneCountInString(password) < MinPasswordLength {
-		return fmt.Errorf("%w: the password must be at least %d characters", ErrInvalid, MinPasswordLength)
+// ValidNewPassword says why password cannot be the web password, or nil.
+func ValidNewPassword(password string) error {
+	if n := utf8.RuneCountInString(password); n < MinPasswordLength {
+		return fmt.Errorf("%w: the password must be at least %d characters (got %d)", ErrInvalid, MinPasswordLength, n)
 	}
 	if len(password) > maxPasswordBytes {
 		return fmt.Errorf("%w: the password must be at most %d bytes", ErrInvalid, maxPasswordBytes)
@@ -44,8 +43,17 @@ func (s *Store) SetPassword(ctx context.Context, password string) error {
 	if strings.TrimSpace(password) == "" {
 		return fmt.Errorf("%w: the password must not be only spaces", ErrInvalid)
 	}
-	if strings.ContainsFunc(password, unicode.IsControl) {
-		return fmt.Errorf("%w: the password must not contain control characters", ErrInvalid)
+	if i := strings.IndexFunc(password, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%w: the password must not contain control characters (found %q)", ErrInvalid, []rune(password[i:])[0])
+	}
+	return nil
+}
+
+// SetPassword sets the web password, stored as a bcrypt hash, and ends
+// every session: whoever signed in with the old one signs in again.
+func (s *Store) SetPassword(ctx context.Context, password string) error {
+	if err := ValidNewPassword(password); err != nil {
+		return err
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
