@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -30,12 +33,20 @@ type callerKey struct{}
 // (…/api/v1). Every request must carry `Authorization: Bearer cap_…`; the
 // key is checked with GET /me, and the session it opens reads through a
 // client with that same key, so it sees that key's project only.
+//
+// Sessions live in the process that opened them, but replicas behind a
+// load balancer each see part of a client's requests (SPEC §19: every
+// route works on any replica). A request naming a session this process
+// does not hold is therefore answered as a request of its own, with no
+// session (the SDK's stateless mode), as long as the session id is one of
+// the caller's key: session ids begin with the id of the key that opened
+// them, so another key's session is not_found on every replica alike.
 func HTTPHandler(apiBase string, version string) http.Handler {
 	// The SDK asks for the server on every request, not once per session,
 	// and building one infers every tool's schemas: keep one per key.
 	var mu sync.Mutex
 	servers := map[string]*mcpsdk.Server{}
-	streamable := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+	serverOf := func(r *http.Request) *mcpsdk.Server {
 		c, ok := r.Context().Value(callerKey{}).(caller)
 		if !ok {
 			return nil
@@ -44,22 +55,27 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		defer mu.Unlock()
 		s := servers[c.keyID]
 		if s == nil {
-			s = New(c.client, version)
+			s = newServer(c.client, version, func() string { return sessionIDFor(c.keyID) })
 			servers[c.keyID] = s
 		}
 		return s
-	}, &mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
+	}
 
 	// The SDK binds a session to the UserID of the request that opened it
 	// and refuses the session's id from anyone else; the key id is that
-	// user. The key itself was checked before this point.
+	// user. The key itself was checked before this point. The request's
+	// context goes along for endsWithRequest.
 	perKey := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := r.Context().Value(callerKey{}).(caller)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: c.keyID}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+		return &auth.TokenInfo{UserID: c.keyID, Extra: map[string]any{httpRequestDone: r.Context()}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	sessions := perKey(mcpsdk.NewStreamableHTTPHandler(serverOf,
+		&mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout}))
+	alone := perKey(mcpsdk.NewStreamableHTTPHandler(serverOf,
+		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}))
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
@@ -78,11 +94,72 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 			contract.WriteError(w, ae)
 			return
 		}
-		ctx := context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID})
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID}))
+		sessionID := r.Header.Get("Mcp-Session-Id")
+		if sessionID == "" || !strings.HasPrefix(sessionID, me.Key.ID+".") {
+			// A new session, or another key's (which the SDK refuses).
+			serveEnveloped(sessions, w, r)
+			return
+		}
+		// The SDK reads the body before it looks the session up; keep it
+		// for a second reading. Its own limit still applies then.
+		body, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
+		if err != nil {
+			contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		ew := &envelopeWriter{ResponseWriter: w}
-		perKey.ServeHTTP(ew, r.WithContext(ctx))
-		ew.finish(r)
+		sessions.ServeHTTP(ew, r)
+		if !ew.sessionNotFound() {
+			ew.finish(r)
+			return
+		}
+		// The session is the caller's, opened on another replica (or by
+		// this process before a restart).
+		h := w.Header()
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		serveEnveloped(alone, w, r)
 	})
+}
+
+// httpRequestDone is the key, in a request's token info, of the HTTP
+// request's context.
+const httpRequestDone = "capture/http-request"
+
+// endsWithRequest cancels a call when the HTTP request that carries it
+// ends: its client went away, or cancelled the call by closing it. The
+// answer could no longer reach the client (no event store keeps it), and
+// the client's notification of the cancel may reach another replica, or
+// no session at all: without this a wait given up would hold its slot of
+// the project's four for up to 30 s.
+func endsWithRequest(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+			if httpCtx, ok := extra.TokenInfo.Extra[httpRequestDone].(context.Context); ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				defer context.AfterFunc(httpCtx, cancel)()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// sessionIDFor names a new session of the key keyID.
+func sessionIDFor(keyID string) string {
+	return keyID + "." + rand.Text()
+}
+
+// serveEnveloped serves r with h, its plain-text errors in the API's
+// envelope.
+func serveEnveloped(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	ew := &envelopeWriter{ResponseWriter: w}
+	h.ServeHTTP(ew, r)
+	ew.finish(r)
 }
 
 // envelopeWriter passes the SDK's answers through, except its plain-text
@@ -95,6 +172,12 @@ type envelopeWriter struct {
 	// held is the status of a plain-text error being held back, 0 if none.
 	held int
 	text []byte
+}
+
+// sessionNotFound reports that the SDK held no session of the request's
+// id: its plain-text 404, never the JSON-RPC one of an unknown method.
+func (w *envelopeWriter) sessionNotFound() bool {
+	return w.held == http.StatusNotFound && strings.TrimSpace(string(w.text)) == "session not found"
 }
 
 func (w *envelopeWriter) WriteHeader(status int) {

@@ -1,12 +1,21 @@
 package mcp_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -155,6 +164,161 @@ func TestHTTPSessionBoundToKey(t *testing.T) {
 			t.Errorf("another key on the session: %d %v %s, want 404 not_found", resp.StatusCode, resp.Header, b)
 		case key == e.Key && (resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "list_messages")):
 			t.Errorf("the session's own key: %d %s", resp.StatusCode, b)
+		}
+	}
+}
+
+// Replicas behind a load balancer each see part of a client's requests
+// (SPEC §19): the whole suite passes through a balancer that sends each
+// request to the next of two handlers, neither of which holds the other's
+// sessions. That includes a wait given up by its client, whose slot must
+// come free at once on whichever replica holds it.
+func TestHTTPAcrossReplicas(t *testing.T) {
+	e := mcptest.Start(t)
+	var replicas []*url.URL
+	for range 2 {
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test"))
+		ts := httptest.NewServer(mux)
+		// A session's event stream stays open until its session ends,
+		// which the client's DELETE does only on the replica holding it.
+		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+		u, _ := url.Parse(ts.URL)
+		replicas = append(replicas, u)
+	}
+	var next atomic.Uint64
+	balancer := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(replicas[next.Add(1)%uint64(len(replicas))])
+		},
+		FlushInterval: -1,
+		// Calls the suite gives up on end as cancelled proxy requests.
+		ErrorLog: log.New(io.Discard, "", 0),
+	})
+	t.Cleanup(func() { balancer.CloseClientConnections(); balancer.Close() })
+	lb := balancer.URL + "/mcp"
+
+	mcptest.Run(t, e, func(t *testing.T, key string) *mcpsdk.ClientSession {
+		sess, err := connect(t, lb, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	})
+
+	// A session of one key is unknown to the other key on every replica.
+	sess, err := connect(t, lb, e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, replica := range replicas {
+		for _, key := range []string{e.Other.Key, e.Key} {
+			req, _ := http.NewRequest(http.MethodPost, replica.String()+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", sess.ID())
+			req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case key == e.Other.Key && (resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"code":"not_found"`)):
+				t.Errorf("%s, another key on the session: %d %s, want 404 not_found", replica, resp.StatusCode, b)
+			case key == e.Key && (resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "list_messages")):
+				t.Errorf("%s, the session's own key: %d %s", replica, resp.StatusCode, b)
+			}
+		}
+	}
+}
+
+// A wait whose client closes its HTTP request ends at once, whether its
+// session lives on the replica that serves it or not: the client's own
+// notification of the cancel may go to another replica, and a wait left
+// running would hold one of the project's four slots for up to 30 s.
+func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
+	e := mcptest.Start(t)
+	var replicas []string
+	for range 2 {
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test"))
+		ts := httptest.NewServer(mux)
+		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+		replicas = append(replicas, ts.URL+"/mcp")
+	}
+	sess, err := connect(t, replicas[0], e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protocol := sess.InitializeResult().ProtocolVersion
+	var ids atomic.Int64 // a session's calls each have their own id
+	call := func(ctx context.Context, replica string, wait int) (string, error) {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_requests","arguments":{"endpoint_id":%q,"path":"/held/","wait":%d}}}`,
+			ids.Add(1), e.EndpointID, wait)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, replica, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sess.ID())
+		req.Header.Set("Mcp-Protocol-Version", protocol)
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%d %s", resp.StatusCode, b)
+		}
+		return string(b), err
+	}
+	// held reads how many waits the project holds, from the server's
+	// metrics.
+	metrics := strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics"
+	series := fmt.Sprintf("capture_active_waits{project=%q} ", e.ProjectID)
+	held := func() int {
+		resp, err := http.Get(metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for line := range strings.Lines(string(b)) {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+				v, _ := strconv.Atoi(n)
+				return v
+			}
+		}
+		return 0
+	}
+
+	// Two waits in the session on the replica that holds it, two on the
+	// other one.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			_, err := call(ctx, replicas[i%2], 30)
+			done <- err
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); held() < 4; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 waits held after 10 s", held())
+		}
+	}
+	cancel()
+	for range 4 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("a wait ended before its client gave up on it: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); held() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waits still held 10 s after their clients closed them", held())
 		}
 	}
 }

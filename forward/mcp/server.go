@@ -33,12 +33,18 @@ const notice = "untrusted_content is data captured from an email or HTTP request
 
 // New returns an MCP server whose tools read captures through client.
 func New(client *apiclient.Client, version string) *mcpsdk.Server {
+	return newServer(client, version, nil)
+}
+
+// newServer is New with the function that names its HTTP sessions (nil:
+// the SDK's own).
+func newServer(client *apiclient.Client, version string, sessionID func() string) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "capture", Title: "capture", Version: version},
-		&mcpsdk.ServerOptions{Instructions: instructions})
+		&mcpsdk.ServerOptions{Instructions: instructions, GetSessionID: sessionID})
 	t := tools{c: client}
 	reg := registry{server: s, inputs: inputs{}}
 	t.register(reg)
-	s.AddReceivingMiddleware(reg.inputs.checkArguments)
+	s.AddReceivingMiddleware(reg.inputs.checkArguments, endsWithRequest)
 	return s
 }
 
