@@ -221,15 +221,29 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if err != nil {
 		return zero, c.apiFailed(err, "list the "+what+"es")
 	}
-	var choices []string
+	var choices, named []string
+	var found T
 	for _, v := range all {
 		id, name := idName(v)
-		if c.Source != "" && (id == c.Source || name == c.Source) {
+		if id == c.Source {
 			return v, nil
+		}
+		if name == c.Source {
+			found = v
+			named = append(named, id)
 		}
 		choices = append(choices, id+" ("+name+")")
 	}
-	if c.Source != "" {
+	switch {
+	case c.Source == "":
+	case len(named) == 1:
+		return found, nil
+	case len(named) > 1:
+		// Names need not be unique: watching one of them could wait on
+		// the wrong one.
+		return zero, fail(ExitUsage, "%d %ses are named %q: pass --%s with the id of one (%s)",
+			len(named), what, c.Source, what, strings.Join(named, ", "))
+	default:
 		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
 	}
 	if v, ok := DefaultOf(all, func(v T) string { _, name := idName(v); return name }); ok {

@@ -176,6 +176,16 @@ func TestSourceDefaults(t *testing.T) {
 		!strings.Contains(err.Error(), second.ID+" (default)") {
 		t.Errorf("two named default: %v", err)
 	}
+	// Nor is one of them taken when the name is given, and an id still
+	// picks one.
+	if _, err := run("default"); !errors.As(err, &we) || we.Code != ExitUsage || !strings.Contains(err.Error(), `2 inboxes are named "default"`) ||
+		!strings.Contains(err.Error(), first.ID) || !strings.Contains(err.Error(), second.ID) {
+		t.Errorf("--inbox default, two named so: %v", err)
+	}
+	if err := Run(ctx, Config{Client: c, Kind: Email, Source: second.ID, Timeout: 100 * time.Millisecond, Stdout: io.Discard}); !errors.As(err, &we) ||
+		we.Code != ExitTimedOut {
+		t.Errorf("--inbox with the id of one of two named default: %v", err)
+	}
 	// The bootstrap project's inbox is named default.
 	if err := Run(ctx, Config{Client: srv.Client(), Kind: Request, Timeout: time.Second, Stdout: io.Discard}); !errors.As(err, &we) ||
 		we.Code != ExitTimedOut || !strings.Contains(err.Error(), "no request within 1s") {
