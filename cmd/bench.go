@@ -146,8 +146,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			return withTarget(c, func(t *bench.Target) error {
 				for _, client := range clients {
 					l, err := t.ForwardLatency(c.Context(), client, n)
-					fprintf(c.OutOrStdout(), "forward (%s client, default interval, %d captures): capture → handler p50 %s p99 %s max %s\n",
-						client, l.N, l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond))
+					fprintf(c.OutOrStdout(), "forward (%s client, default interval, %d captures): capture → handler p50 %.2f ms p99 %.2f ms max %.2f ms\n",
+						client, l.N, ms(l.P50), ms(l.P99), ms(l.Max))
 					if err != nil {
 						return err
 					}

@@ -15,7 +15,7 @@ func TestBenchForward(t *testing.T) {
 		client = "go"
 	}
 	r := capture(t, "bench", "forward", "--n", "3", "--client", client)
-	line := regexp.MustCompile(`(?m)^forward \((go|python) client, default interval, 3 captures\): capture → handler p50 \S+ p99 \S+ max \S+$`)
+	line := regexp.MustCompile(`(?m)^forward \((go|python) client, default interval, 3 captures\): capture → handler p50 \d+\.\d\d ms p99 \d+\.\d\d ms max \d+\.\d\d ms$`)
 	if r.code != 0 || len(line.FindAllString(r.stdout, -1)) != map[string]int{"both": 2, "go": 1}[client] {
 		t.Errorf("bench forward: %+v", r)
 	}

@@ -18,8 +18,13 @@ func newCACmd() *cobra.Command {
 Trust it in the application under test so that SMTP TLS validates, e.g.
 
   capture ca > capture-ca.pem
-  SSL_CERT_FILE=capture-ca.pem python app.py
-  NODE_EXTRA_CA_CERTS=capture-ca.pem node app.js`,
+  NODE_EXTRA_CA_CERTS=capture-ca.pem node app.js
+
+SSL_CERT_FILE replaces the trust store rather than adding to it, so give
+Python (and other OpenSSL-based tools) the system's CAs and capture's:
+
+  cat /etc/ssl/certs/ca-certificates.crt capture-ca.pem > ca-bundle.pem
+  SSL_CERT_FILE=$PWD/ca-bundle.pem python app.py`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			url, err := database(c)

@@ -32,7 +32,11 @@ else http://127.0.0.1:7780/api/v1.
 --output json prints NDJSON on stdout: one {"type":"ready"} object, one
 {"type":"delivery"} object per delivery (time, request_id, method, path, url,
 status, error, error_class, duration_ms, bytes), and a {"type":"summary"} on stop.
-Warnings go to stderr.`,
+Warnings go to stderr.
+
+Exit codes: 0 after Ctrl-C, 2 for a bad flag or a failed start (bad key,
+unknown endpoint, API unreachable), 1 when the API stops accepting the key or
+the endpoint mid-run.`,
 		Example: `  capture forward --endpoint whe_… --to localhost:3000
   capture forward --endpoint whe_… --to http://127.0.0.1:8080/hooks --replay-last 5
   capture forward --endpoint whe_… --to localhost:3000 --output json`,

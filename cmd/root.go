@@ -136,7 +136,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 			return c.Help()
 		},
 	}
-	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else ~/.local/share/capture)")
+	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else $XDG_DATA_HOME/capture, else ~/.local/share/capture)")
 	root.PersistentFlags().String("database", "", "postgres://… database to serve and administer instead of the data dir's SQLite one (default $"+databaseEnv+")")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	// `capture help TOPIC` for a topic that is no command is a usage error,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -53,5 +54,5 @@ func LookupPlan(name string) (Plan, error) {
 			return p, nil
 		}
 	}
-	return Plan{}, fmt.Errorf("%w: unknown plan %q (want one of %v)", ErrInvalid, name, PlanNames())
+	return Plan{}, fmt.Errorf("%w: unknown plan %q (want one of %s)", ErrInvalid, name, strings.Join(PlanNames(), ", "))
 }
