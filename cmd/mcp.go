@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/capturedev/capture/forward/mcp"
@@ -55,20 +54,13 @@ func runMCP(c *cobra.Command, _ []string) error {
 	}
 
 	server := mcp.New(client, versionString())
-	err = server.Run(c.Context(), &mcpsdk.IOTransport{
-		Reader: io.NopCloser(c.InOrStdin()),
-		Writer: nopWriteCloser{c.OutOrStdout()},
-	})
+	err = server.Run(c.Context(), mcp.StdioTransport(c.InOrStdin(), c.OutOrStdout()))
 	// The agent closing stdin, or Ctrl-C, is the normal end.
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // mcpVersion is what the server tells clients at initialization: the
 // version `capture version` prints, without the VCS detail.

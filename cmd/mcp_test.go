@@ -112,6 +112,50 @@ func TestMCPStdoutIsProtocolOnly(t *testing.T) {
 	}
 }
 
+// A script writes its calls and closes stdin at once (printf … | capture
+// mcp): every call read is answered before the server ends, a wait
+// included, and one the client cancelled is not waited for.
+func TestMCPStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
+	e := mcptest.Start(t)
+	for range 3 {
+		cmd := mcpCommand(t, e.Key, "--api", e.APIBase)
+		cmd.Stdin = strings.NewReader(strings.Join([]string{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"list_inboxes","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_requests","arguments":{"path":"/nothing/","wait":1}}}`,
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"list_requests","arguments":{"path":"/nothing/","wait":30}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`,
+			// The last line has no newline.
+			`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
+		}, "\n"))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Fatalf("capture mcp: %v, stderr %q", err, &stderr)
+		}
+		answered := map[string]bool{}
+		for line := range strings.Lines(string(out)) {
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			// The cancelled call may be answered so, or not at all.
+			if json.Unmarshal([]byte(line), &msg) != nil || (msg.Result == nil && string(msg.ID) != "5") {
+				t.Errorf("not an answer: %q", line)
+			}
+			answered[string(msg.ID)] = true
+		}
+		for _, id := range []string{"1", "2", `"three"`, "4", "6"} {
+			if !answered[id] {
+				t.Errorf("call %s unanswered; stdout:\n%s", id, out)
+			}
+		}
+	}
+}
+
 func TestMCPStartErrors(t *testing.T) {
 	e := mcptest.Start(t)
 	for _, tt := range []struct {
