@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -77,9 +78,9 @@ func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 		{"GET", "/downloads/", 404, "not_found", ""},
 		{"GET", "/downloads", 404, "not_found", ""},
 		{"GET", "/mcp/", 404, "not_found", ""},
-		{"PUT", "/api/v1/me", 405, "method_not_allowed", "GET, HEAD"},
-		{"OPTIONS", "/api/v1/me", 405, "method_not_allowed", "GET, HEAD"},
-		{"PATCH", "/api/v1/requests/req_x", 405, "method_not_allowed", "DELETE, GET, HEAD"},
+		{"PUT", "/api/v1/me", 405, "method_not_allowed", "GET"},
+		{"OPTIONS", "/api/v1/me", 405, "method_not_allowed", "GET"},
+		{"PATCH", "/api/v1/requests/req_x", 405, "method_not_allowed", "DELETE, GET"},
 		{"GET", "/api/v1/requests/req_x/replay", 405, "method_not_allowed", "POST"},
 		{"POST", "/downloads/tool.py", 405, "method_not_allowed", "GET, HEAD"},
 		{"DELETE", "/", 405, "method_not_allowed", "GET, HEAD"},
@@ -114,21 +115,28 @@ func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 		}
 	}
 
-	// HEAD on a GET route answers as GET does, without the body.
+	// HEAD is no route of the API (SPEC §8): 405, headers only, as a
+	// reply to HEAD has no body. Elsewhere, a GET route answers HEAD.
 	for _, tt := range []struct {
 		path, key string
 		status    int
+		allow     string
 	}{
-		{"/api/v1/me", boot.Secret, 200},
-		{"/api/v1/me", "", 401},
-		{"/api/v1/schema/", "", 200},
-		{"/api/v1/inboxes/" + boot.Inbox.ID + "/messages", boot.Secret, 200},
-		{"/downloads/tool.py", "", 200},
+		{"/api/v1/me", boot.Secret, 405, "GET"},
+		{"/api/v1/me", "", 405, "GET"},
+		{"/api/v1/schema/", "", 405, "GET"},
+		{"/api/v1/inboxes/" + boot.Inbox.ID + "/messages", boot.Secret, 405, "DELETE, GET"},
+		{"/downloads/tool.py", "", 200, ""},
 	} {
 		resp, b := send("HEAD", tt.path, tt.key)
-		if resp.StatusCode != tt.status || len(b) != 0 || resp.Header.Get("Content-Type") == "" {
+		if resp.StatusCode != tt.status || len(b) != 0 || resp.Header.Get("Content-Type") == "" || resp.Header.Get("Allow") != tt.allow {
 			t.Errorf("HEAD %s: %d %v %q, want %d", tt.path, resp.StatusCode, resp.Header, b, tt.status)
 		}
+	}
+	// The schema, served without a key, refuses parameters as every
+	// route does.
+	if resp, b := send("GET", "/api/v1/schema/?x=1", ""); resp.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte(`"x"`)) {
+		t.Errorf("schema with an unknown parameter: %d %s", resp.StatusCode, b)
 	}
 }
 

@@ -131,7 +131,6 @@ func New(st Store, cfg Config) *API {
 
 	page := []string{"limit", "before", "after"}
 	r.GET(Prefix+"/schema/", a.schema)
-	r.HEAD(Prefix+"/schema/", a.schema)
 	a.handle("GET", "/me", nil, a.me)
 	a.handle("GET", "/inboxes", page, a.listInboxes)
 	a.handle("GET", "/inboxes/:id/messages", append([]string{"to", "from", "subject", "q", "since", "wait"}, page...), a.listMessages)
@@ -167,8 +166,8 @@ type route func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c c
 
 // handle registers h at Prefix+path; params are the query parameters the
 // route takes, every other one is refused.
-// A GET route also answers HEAD, as HTTP asks of every GET: the same status
-// and headers, and net/http drops the body.
+// HEAD is no route of the API (SPEC §8): on a GET path it is answered 405
+// method_not_allowed, like any other method the path does not take.
 func (a *API) handle(method, path string, params []string, h route) {
 	serve := func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		c, err := a.authenticate(r)
@@ -183,9 +182,6 @@ func (a *API) handle(method, path string, params []string, h route) {
 		}
 	}
 	a.router.Handle(method, Prefix+path, serve)
-	if method == http.MethodGet {
-		a.router.Handle(http.MethodHead, Prefix+path, serve)
-	}
 }
 
 // authenticate checks the Bearer key (never a cookie), then applies the
@@ -256,7 +252,13 @@ func (a *API) WaitsByProject() map[string]int {
 	return out
 }
 
-func (a *API) schema(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+// schema needs no key; like every route it refuses parameters it does not
+// take.
+func (a *API) schema(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if err := parseQuery(r).err(); err != nil {
+		a.error(w, r, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(openapi.Document)
 }

@@ -130,14 +130,11 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 		return err
 	}
 	op := r.item.GetOperation(req.Method)
-	// HEAD is answered as GET is, without the body (RFC 9110 §9.3.2), on
-	// every GET path; the document says so once rather than per path.
-	head := op == nil && req.Method == http.MethodHead && r.item.Get != nil
-	if head {
-		if len(body) != 0 {
-			return fmt.Errorf("HEAD answered with a body of %d bytes", len(body))
-		}
-		op = r.item.Get
+	// HEAD is no route of the API (SPEC §8): like every method a path does
+	// not document, it must be answered 405; a reply to HEAD has no body.
+	head := req.Method == http.MethodHead
+	if head && len(body) != 0 {
+		return fmt.Errorf("HEAD answered with a body of %d bytes", len(body))
 	}
 	if op == nil {
 		if status != http.StatusMethodNotAllowed {
