@@ -68,15 +68,30 @@ func TestUserLoginLink(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(link, web+"/login?token=") || link == banner["Web UI"] {
 		t.Fatalf("login-link while serve runs: %+v", r)
 	}
-	for _, l := range []string{banner["Web UI"], link} {
-		resp, err := http.Get(l)
+	// Each link signs in when opened, once.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, l := range []string{banner["Web UI"], link, link} {
+		resp, err := noRedirect.Get(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), "Sign in with a one-time link") {
-			t.Errorf("%s: %d", l, resp.StatusCode)
+		signedIn := false
+		for _, c := range resp.Cookies() {
+			signedIn = signedIn || (c.Name == "capture_session" && c.Value != "")
 		}
+		switch {
+		case l == link && resp.StatusCode == http.StatusUnauthorized:
+			if !strings.Contains(string(body), "cannot be used") || signedIn {
+				t.Errorf("%s reused: %s", l, body)
+			}
+			link = "" // used up
+		case resp.StatusCode != http.StatusSeeOther || !signedIn:
+			t.Errorf("%s: %d %v", l, resp.StatusCode, resp.Header)
+		}
+	}
+	if link != "" {
+		t.Error("a link signed in twice")
 	}
 }

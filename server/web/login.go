@@ -9,17 +9,16 @@ import (
 )
 
 type loginView struct {
-	// Token is a one-time link's token: the page offers to use it.
-	Token       string
 	Next        string
 	HasPassword bool
 	Error       string
 	Notice      string
 }
 
-// loginPage shows the sign-in form: the password, or the confirmation of
-// a one-time link. Opening a link never signs in by itself, so a link
-// previewer that fetches it does not use it up.
+// loginPage shows the sign-in form, or signs in with a one-time link's
+// token: opening the link is signing in (it is single use and lasts 15
+// minutes; a capture server is on a developer's machine or a CI network,
+// out of reach of the link previewers that would use it up).
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	s, err := h.currentSession(r)
 	if err != nil {
@@ -31,8 +30,11 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	v := loginView{Token: r.URL.Query().Get("token"), Next: next, Notice: takeFlash(w, r)}
-	h.renderLogin(w, r, http.StatusOK, v)
+	if token := r.URL.Query().Get("token"); token != "" {
+		h.signIn(w, r, token, "", next)
+		return
+	}
+	h.renderLogin(w, r, http.StatusOK, loginView{Next: next, Notice: takeFlash(w, r)})
 }
 
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, v loginView) {
@@ -58,14 +60,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	c, err := r.Cookie(loginCookie)
 	if err != nil || !sameToken(r.PostFormValue(csrfField), c.Value) {
-		h.renderLogin(w, r, http.StatusForbidden, loginView{
-			Token: r.PostFormValue("token"), Next: safeNext(r.PostFormValue("next")),
+		h.renderLogin(w, r, http.StatusForbidden, loginView{Next: safeNext(r.PostFormValue("next")),
 			Error: "The sign-in form expired. Try again."})
 		return
 	}
-	token, password := r.PostFormValue("token"), r.PostFormValue("password")
-	v := loginView{Token: token, Next: safeNext(r.PostFormValue("next"))}
+	h.signIn(w, r, r.PostFormValue("token"), r.PostFormValue("password"), safeNext(r.PostFormValue("next")))
+}
 
+// signIn checks a one-time link's token, else the password, slowed for a
+// client that keeps failing, and on success starts a session and goes to
+// next.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, token, password, next string) {
 	attempt, err := h.throttle.acquire(r.Context(), clientOf(r))
 	if err != nil {
 		return
@@ -83,6 +88,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	h.throttle.release(r.Context(), attempt, signedIn)
 	if !signedIn {
+		v := loginView{Next: next}
 		if token != "" {
 			v.Error = "This sign-in link cannot be used: it was used already, is older than 15 minutes, " +
 				"or was copied incompletely. Run capture user login-link for a new one."
@@ -100,7 +106,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	setCookie(w, r, sessionCookie, sess.Token, "/", int(store.SessionLifetime.Seconds()))
 	setCookie(w, r, loginCookie, "", "/login", -1)
-	http.Redirect(w, r, v.Next, http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // logout ends the session on the server, not only in this browser.

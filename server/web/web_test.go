@@ -30,17 +30,9 @@ func TestSignInWithLinkAndSignOut(t *testing.T) {
 		t.Errorf("before set-password the page should point to the link:\n%s", page.body)
 	}
 
+	// Opening the link signs in, and goes where next says.
 	link := e.loginLink(t)
-	page := c.get(link)
-	token := strings.TrimPrefix(link, e.base+"/login?token=")
-	form := url.Values{"csrf": {csrf(t, page.body)}, "token": {token}, "next": {"/projects"}}
-
-	// Without the sign-in form's token (another site posting it), refused.
-	if resp := e.client(t).post("/login", form); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("sign-in without the form cookie: %d", resp.StatusCode)
-	}
-
-	resp := c.post("/login", form)
+	resp := c.get(link + "&next=%2Fprojects")
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/projects" {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.body)
 	}
@@ -48,18 +40,26 @@ func TestSignInWithLinkAndSignOut(t *testing.T) {
 	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || sess.Secure || sess.Path != "/" {
 		t.Fatalf("session cookie %+v", sess)
 	}
+	if page := c.get("/projects"); page.StatusCode != http.StatusOK || !strings.Contains(page.body, "Sign out") {
+		t.Fatalf("after the link: %d %s", page.StatusCode, page.body)
+	}
 
-	// The link works once.
+	// The link works once, and a refused one is slowed like a password.
 	began := time.Now()
 	again := e.client(t)
-	page = again.get(link)
-	form.Set("csrf", csrf(t, page.body))
-	if resp := again.post("/login", form); resp.StatusCode != http.StatusUnauthorized ||
+	if resp := again.get(link); resp.StatusCode != http.StatusUnauthorized ||
 		!strings.Contains(resp.body, "cannot be used") || cookieOf(resp, "capture_session") != nil {
 		t.Errorf("reused link: %d %s", resp.StatusCode, resp.body)
 	}
 	if d := time.Since(began); d < time.Second {
 		t.Errorf("a refused link was answered after %s, want at least 1s", d)
+	}
+	// Posted from a form, as from a page of another site, a token is
+	// refused without the sign-in form's cookie.
+	fresh := e.loginLink(t)
+	form := url.Values{"csrf": {"x"}, "token": {strings.TrimPrefix(fresh, e.base+"/login?token=")}}
+	if resp := e.client(t).post("/login", form); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-in without the form cookie: %d", resp.StatusCode)
 	}
 
 	// The read API never takes the session cookie.
@@ -116,10 +116,7 @@ func TestSecureCookieBehindHTTPS(t *testing.T) {
 	e := start(t)
 	c := e.client(t)
 	https := http.Header{"X-Forwarded-Proto": {"https"}}
-	link := e.loginLink(t)
-	page := c.do("GET", link, nil, https)
-	form := url.Values{"csrf": {csrf(t, page.body)}, "token": {strings.TrimPrefix(link, e.base+"/login?token=")}}
-	resp := c.do("POST", "/login", form, https)
+	resp := c.do("GET", e.loginLink(t), nil, https)
 	if s := cookieOf(resp, "capture_session"); s == nil || !s.Secure {
 		t.Fatalf("session cookie over https: %+v", s)
 	}
