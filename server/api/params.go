@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,6 +18,10 @@ import (
 type query struct {
 	values url.Values
 	bad    map[string]string
+	// cursor is an empty before= or after=: a cursor that is missing is
+	// invalid_cursor (the interface document, §4), when nothing else is
+	// wrong.
+	cursor error
 
 	page  store.Page
 	wait  time.Duration
@@ -110,8 +115,8 @@ func (q *query) parseKind() string {
 func (q *query) parsePage() store.Page {
 	p := store.Page{Limit: q.intIn("limit", 1, contract.MaxLimit, contract.DefaultLimit)}
 	for _, name := range []string{"before", "after"} {
-		if q.has(name) && q.str(name) == "" {
-			q.bad[name] = "must be the id of a capture"
+		if q.has(name) && q.str(name) == "" && q.cursor == nil {
+			q.cursor = fmt.Errorf("%w: %s= is empty, where the id of a capture goes", store.ErrInvalidCursor, name)
 		}
 	}
 	p.Before, p.After = q.str("before"), q.str("after")
@@ -129,7 +134,7 @@ func (q *query) parseWait() time.Duration {
 // err returns the 400 for everything found wrong, or nil.
 func (q *query) err() error {
 	if len(q.bad) == 0 {
-		return nil
+		return q.cursor
 	}
 	return contract.Invalid(q.bad)
 }
