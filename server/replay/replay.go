@@ -181,7 +181,14 @@ func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, er
 		}
 		canon := http.CanonicalHeaderKey(name)
 		if resend.IsHopByHop(canon) {
-			bad[field] = "a hop-by-hop header cannot be set"
+			switch canon {
+			case "Host":
+				bad[field] = "follows the target URL; change the target to change it"
+			case "Content-Length":
+				bad[field] = "follows the body; it cannot be set"
+			default:
+				bad[field] = "a hop-by-hop header cannot be set"
+			}
 			continue
 		}
 		if !edit.Valid() {

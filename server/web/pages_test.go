@@ -220,7 +220,7 @@ func TestReplayFormEdits(t *testing.T) {
 	bad := c.post(page+"/replay", form("no-slash", headers+"Host: elsewhere\r\n", body))
 	text := html.UnescapeString(bad.body)
 	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(text, "Path: must start with /") ||
-		!strings.Contains(text, "Header Host: a hop-by-hop header cannot be set.") || !strings.Contains(bad.body, `id="r-path" name="path" class="mono" value="no-slash" required aria-invalid="true"`) {
+		!strings.Contains(text, "Header Host: follows the target URL; change the target to change it.") || !strings.Contains(bad.body, `id="r-path" name="path" class="mono" value="no-slash" required aria-invalid="true"`) {
 		t.Errorf("bad edits: %d\n%s", bad.StatusCode, bad.body)
 	}
 	if malformed := c.post(page+"/replay", form("/hook", "oops\r\n", body)); malformed.StatusCode != http.StatusBadRequest ||
