@@ -202,6 +202,15 @@ const (
 
 func newThrottle() *throttle { return &throttle{clients: map[string]*signInAttempts{}} }
 
+// maxTurnWait bounds how long an attempt waits behind the client's
+// others, well within the listener's write timeout: past it, the attempt
+// is refused (errSignInBusy) rather than left without any answer. A
+// variable so tests can make it short.
+var maxTurnWait = 10 * time.Second
+
+// errSignInBusy refuses an attempt that waited maxTurnWait for its turn.
+var errSignInBusy = errors.New("too many sign-in attempts at once from this address")
+
 // acquire waits for the client's turn to try signing in.
 func (t *throttle) acquire(ctx context.Context, client string) (*signInAttempts, error) {
 	t.mu.Lock()
@@ -214,9 +223,13 @@ func (t *throttle) acquire(ctx context.Context, client string) (*signInAttempts,
 		t.clients[client] = a
 	}
 	t.mu.Unlock()
+	timer := time.NewTimer(maxTurnWait)
+	defer timer.Stop()
 	select {
 	case a.turn <- struct{}{}:
 		return a, nil
+	case <-timer.C:
+		return nil, errSignInBusy
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -3,7 +3,9 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/capturedev/capture/store"
 )
@@ -72,8 +74,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // next.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, token, password, next string) {
 	attempt, err := h.throttle.acquire(r.Context(), clientOf(r))
-	if err != nil {
+	if errors.Is(err, errSignInBusy) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(maxSignInDelay/time.Second)))
+		h.renderLogin(w, r, http.StatusTooManyRequests, loginView{Next: next,
+			Error: "Too many sign-in attempts at once from this address. Wait a few seconds, then try again."})
 		return
+	}
+	if err != nil {
+		return // the client went away
 	}
 	if token != "" {
 		err = h.store.UseLoginToken(r.Context(), token)

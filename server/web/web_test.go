@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/server/web"
 	"github.com/capturedev/capture/store"
 )
 
@@ -80,6 +82,57 @@ func TestSignInWithLinkAndSignOut(t *testing.T) {
 	stolen.Jar.SetCookies(u, []*http.Cookie{{Name: "capture_session", Value: sess.Value}})
 	if resp := stolen.get("/projects"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the signed-out session still opens pages: %d", resp.StatusCode)
+	}
+}
+
+// Parallel wrong passwords from one client wait their turn; one that
+// would wait too long is refused with 429 at once, never left without an
+// answer when the listener's write timeout cuts it.
+func TestParallelSignInsAllAnswered(t *testing.T) {
+	defer web.SetMaxTurnWait(1500 * time.Millisecond)()
+	e := start(t)
+	if err := e.st.SetPassword(t.Context(), "hunter2hunter2"); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client(t)
+	page := c.get("/login")
+	form := url.Values{"csrf": {csrf(t, page.body)}, "password": {"wrong-wrong"}}
+	type answer struct {
+		status     int
+		retryAfter string
+		body       string
+	}
+	answers := make(chan answer, 4)
+	for range 4 {
+		go func() {
+			req, _ := http.NewRequest("POST", e.base+"/login", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			resp, err := c.Do(req)
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)}
+		}()
+	}
+	busy := 0
+	for range 4 {
+		a := <-answers
+		switch a.status {
+		case http.StatusUnauthorized:
+		case http.StatusTooManyRequests:
+			busy++
+			if a.retryAfter == "" || !strings.Contains(a.body, "Too many sign-in attempts at once") {
+				t.Errorf("refused attempt: Retry-After %q, %s", a.retryAfter, a.body)
+			}
+		default:
+			t.Errorf("attempt answered %d: %s", a.status, a.body)
+		}
+	}
+	if busy == 0 {
+		t.Error("four parallel wrong passwords all waited their turn past the bound")
 	}
 }
 
