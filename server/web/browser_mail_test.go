@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net"
 	"net/http"
 	"os"
@@ -107,6 +110,44 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 	}
 	if left, _ := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{}); len(left.Items) != 0 {
 		t.Errorf("%d messages left after Delete", len(left.Items))
+	}
+	b.checkClean()
+}
+
+// An image the message carries itself (a cid: reference to a part of
+// it, as a logo in a multipart/related body) shows at once, before "Load
+// images", which is for images from elsewhere.
+func TestBrowserInlineImage(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	var logo bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 1, color.RGBA{R: 255, A: 255})
+	if err := png.Encode(&logo, img); err != nil {
+		t.Fatal(err)
+	}
+	raw := "From: Shop <shop@example.com>\nTo: alice@example.com\nSubject: With a logo\nMIME-Version: 1.0\n" +
+		"Content-Type: multipart/related; boundary=R\n\n--R\nContent-Type: text/html; charset=utf-8\n\n" +
+		`<!doctype html><p><img id="logo" src="cid:logo.1@shop.example" alt="Shop"></p>` +
+		"\n--R\nContent-Type: image/png\nContent-ID: <logo.1@shop.example>\nContent-Disposition: inline; filename=logo.png\n" +
+		"Content-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(logo.Bytes()) + "\n--R--\n"
+	e.sendMail(t, e.boot.Inbox, "shop@example.com", []string{"alice@example.com"}, raw)
+	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("messages: %v %v", list.Items, err)
+	}
+	b.open("/projects/" + e.boot.Project.ID + "/messages/" + list.Items[0].ID)
+	if !b.has("button", "Load images") {
+		t.Fatal("no Load images button: remote images are not blocked")
+	}
+	// A data: image decodes at once, but not synchronously.
+	width := ""
+	for deadline := time.Now().Add(stepTimeout); width != "3" && time.Now().Before(deadline); {
+		width = b.frameEval(`document.getElementById("logo")?.naturalWidth`)
+	}
+	if width != "3" {
+		t.Errorf("inline image width in the frame: %q, want 3", width)
 	}
 	b.checkClean()
 }

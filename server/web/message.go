@@ -2,6 +2,8 @@ package web
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"mime"
 	"net/http"
 	"net/url"
@@ -282,12 +284,49 @@ func (h *Handler) messageHTML(w http.ResponseWriter, r *http.Request, pc *projec
 		h.errorPage(w, r, http.StatusNotFound, "This message has no HTML body.")
 		return
 	}
+	doc, err := h.withInlineImages(r.Context(), pc.project.ID, m)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", untrustedCSP(r.URL.Query().Get("images") == "1"))
 	hd.Set("X-Frame-Options", "SAMEORIGIN")
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
-	w.Write(withBaseTarget(*m.HTML))
+	w.Write(withBaseTarget(doc))
+}
+
+// maxInlineImages bounds the bytes of the inline images one HTML body
+// carries as data: URLs; past it, the rest stay cid: references.
+const maxInlineImages = 8 << 20
+
+// withInlineImages returns m's HTML body with each cid: reference to an
+// image part of the message replaced by that image as a data: URL. The
+// frame is sandboxed, without the session's cookie and with images from
+// elsewhere blocked until asked, so inline images, which are part of the
+// message and tell no one it was opened, travel inside the document.
+func (h *Handler) withInlineImages(ctx context.Context, projectID string, m store.Message) (string, error) {
+	doc := *m.HTML
+	budget := maxInlineImages
+	for _, a := range m.Attachments {
+		mediaType, _, err := mime.ParseMediaType(a.ContentType)
+		if err != nil || a.ContentID == "" || !strings.HasPrefix(mediaType, "image/") || a.Size > int64(budget) {
+			continue
+		}
+		ref := "cid:" + a.ContentID
+		if !strings.Contains(doc, ref) {
+			continue
+		}
+		_, data, err := h.store.AttachmentData(ctx, projectID, m.ID, a.ID)
+		if err != nil {
+			return "", err
+		}
+		budget -= len(data)
+		url := "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
+		doc = strings.ReplaceAll(doc, ref, url)
+	}
+	return doc, nil
 }
 
 // withBaseTarget adds <base target="_blank"> to an HTML document, after
