@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/capturedev/capture/store"
 )
@@ -65,6 +66,21 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 	}
 	b.clickCSSAndLoad(`a.row`)
 
+	// The parts are tabs: the open one selected, the panel named by it,
+	// arrow keys moving between them.
+	if !b.has("tab", "HTML") || eval[string](b, `document.getElementById("tab-html").getAttribute("aria-selected")`) != "true" ||
+		eval[string](b, `document.querySelector("[role=tabpanel]").getAttribute("aria-labelledby")`) != "tab-html" {
+		t.Error("the HTML part is not the selected tab of the panel")
+	}
+	b.do(chromedp.Focus(chromedp.CSS(`#tab-html`)), chromedp.KeyEvent(kb.ArrowRight))
+	if got := eval[string](b, `document.activeElement.id`); got != "tab-source" {
+		t.Errorf("ArrowRight from HTML focused %q, want tab-source", got)
+	}
+	b.do(chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(kb.ArrowLeft))
+	if got := eval[string](b, `document.activeElement.id`); got != "tab-attachments" {
+		t.Errorf("ArrowLeft twice from Source focused %q, want tab-attachments (it wraps)", got)
+	}
+
 	// The HTML tab shows the body in a sandboxed frame, without its script
 	// and without the remote image until asked.
 	sandbox := run(b, chromedp.AttributeValue(chromedp.CSS(`iframe.mail-html`), "sandbox"))
@@ -94,7 +110,7 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 	}
 
 	// The attachment downloads as a file.
-	b.clickAndLoad("link", "Attachments (1)")
+	b.clickAndLoad("tab", "Attachments (1)")
 	name, data := b.download("link", "Download receipt.pdf")
 	if name != "receipt.pdf" || !bytes.Equal(data, []byte(pdf)) {
 		t.Errorf("downloaded %q: %q", name, data)
@@ -193,7 +209,7 @@ func TestBrowserCodesAndLinkKinds(t *testing.T) {
 	b.signIn()
 	b.open("/projects/" + e.boot.Project.ID + "/messages/" + m.ID)
 
-	b.clickAndLoad("link", "Codes (1)")
+	b.clickAndLoad("tab", "Codes (1)")
 	if code := run(b, textOf(`.otp`)); code != "482913" {
 		t.Errorf("the code shown is %q", code)
 	}
@@ -206,7 +222,7 @@ func TestBrowserCodesAndLinkKinds(t *testing.T) {
 		t.Errorf("Copy copied %q", got)
 	}
 
-	b.clickAndLoad("link", fmt.Sprintf("Links (%d)", len(m.Links)))
+	b.clickAndLoad("tab", fmt.Sprintf("Links (%d)", len(m.Links)))
 	kinds := map[string]string{}
 	for _, row := range eval[[][]string](b, `[...document.querySelectorAll("table.links tbody tr")].map(tr => [tr.cells[0].textContent.trim(), tr.cells[1].textContent.trim()])`) {
 		kinds[row[0]] = row[1]

@@ -85,14 +85,14 @@ func TestBrowserXSSCorpusIsInert(t *testing.T) {
 		t.Errorf("the message heading: %q", got)
 	}
 	for _, tab := range []string{"HTML", "Text", "Source", "Headers", "Links (2)", "Attachments (1)"} {
-		b.clickAndLoad("link", tab)
+		b.clickAndLoad("tab", tab)
 		b.inert(tab + " tab")
 	}
 	if got := run(b, textOf(`table td`)); !strings.Contains(got, `><img src=x onerror=alert('att')>.html`) {
 		t.Errorf("the attachment name is not shown as text: %q", got)
 	}
 	// The HTML body's own script and handlers did not run in its frame.
-	b.clickAndLoad("link", "HTML")
+	b.clickAndLoad("tab", "HTML")
 	if ran := b.frameEval(`document.body.getAttribute("data-ran")`); ran != "" {
 		t.Errorf("the HTML body's %s ran in its frame", ran)
 	}

@@ -213,6 +213,16 @@
       }
       return;
     }
+    const tab = e.target.closest?.("[data-tablist] [role=tab]");
+    if (tab && ["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) {
+      // Arrow keys move between the tabs; Enter opens one (each is a link).
+      const tabs = [...tab.parentElement.querySelectorAll("[role=tab]")];
+      const at = tabs.indexOf(tab);
+      const next = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: tabs.length - 1 }[e.key];
+      tabs[(next + tabs.length) % tabs.length].focus();
+      e.preventDefault();
+      return;
+    }
     if (e.key === "j" || e.key === "k") {
       const rows = [...document.querySelectorAll("a.row")];
       if (rows.length === 0) return;
