@@ -178,7 +178,7 @@ func TestBrowserReplayWithoutTarget(t *testing.T) {
 	b.signIn()
 	b.open("/projects/" + e.boot.Project.ID + "/requests/" + id)
 	b.clickAndLoad("button", "Replay")
-	if alert := run(b, textOf(`#replay [role=alert]`)); !strings.Contains(alert, "has no saved target") {
+	if alert := run(b, textOf(`#replay [role=alert]`)); !strings.Contains(alert, "has no replay target, so nothing was sent") {
 		t.Errorf("the alert says %q", alert)
 	}
 	shoot(t, b, os.Getenv("CAPTURE_SCREENSHOTS"), "phone-light", "21-request-no-target")

@@ -215,9 +215,9 @@ func size(n int64) string {
 	case n < 1024:
 		return strconv.FormatInt(n, 10) + " B"
 	case n < 1024*1024:
-		return unit(float64(n)/1024, "KB")
+		return unit(float64(n)/1024, "KiB")
 	default:
-		return unit(float64(n)/(1024*1024), "MB")
+		return unit(float64(n)/(1024*1024), "MiB")
 	}
 }
 

@@ -121,7 +121,9 @@ func (h *Handler) replayRequest(w http.ResponseWriter, r *http.Request, pc *proj
 	case err == nil:
 		h.renderRequest(w, r, pc, http.StatusOK, form)
 	case errors.As(err, &refused) && refused.Code == contract.CodeNoTarget:
-		form.NoTarget = capitalize(refused.Message)
+		// The API's message tells a terminal user what to run; here the
+		// alert's link to the settings says what to do.
+		form.NoTarget = "This endpoint has no replay target, so nothing was sent."
 		h.renderRequest(w, r, pc, refused.HTTPStatus(), form)
 	case errors.As(err, &refused) && refused.Code == contract.CodeInvalidParameter:
 		form.Problems, form.Invalid = problemsOf(refused.Fields)
