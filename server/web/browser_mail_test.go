@@ -59,8 +59,11 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 		"Content-Transfer-Encoding: base64\n\n" + b64(pdf) + "\n--B1--\n"
 	e.sendMail(t, e.boot.Inbox, "shop@example.com", []string{"alice@example.com"}, raw)
 
-	// It appears without a reload.
+	// It appears without a reload, counted in the sidebar too.
 	b.waitFor(`document.querySelector("a.row .subj")?.textContent === "Your receipt"`)
+	if got := eval[string](b, `document.querySelector(".side a[aria-current=page] .count").textContent`); got != "1" {
+		t.Errorf("sidebar count after a live message: %q, want 1", got)
+	}
 	if got := run(b, textOf(`a.row .c-from`)); got != "Shop" {
 		t.Errorf("from column %q", got)
 	}

@@ -157,6 +157,8 @@
     // The count is the whole inbox's or endpoint's; a filtered page has
     // none to bump, as the rows it receives are only those that match.
     const countEl = document.querySelector("[data-count]");
+    // The sidebar's count of this inbox or endpoint, bumped with it.
+    const sideCount = countEl && document.querySelector(".side a[aria-current=page] .count");
     const source = new EventSource(list.dataset.live);
     source.addEventListener("open", () => { if (dot) dot.hidden = false; });
     source.addEventListener("error", () => { if (dot) dot.hidden = true; });
@@ -177,6 +179,9 @@
           const n = Number(m[1]) + 1;
           countEl.textContent = `${n} ${m[2]}${n === 1 ? "" : "s"}`;
         }
+      }
+      if (sideCount && /^\d+$/.test(sideCount.textContent)) {
+        sideCount.textContent = String(Number(sideCount.textContent) + 1);
       }
     });
     // A row's mark (a request's last delivery) changed after it arrived.
