@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"container/list"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // connLimit caps the connections one HTTP listener holds, so that a flood
@@ -40,6 +44,61 @@ type limitedConn struct {
 	l         *connLimit
 	waiting   *list.Element // in l.waiting; guarded by l.mu
 	closeOnce sync.Once
+}
+
+// Write passes the connection's answers through, but for the plain-text
+// ones net/http writes itself, before any handler runs, to a request it
+// cannot read (a malformed request line, no Host, header fields past the
+// limit): those go out in the envelope every error uses (SPEC §8).
+func (c *limitedConn) Write(p []byte) (int, error) {
+	if reply, ok := envelopedProtocolError(p); ok {
+		if _, err := io.WriteString(c.Conn, reply); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// protocolErrorHead ends the head of net/http's own error answers (each
+// written whole, in one Write, straight to the connection). A handler's
+// answer never has it: it carries a Date header before its end.
+const protocolErrorHead = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// envelopedProtocolError returns the enveloped form of p when p is one of
+// net/http's own error answers.
+func envelopedProtocolError(p []byte) (string, bool) {
+	statusLine, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
+	if !ok {
+		return "", false
+	}
+	statusLine, text, ok := bytes.Cut(statusLine, []byte(protocolErrorHead))
+	if !ok || len(statusLine) < 3 || bytes.ContainsAny(statusLine, "\r\n") {
+		return "", false
+	}
+	status, err := strconv.Atoi(string(statusLine[:3]))
+	if err != nil || status < 400 {
+		return "", false
+	}
+	// text is "400 Bad Request", "400 Bad Request: missing required Host
+	// header", "Unsupported transfer encoding", …
+	detail := string(text)
+	if _, after, found := strings.Cut(detail, ": "); found {
+		detail = after
+	} else if strings.HasPrefix(detail, strconv.Itoa(status)+" ") {
+		detail = ""
+	}
+	message := "malformed HTTP request"
+	switch {
+	case status == http.StatusRequestHeaderFieldsTooLarge:
+		message = "the request's header fields are too large"
+	case detail != "":
+		message += ": " + strings.ToLower(detail[:1]) + detail[1:]
+	}
+	body := contract.EnvelopeOf(contract.Errorf(contract.CodeInvalidParameter, "%s", message))
+	return "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) +
+		"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) +
+		"\r\n\r\n" + string(body), true
 }
 
 func (c *limitedConn) Close() error {

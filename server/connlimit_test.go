@@ -182,3 +182,53 @@ func TestLongRequests(t *testing.T) {
 		}
 	}
 }
+
+// The answers net/http writes itself to a request it cannot read go out
+// in the error envelope; a handler's own answers pass untouched.
+func TestProtocolErrorsAreEnveloped(t *testing.T) {
+	addr, _ := limitedServer(t, 8, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "the handler's own words", http.StatusTeapot)
+	}), func(s *http.Server) { s.MaxHeaderBytes = 1 << 10 })
+
+	exchange := func(request string) (*http.Response, string) {
+		t.Helper()
+		c := dialIdle(t, addr)
+		if _, err := io.WriteString(c, request); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", request, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, tt := range []struct {
+		name, request string
+		status        int
+		message       string
+	}{
+		{"no Host", "GET / HTTP/1.1\r\n\r\n", 400, "malformed HTTP request: missing required Host header"},
+		{"space in the path", "POST /whe_x/sp ace HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed HTTP request"},
+		{"two lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "malformed HTTP request"},
+		{"header fields too large", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", 431,
+			"the request's header fields are too large"},
+	} {
+		resp, body := exchange(tt.request)
+		var env struct {
+			Error struct {
+				Code, Message string
+				Fields        map[string]string
+			}
+		}
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" ||
+			json.Unmarshal([]byte(body), &env) != nil || env.Error.Code != "invalid_parameter" ||
+			!strings.HasPrefix(env.Error.Message, tt.message) || env.Error.Fields == nil {
+			t.Errorf("%s: %d %v %q", tt.name, resp.StatusCode, resp.Header, body)
+		}
+	}
+	resp, body := exchange("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != http.StatusTeapot || body != "the handler's own words\n" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("a handler's answer was changed: %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+}

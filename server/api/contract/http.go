@@ -26,14 +26,7 @@ type envelopeError struct {
 // WriteError answers with e's envelope and status, WWW-Authenticate on a
 // 401 and Retry-After (whole seconds, rounded up) when e asks for a wait.
 func WriteError(w http.ResponseWriter, e *Error) {
-	fields := e.Fields
-	if fields == nil {
-		fields = map[string]string{}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(envelope{&envelopeError{Code: e.Code, Message: e.Message, Fields: fields}})
+	body := EnvelopeOf(e)
 
 	h := w.Header()
 	status := e.HTTPStatus()
@@ -47,9 +40,22 @@ func WriteError(w http.ResponseWriter, e *Error) {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(body)
+}
+
+// EnvelopeOf is the body of e's answer: its envelope, a line of JSON.
+func EnvelopeOf(e *Error) []byte {
+	fields := e.Fields
+	if fields == nil {
+		fields = map[string]string{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(envelope{&envelopeError{Code: e.Code, Message: e.Message, Fields: fields}})
+	return buf.Bytes()
 }
 
 // DecodeError reads an error answer: its envelope, or for a body that is
