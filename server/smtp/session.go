@@ -248,6 +248,9 @@ func (s *session) Data(r io.Reader) (err error) {
 		return errDataIncomplete
 	}
 
+	if _, chunked := r.(*io.PipeReader); !chunked { // go-smtp hands BDAT's chunks over a pipe
+		raw = unstuffAfterBareLF(raw)
+	}
 	if err := res.Grow(admitCtx, parseWeight*int64(len(raw))); err != nil {
 		return s.refuse(err)
 	}
@@ -317,6 +320,32 @@ type buffer struct{ b []byte }
 // and, while copying into it, the 32 MiB one before. grow, when set, is
 // asked first for each larger size the message needs (old and new buffer
 // together), and its error stops the read.
+// unstuffAfterBareLF undoes the dot-stuffing of lines that end in a bare
+// LF. RFC 5321 has only CRLF end a line, and go-smtp removes the doubled
+// dot only after one; but a client that sends bare LFs (Python's
+// smtplib.sendmail given msg.as_bytes(), with its "\n" line ends) doubles
+// the dot of every line that begins with one, after LF alone too. The
+// stuffed dot is removed there as well, when the dot it doubled follows,
+// so that the message is stored as the client meant it, byte for byte.
+// A line of DATA never begins with two dots unless it was stuffed.
+func unstuffAfterBareLF(b []byte) []byte {
+	w := 0
+	var prev, prev2 byte // the two source bytes before b[i]
+	for i, c := range b {
+		stuffed := c == '.' && prev == '\n' && prev2 != '\r' && i > 0 && i+1 < len(b) && b[i+1] == '.'
+		prev2, prev = prev, c
+		if stuffed {
+			// The next dot is the line's own; it begins the line as far
+			// as the rule goes, which it cannot meet again.
+			prev = 0
+			continue
+		}
+		b[w] = c
+		w++
+	}
+	return b[:w]
+}
+
 func readMessage(buf *buffer, r io.Reader, limit, declared int64, grow func(size int) error) ([]byte, error) {
 	most := int(min(limit+1, math.MaxInt32))
 	// The declared size plus room for the read that finds the end: a

@@ -878,6 +878,36 @@ func TestBDAT(t *testing.T) {
 	}
 }
 
+// A client that ends lines with a bare LF (smtplib.sendmail given
+// msg.as_bytes()) dot-stuffs after LF too; the message is stored as it
+// meant it. BDAT has no stuffing, so its dots are kept as sent.
+func TestBareLFDotStuffing(t *testing.T) {
+	e := newEnv(t, "team", Config{})
+	raw := []byte("Subject: dots\n\nLoading\n...\n.env must be set\n..two\n.\nend\n")
+	// As Python's smtplib stuffs: a dot after any LF, or at the start.
+	stuffed := regexp.MustCompile(`(?m)^\.`).ReplaceAll(raw, []byte(".."))
+	r := e.session(t)
+	r.must(250, "", "MAIL FROM:<py@example.com>")
+	r.must(250, "", "RCPT TO:<b@example.com>")
+	r.must(354, "", "DATA")
+	if _, err := r.conn.Write(append(stuffed, "\r\n.\r\n"...)); err != nil {
+		t.Fatal(err)
+	}
+	id := messageID(t)(r.reply())
+	want := append(bytes.Clone(raw), "\r\n"...)
+	if got, err := e.st.MessageRaw(context.Background(), e.project.ID, id); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("raw = %q, %v; want %q", got, err, want)
+	}
+
+	r.must(250, "", "MAIL FROM:<a@example.com>")
+	r.must(250, "", "RCPT TO:<b@example.com>")
+	fmt.Fprintf(r.conn, "BDAT %d LAST\r\n%s", len(stuffed), stuffed)
+	id = messageID(t)(r.reply())
+	if got, err := e.st.MessageRaw(context.Background(), e.project.ID, id); err != nil || !bytes.Equal(got, stuffed) {
+		t.Errorf("BDAT raw = %q, %v; want it as sent", got, err)
+	}
+}
+
 func TestDisconnectMidDATA(t *testing.T) {
 	e := newEnv(t, "team", Config{})
 	for _, implicit := range []bool{false, true} {
