@@ -164,6 +164,7 @@ func TestSearchMessages(t *testing.T) {
 		Text: ptr("The quick brown fox jumps over the lazy dog.")})
 	f.message("scrambled", NewMessage{Subject: "Words", EnvelopeFrom: "a@b.example",
 		Text: ptr("quick and brown are apart here, as is the fox")})
+	f.message("places", NewMessage{Subject: "Łódź Ørsted Đorđe Straße Ærø Œuvre Þór İstanbul", EnvelopeFrom: "a@b.example"})
 	f.message("long", NewMessage{Subject: "Signature", EnvelopeFrom: "a@b.example",
 		Text: ptr("sig=0123456789abcdef0123456789abcdefxyzw56789 ÅNGSTRÖM ﬁnal ＦＵＬＬ")})
 	// More tokens hold "qxz" than one word may become in the index query:
@@ -213,9 +214,12 @@ func TestSearchMessages(t *testing.T) {
 		{"xyzw567", []string{}},                    // past them: not searched, staged or not
 		{"sig=0123456789", []string{"long"}},
 		{"angstrom", []string{"long"}},
-		{"final", []string{"long"}}, // a ligature
-		{"full", []string{"long"}},  // full-width letters
-		{"qxz", []string{"many"}},   // too many tokens: checked in the text
+		{"final", []string{"long"}},               // a ligature
+		{"full", []string{"long"}},                // full-width letters
+		{"lodz orsted dorde", []string{"places"}}, // letters with a stroke
+		{"strasse aero oeuvre thor istanbul", []string{"places"}},
+		{`"łódź ørsted"`, []string{"places"}}, // query side too
+		{"qxz", []string{"many"}},             // too many tokens: checked in the text
 		{"1qxz", []string{"many"}},
 		{"99qxz many", []string{"many"}},
 	}

@@ -74,6 +74,13 @@ func eachToken[T string | []byte](s T, buf *tokenBuf, fn func(tok []byte, hash u
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		if f, ok := letterFold[r]; ok {
+			i += n
+			for _, fr := range f {
+				tok, hash = appendFolded(tok, hash, fr)
+			}
+			continue
+		}
 		d := norm.NFKD.PropertiesString(string(s[i : i+n])).Decomposition()
 		i += n
 		if d == nil {
@@ -108,6 +115,16 @@ func eachToken[T string | []byte](s T, buf *tokenBuf, fn func(tok []byte, hash u
 	if len(tok) > 0 {
 		end()
 	}
+}
+
+// letterFold spells the letters that readers take for a base letter with
+// an accent, but that Unicode does not decompose into one (a stroke, a
+// ligature): "Łódź" is found by "lodz", "Søren" by "soren", "Straße" by
+// "strasse".
+var letterFold = map[rune]string{
+	'ł': "l", 'Ł': "l", 'ø': "o", 'Ø': "o", 'đ': "d", 'Đ': "d", 'ð': "d", 'Ð': "d",
+	'ħ': "h", 'Ħ': "h", 'ŧ': "t", 'Ŧ': "t", 'ı': "i", 'ß': "ss", 'ẞ': "ss",
+	'æ': "ae", 'Æ': "ae", 'œ': "oe", 'Œ': "oe", 'þ': "th", 'Þ': "th",
 }
 
 // mixHash spreads the bits of a djb2 hash over the whole word.
