@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"slices"
 	"strings"
 	"sync"
@@ -421,7 +422,7 @@ func (b *bodies) walk(root *enmime.Part, w *warnings) {
 				p.PartID, quoteShort(p.Header.Get("Content-Type")))
 		}
 		isBodyType := ct == "text/plain" || ct == "text/html" || ct == ""
-		if isBodyType && p.Disposition != "attachment" && p.FileName == "" {
+		if isBodyType && disposition(p) != "attachment" && p.FileName == "" {
 			content := bodyText(p, ct == "text/html", w)
 			if ct == "text/html" {
 				b.html = joinBody(b.html, content)
@@ -473,14 +474,14 @@ func (b *bodies) attachments(cids map[string]struct{}) []Attachment {
 			ct = "text/plain"
 		}
 		a := Attachment{
-			Filename:    baseName(p.FileName),
+			Filename:    baseName(fileName(p.FileName, p.Header.Get("Content-Disposition"), p.Header.Get("Content-Type"))),
 			ContentType: ct,
 			ContentID:   contentID(p.Header.Get("Content-Id")),
 			Data:        p.Content,
 		}
 		_, referenced := cids[a.ContentID]
-		a.Inline = p.Disposition == "inline" ||
-			(a.ContentID != "" && (referenced || (pa.related && p.Disposition == "")))
+		a.Inline = disposition(p) == "inline" ||
+			(a.ContentID != "" && (referenced || (pa.related && disposition(p) == "")))
 		out = append(out, a)
 	}
 	return out
@@ -549,6 +550,38 @@ func baseName(name string) string {
 		name = name[i+1:]
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(name), "\uFFFD")
+}
+
+// disposition is a part's Content-Disposition type, lower case. enmime
+// leaves it empty for a part without a Content-Type, which is text/plain
+// (RFC 2045) and still an attachment when it says so.
+func disposition(p *enmime.Part) string {
+	if p.Disposition != "" {
+		return p.Disposition
+	}
+	d, _, _ := strings.Cut(p.Header.Get("Content-Disposition"), ";")
+	return strings.ToLower(strings.TrimSpace(d))
+}
+
+// fileName is a part's file name: enmime's, unless that is empty or
+// garbled. enmime reads no Content-Disposition of a part without a
+// Content-Type, and Go's mime package decodes RFC 2231 values in UTF-8
+// only: Content-Disposition's filename, else Content-Type's name, is then
+// read here, in the charset it declares.
+func fileName(parsed, disposition, contentType string) string {
+	if parsed != "" && !strings.ContainsRune(parsed, utf8.RuneError) {
+		return parsed
+	}
+	for _, h := range []struct{ value, param string }{{disposition, "filename"}, {contentType, "name"}} {
+		if name, ok := extendedParam(h.value, h.param); ok && name != "" {
+			return name
+		}
+		if _, params, err := mime.ParseMediaType(h.value); err == nil && params[h.param] != "" &&
+			!strings.ContainsRune(params[h.param], utf8.RuneError) {
+			return params[h.param]
+		}
+	}
+	return parsed
 }
 
 // contentID strips the angle brackets. enmime's own Part.ContentID also

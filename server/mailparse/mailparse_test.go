@@ -893,3 +893,25 @@ func siblings(n int) []byte {
 	b.WriteString("--top--\r\n")
 	return b.Bytes()
 }
+
+// RFC 2231 file names in a legacy charset, whole or in segments, on
+// Content-Disposition or Content-Type, are read in their charset.
+func TestAttachmentNamesInLegacyCharsets(t *testing.T) {
+	for _, tt := range []struct{ header, want string }{
+		{"Content-Disposition: attachment; filename*=iso-8859-1''R%E9sum%E9.txt", "Résumé.txt"},
+		{"Content-Disposition: attachment; filename*=windows-1251''%CF%F0%E8%E2%E5%F2.txt", "Привет.txt"},
+		{"Content-Disposition: attachment; filename*0*=iso-8859-1''R%E9sum; filename*1*=%E9%20final.txt", "Résumé final.txt"},
+		{"Content-Disposition: attachment; filename*0*=iso-8859-1''R%E9sum; filename*1=\"e final.txt\"", "Résume final.txt"},
+		{"Content-Disposition: attachment\nContent-Type: text/plain; name*0*=iso-8859-1''R%E9sum; name*1*=%E9.txt", "Résumé.txt"},
+		{"Content-Disposition: attachment; filename*=utf-8''R%C3%A9sum%C3%A9.txt", "Résumé.txt"},
+		{`Content-Disposition: attachment; filename="plain; name.txt"`, "plain; name.txt"},
+	} {
+		raw := "From: a@example.com\nTo: b@example.com\nSubject: names\nMIME-Version: 1.0\n" +
+			"Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nbody\n--B\n" +
+			tt.header + "\n\nattached\n--B--\n"
+		m := Parse([]byte(raw))
+		if len(m.Attachments) != 1 || m.Attachments[0].Filename != tt.want {
+			t.Errorf("%s: %+v, want %q", tt.header, m.Attachments, tt.want)
+		}
+	}
+}
