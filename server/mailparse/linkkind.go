@@ -302,6 +302,10 @@ func actionKind(s phraseSet) string {
 	switch {
 	case s&phrasesReset != 0:
 		return KindReset
+	case s&phrasesMagic != 0:
+		// A magic link verifies the address it was sent to by signing in
+		// ("/auth/v1/verify?type=magiclink"): it is the sign-in.
+		return KindLogin
 	case s&phrasesVerify != 0:
 		if s&phrasesNotVerify != 0 {
 			return ""
@@ -366,7 +370,7 @@ func (k *linkKinds) urlWords(u *url.URL) []byte {
 	b := appendLower(k.url[:0], u.Hostname())
 	b = appendLower(append(b, ' '), u.Path)
 	eachParam(u.RawQuery, func(name, value string) bool {
-		if !notTokenParam(name) {
+		if !notTokenParam(name) || actionParams[strings.ToLower(name)] {
 			b = appendLower(append(appendLower(append(b, ' '), name), '='), value)
 		}
 		return true
@@ -397,6 +401,11 @@ func eachParam(raw string, more func(name, value string) bool) (stopped bool) {
 	}
 	return false
 }
+
+// actionParams carry no credential, but their value may name the link's
+// action: Firebase's mode=verifyEmail or resetPassword, Supabase's
+// type=magiclink or recovery.
+var actionParams = map[string]bool{"mode": true, "type": true}
 
 func notTokenParam(name string) bool {
 	var buf [32]byte
@@ -476,8 +485,12 @@ func documentName(seg string) bool {
 var credentialParams = map[string]bool{
 	"token": true, "tok": true, "t": true, "code": true, "key": true, "k": true, "otp": true,
 	"hash": true, "sig": true, "signature": true, "secret": true, "nonce": true, "ticket": true,
-	"jwt": true, "auth": true, "jeton": true,
+	"jwt": true, "auth": true, "jeton": true, "oobcode": true, // Firebase's action links
 }
+
+// credentialSegments are path segments that a credential follows
+// (/password/reset/key/1-abc/); not auth, a section of many sites.
+var credentialSegments = map[string]bool{"key": true, "token": true, "code": true, "otp": true, "ticket": true, "jwt": true}
 
 var credentialSuffixes = [][]byte{[]byte("token"), []byte("_code"), []byte("-code"), []byte("_key"), []byte("-key")}
 
@@ -516,10 +529,14 @@ func hasToken(u *url.URL) bool {
 	if eachParam(u.RawQuery, noCredential) {
 		return true
 	}
+	afterName := false
 	for seg := range strings.SplitSeq(u.Path, "/") {
-		if tokenLike(seg) && !slug(seg) {
+		if tokenLike(seg) && !slug(seg) || afterName && seg != "" && !documentName(seg) {
 			return true
 		}
+		// /password/reset/key/<key>/: a segment named as a credential is
+		// followed by one.
+		afterName = credentialSegments[strings.ToLower(seg)]
 	}
 	if f := u.Fragment; f != "" {
 		if strings.Contains(f, "=") {
@@ -543,7 +560,7 @@ func tokenLike(s string) bool {
 		case '0' <= c && c <= '9':
 			digits++
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '-', c == '_', c == '.', c == '~',
-			c == '=', c == '+', c == '/' && i > 0:
+			c == '=', c == '+', c == ':', c == '/' && i > 0: // ':' joins Django's signed values
 		default:
 			return false
 		}

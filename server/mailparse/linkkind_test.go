@@ -34,6 +34,16 @@ func TestLinkKinds(t *testing.T) {
 		{url: "https://x.test/magic?token=tok_1", want: KindLogin},
 		{url: "https://app.acme.test/reset-password?token=abc", want: KindReset},
 		{url: "https://a.example/invite/confirm?invite_code=WELCOME", want: KindVerify},
+		// Framework defaults (django-allauth, Firebase, Supabase) under an
+		// anchor that says nothing.
+		{url: "http://localhost:8000/accounts/confirm-email/MQ:1tTx2w:abc/", text: "http://localhost:8000/accounts/confirm-email/MQ:1tTx2w:abc/", want: KindVerify},
+		{url: "http://localhost:8000/accounts/password/reset/key/1-abc/", text: "http://localhost:8000/accounts/password/reset/key/1-abc/", want: KindReset},
+		{url: "https://p.firebaseapp.com/__/auth/action?mode=verifyEmail&oobCode=x&apiKey=k", text: "Continue", want: KindVerify},
+		{url: "https://p.firebaseapp.com/__/auth/action?mode=resetPassword&oobCode=x&apiKey=k", text: "Continue", want: KindReset},
+		{url: "https://p.firebaseapp.com/__/auth/action?mode=signIn&oobCode=x&apiKey=k", text: "Continue", want: KindLogin},
+		{url: "https://x.supabase.co/auth/v1/verify?token=y&type=magiclink&redirect_to=http://localhost:3000", text: "Continue", want: KindLogin},
+		{url: "https://x.supabase.co/auth/v1/verify?token=y&type=signup&redirect_to=http://localhost:3000", text: "Confirm your mail", want: KindVerify},
+		{url: "https://x.supabase.co/auth/v1/verify?token=y&type=recovery&redirect_to=http://localhost:3000", text: "Reset Password", want: KindReset},
 		// No credential: the anchor and the URL path name the same action.
 		{url: "https://app.example.com/confirm-email/abcdef", text: "Confirm email", want: KindVerify},
 		{url: "https://app.example.com/password-reset", text: "Reset your password", want: KindReset},
