@@ -277,3 +277,58 @@ func clientOf(r *http.Request) string {
 	}
 	return host
 }
+
+// confirmView is the page that asks before a destructive form is acted on.
+type confirmView struct {
+	Question, Button, Action, Cancel string
+	Fields                           []fieldRow
+}
+
+// confirmFirst acts on a destructive form (delete, purge, revoke, rotate)
+// only once it is confirmed. The page's script asks in the browser and
+// marks the form confirmed; without the script, this asks on a page of its
+// own, with the same form again, marked.
+func (h *Handler) confirmFirst(fn func(http.ResponseWriter, *http.Request, *projectCtx)) func(http.ResponseWriter, *http.Request, *projectCtx) {
+	return func(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
+		// auth has read the form already, for its CSRF token.
+		if err := r.ParseForm(); err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		if r.PostFormValue("confirmed") == "yes" {
+			fn(w, r, pc)
+			return
+		}
+		v := confirmView{Question: r.PostFormValue("question"), Button: r.PostFormValue("button"),
+			Action: r.URL.Path, Cancel: sameSiteReferer(r)}
+		if v.Question == "" {
+			v.Question = "Go ahead? This cannot be undone."
+		}
+		if v.Button == "" {
+			v.Button = "Go ahead"
+		}
+		for name, values := range r.PostForm {
+			switch name {
+			case csrfField, "confirmed", "question", "button":
+				continue
+			}
+			for _, value := range values {
+				v.Fields = append(v.Fields, fieldRow{Name: name, Value: value})
+			}
+		}
+		h.show(w, r, pc.session, pc, http.StatusOK, page{template: "confirm", title: v.Button, view: v})
+	}
+}
+
+// sameSiteReferer is the page the form was sent from, for Cancel to go
+// back to: its path on this site, else the home page.
+func sameSiteReferer(r *http.Request) string {
+	u, err := url.Parse(r.Referer())
+	if err != nil || u.Host != r.Host || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	if u.RawQuery != "" {
+		return u.Path + "?" + u.RawQuery
+	}
+	return u.Path
+}

@@ -64,6 +64,16 @@ func TestBrowserEveryPageAtEverySize(t *testing.T) {
 			t.Errorf("%s the replayed request scrolls sideways by %d px", m.name, overflow)
 		}
 		shoot(t, b, dir, m.name, fmt.Sprintf("%02d-request-replayed", len(pages.pages)+2))
+		// Without the page's script, Delete asks on a page of its own;
+		// Cancel goes back with nothing deleted.
+		b.open(pages.replay)
+		eval[any](b, `document.querySelector("form[data-confirm]").removeAttribute("data-confirm")`)
+		b.clickAndLoad("button", "Delete")
+		if !b.has("link", "Cancel") {
+			t.Errorf("%s: no confirmation page for Delete without the script", m.name)
+		}
+		shoot(t, b, dir, m.name, fmt.Sprintf("%02d-confirm-without-script", len(pages.pages)+3))
+		b.clickAndLoad("link", "Cancel")
 		b.clickAndLoad("button", "Sign out")
 	}
 	b.checkClean()

@@ -134,12 +134,12 @@ func New(st Store, cfg Config) *Handler {
 
 	mux.Handle("GET /projects/{pid}/keys", h.inProject(h.keysPage))
 	mux.Handle("POST /projects/{pid}/keys", h.inProject(h.createKey))
-	mux.Handle("POST /projects/{pid}/keys/{kid}/revoke", h.inProject(h.revokeKey))
+	mux.Handle("POST /projects/{pid}/keys/{kid}/revoke", h.inProject(h.confirmFirst(h.revokeKey)))
 
 	mux.Handle("GET /projects/{pid}/inboxes", h.inProject(h.inboxesPage))
 	mux.Handle("POST /projects/{pid}/inboxes", h.inProject(h.createInbox))
 	mux.Handle("GET /projects/{pid}/inboxes/{iid}/password", h.inProject(h.inboxPassword))
-	mux.Handle("POST /projects/{pid}/inboxes/{iid}/rotate", h.inProject(h.rotatePassword))
+	mux.Handle("POST /projects/{pid}/inboxes/{iid}/rotate", h.inProject(h.confirmFirst(h.rotatePassword)))
 
 	mux.Handle("GET /projects/{pid}/endpoints", h.inProject(h.endpointsPage))
 	mux.Handle("POST /projects/{pid}/endpoints", h.inProject(h.createEndpoint))
@@ -148,19 +148,19 @@ func New(st Store, cfg Config) *Handler {
 
 	mux.Handle("GET /projects/{pid}/inboxes/{iid}", h.inProject(h.messagesPage))
 	mux.Handle("GET /projects/{pid}/inboxes/{iid}/events", h.inProject(h.messageEvents))
-	mux.Handle("POST /projects/{pid}/inboxes/{iid}/purge", h.inProject(h.purgeInbox))
+	mux.Handle("POST /projects/{pid}/inboxes/{iid}/purge", h.inProject(h.confirmFirst(h.purgeInbox)))
 	mux.Handle("GET /projects/{pid}/messages/{mid}", h.inProject(h.messagePage))
 	mux.Handle("GET /projects/{pid}/messages/{mid}/html", h.inProject(h.messageHTML))
 	mux.Handle("GET /projects/{pid}/messages/{mid}/raw", h.inProject(h.messageRaw))
 	mux.Handle("GET /projects/{pid}/messages/{mid}/attachments/{aid}", h.inProject(h.messageAttachment))
-	mux.Handle("POST /projects/{pid}/messages/{mid}/delete", h.inProject(h.deleteMessage))
+	mux.Handle("POST /projects/{pid}/messages/{mid}/delete", h.inProject(h.confirmFirst(h.deleteMessage)))
 
 	mux.Handle("GET /projects/{pid}/endpoints/{eid}", h.inProject(h.requestsPage))
 	mux.Handle("GET /projects/{pid}/endpoints/{eid}/events", h.inProject(h.requestEvents))
-	mux.Handle("POST /projects/{pid}/endpoints/{eid}/purge", h.inProject(h.purgeEndpoint))
+	mux.Handle("POST /projects/{pid}/endpoints/{eid}/purge", h.inProject(h.confirmFirst(h.purgeEndpoint)))
 	mux.Handle("GET /projects/{pid}/requests/{rid}", h.inProject(h.requestPage))
 	mux.Handle("GET /projects/{pid}/requests/{rid}/body", h.inProject(h.requestBody))
-	mux.Handle("POST /projects/{pid}/requests/{rid}/delete", h.inProject(h.deleteRequest))
+	mux.Handle("POST /projects/{pid}/requests/{rid}/delete", h.inProject(h.confirmFirst(h.deleteRequest)))
 	mux.Handle("POST /projects/{pid}/requests/{rid}/replay", h.inProject(h.replayRequest))
 
 	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -278,3 +278,37 @@ func mimeWithAttachment(subject, html, filename, attachment string) string {
 		"\n--XYZ\nContent-Type: text/html; name=\"" + filename + "\"\nContent-Disposition: attachment; filename=\"" + filename +
 		"\"\n\n" + attachment + "\n--XYZ--\n"
 }
+
+// Without the page's script, a destructive form is confirmed on a page of
+// its own before anything is deleted (SPEC §11: every page works as plain
+// HTML forms; delete and purge ask first).
+func TestDeleteAsksWithoutScript(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	token := c.signIn(e)
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"}, "Subject: doomed\r\n\r\nbody\r\n")
+	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("messages: %v %v", list.Items, err)
+	}
+	pid, id := e.boot.Project.ID, list.Items[0].ID
+	form := url.Values{"csrf": {token}, "inbox": {e.boot.Inbox.ID},
+		"question": {"Delete this message? This cannot be undone."}, "button": {"Delete"}}
+	page := c.post("/projects/"+pid+"/messages/"+id+"/delete", form)
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.body, "<h1>Delete this message? This cannot be undone.</h1>") ||
+		!strings.Contains(page.body, `name="confirmed" value="yes"`) || !strings.Contains(page.body, `>Delete</button>`) ||
+		!strings.Contains(page.body, `name="inbox" value="`+e.boot.Inbox.ID+`"`) {
+		t.Fatalf("confirmation page: %d %s", page.StatusCode, page.body)
+	}
+	if _, err := e.st.Message(t.Context(), pid, id); err != nil {
+		t.Fatalf("the message went before it was confirmed: %v", err)
+	}
+	form.Set("csrf", csrf(t, page.body))
+	form.Set("confirmed", "yes")
+	if resp := c.post("/projects/"+pid+"/messages/"+id+"/delete", form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirmed delete: %d %s", resp.StatusCode, resp.body)
+	}
+	if _, err := e.st.Message(t.Context(), pid, id); err == nil {
+		t.Error("the message is still there after the confirmed delete")
+	}
+}

@@ -38,11 +38,21 @@
     if (c.top < s.top || c.bottom > s.bottom) strip.scrollTop += c.top - s.top - 12;
   }
 
-  // Ask before destructive forms are sent.
+  // Ask before destructive forms are sent. Without this script the server
+  // asks instead, on a page of its own, for a form not marked confirmed.
   document.addEventListener("submit", (e) => {
     const form = e.target;
-    const question = form.dataset.confirm;
-    if (question && !window.confirm(question)) e.preventDefault();
+    if (!form.hasAttribute("data-confirm")) return;
+    if (!window.confirm(form.elements.question?.value || "Are you sure?")) {
+      e.preventDefault();
+      return;
+    }
+    let confirmed = form.elements.confirmed;
+    if (!confirmed) {
+      confirmed = Object.assign(document.createElement("input"), { type: "hidden", name: "confirmed" });
+      form.append(confirmed);
+    }
+    confirmed.value = "yes";
   });
 
   const statusNear = (el) => el.closest(".copy-row")?.querySelector(".copied");
