@@ -3,12 +3,14 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -118,7 +120,13 @@ func TestMCPStdoutIsProtocolOnly(t *testing.T) {
 func TestMCPStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
 	e := mcptest.Start(t)
 	for range 3 {
-		cmd := mcpCommand(t, e.Key, "--api", e.APIBase)
+		// A wait of 30 s is cancelled by its client: the end must not
+		// wait for it.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		base := mcpCommand(t, e.Key, "--api", e.APIBase)
+		cmd := exec.CommandContext(ctx, base.Path, base.Args[1:]...)
+		cmd.Env = base.Env
 		cmd.Stdin = strings.NewReader(strings.Join([]string{
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
 			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -127,6 +135,12 @@ func TestMCPStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
 			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_requests","arguments":{"path":"/nothing/","wait":1}}}`,
 			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"list_requests","arguments":{"path":"/nothing/","wait":30}}}`,
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`,
+			// Ids the server writes back in another spelling, and an id
+			// used again while its first call may still run (the server
+			// answers one of the two).
+			`{"jsonrpc":"2.0","id":7.0,"method":"ping"}`,
+			`{"jsonrpc":"2.0","id":"\u0041","method":"ping"}`,
+			`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
 			// The last line has no newline.
 			`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
 		}, "\n"))
@@ -148,7 +162,7 @@ func TestMCPStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
 			}
 			answered[string(msg.ID)] = true
 		}
-		for _, id := range []string{"1", "2", `"three"`, "4", "6"} {
+		for _, id := range []string{"1", "2", `"three"`, "4", "6", "7", `"A"`} {
 			if !answered[id] {
 				t.Errorf("call %s unanswered; stdout:\n%s", id, out)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +27,9 @@ func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
 	}
 }
 
-// calls are the ids of the calls read and not yet answered.
+// calls are the ids of the calls read and not yet answered. An id a
+// client sends again while its first call runs is one entry: the SDK
+// answers only one of the two.
 type calls struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -82,13 +85,21 @@ func each(line []byte, f func(message)) {
 	}
 }
 
-// idKey is an id as calls keys it; a JSON-RPC id is a number or a string.
+// idKey is an id as calls keys it. A JSON-RPC id is a number or a string,
+// and the SDK writes back the value, not the text it read ("1.0" comes
+// back as 1, "\u0041" as "A"), so the key is the decoded value.
 func idKey(id json.RawMessage) string {
-	id = bytes.TrimSpace(id)
-	if len(id) == 0 || string(id) == "null" {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
 		return ""
 	}
-	return string(id)
+	switch v := v.(type) {
+	case float64:
+		return "n" + strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return "s" + v
+	}
+	return "" // null, or not an id
 }
 
 func (c *calls) read(m message) {
@@ -97,11 +108,16 @@ func (c *calls) read(m message) {
 	switch id := idKey(m.ID); {
 	case m.Method == "notifications/cancelled":
 		// A cancelled call may go unanswered.
-		delete(c.pending, idKey(m.Params.RequestID))
-		c.cond.Broadcast()
+		c.done(idKey(m.Params.RequestID))
 	case m.Method != "" && id != "":
 		c.pending[id] = true
 	}
+}
+
+// done marks the call of id answered. Called with c.mu held.
+func (c *calls) done(id string) {
+	delete(c.pending, id)
+	c.cond.Broadcast()
 }
 
 func (c *calls) answered(m message) {
@@ -110,8 +126,7 @@ func (c *calls) answered(m message) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pending, idKey(m.ID))
-	c.cond.Broadcast()
+	c.done(idKey(m.ID))
 }
 
 // waitAnswered returns once no call is pending or the connection closed.
