@@ -148,7 +148,8 @@ func TestBrowserInlineImage(t *testing.T) {
 	}
 	raw := "From: Shop <shop@example.com>\nTo: alice@example.com\nSubject: With a logo\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/related; boundary=R\n\n--R\nContent-Type: text/html; charset=utf-8\n\n" +
-		`<!doctype html><p><img id="logo" src="cid:logo.1@shop.example" alt="Shop"></p>` +
+		`<!doctype html><p><img id="logo" src="cid:logo.1@shop.example" alt="Shop">` +
+		`<img id="dark" src="cid:logo.1@shop.example-dark" alt="Shop, dark"></p>` +
 		"\n--R\nContent-Type: image/png\nContent-ID: <logo.1@shop.example>\nContent-Disposition: inline; filename=logo.png\n" +
 		"Content-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(logo.Bytes()) + "\n--R--\n"
 	e.sendMail(t, e.boot.Inbox, "shop@example.com", []string{"alice@example.com"}, raw)
@@ -167,6 +168,10 @@ func TestBrowserInlineImage(t *testing.T) {
 	}
 	if width != "3" {
 		t.Errorf("inline image width in the frame: %q, want 3", width)
+	}
+	// A reference that only begins like the part's is another one.
+	if src := b.frameEval(`document.getElementById("dark").getAttribute("src")`); src != "cid:logo.1@shop.example-dark" {
+		t.Errorf("a reference to no part became %.40q", src)
 	}
 	b.checkClean()
 }

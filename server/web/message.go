@@ -308,14 +308,15 @@ const maxInlineImages = 8 << 20
 // message and tell no one it was opened, travel inside the document.
 func (h *Handler) withInlineImages(ctx context.Context, projectID string, m store.Message) (string, error) {
 	doc := *m.HTML
+	referenced := map[string]bool{}
+	for _, ref := range cidReference.FindAllString(doc, maxInlineRefs) {
+		referenced[contentIDOf(ref)] = true
+	}
+	urls := map[string]string{}
 	budget := maxInlineImages
 	for _, a := range m.Attachments {
 		mediaType, _, err := mime.ParseMediaType(a.ContentType)
-		if err != nil || a.ContentID == "" || !strings.HasPrefix(mediaType, "image/") || a.Size > int64(budget) {
-			continue
-		}
-		ref := "cid:" + a.ContentID
-		if !strings.Contains(doc, ref) {
+		if err != nil || !referenced[a.ContentID] || !strings.HasPrefix(mediaType, "image/") || a.Size > int64(budget) {
 			continue
 		}
 		_, data, err := h.store.AttachmentData(ctx, projectID, m.ID, a.ID)
@@ -323,10 +324,35 @@ func (h *Handler) withInlineImages(ctx context.Context, projectID string, m stor
 			return "", err
 		}
 		budget -= len(data)
-		url := "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
-		doc = strings.ReplaceAll(doc, ref, url)
+		urls[a.ContentID] = "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
 	}
-	return doc, nil
+	if len(urls) == 0 {
+		return doc, nil
+	}
+	// One pass, whole references only: cid:logo is not the start of
+	// cid:logo-dark.
+	return cidReference.ReplaceAllStringFunc(doc, func(ref string) string {
+		if u, ok := urls[contentIDOf(ref)]; ok {
+			return u
+		}
+		return ref
+	}), nil
+}
+
+// cidReference is a cid: URL in an HTML body, up to the quote, bracket or
+// space that ends it.
+var cidReference = regexp.MustCompile(`(?i)\bcid:[^\s"'<>()]+`)
+
+// maxInlineRefs bounds the cid: references one body is searched for.
+const maxInlineRefs = 1000
+
+// contentIDOf is the Content-ID a cid: URL names (RFC 2392: URL-encoded).
+func contentIDOf(ref string) string {
+	id := ref[len("cid:"):]
+	if u, err := url.PathUnescape(id); err == nil {
+		return u
+	}
+	return id
 }
 
 // withBaseTarget adds <base target="_blank"> to an HTML document, after
