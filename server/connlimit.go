@@ -68,6 +68,10 @@ const protocolErrorHead = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnec
 // envelopedProtocolError returns the enveloped form of p when p is one of
 // net/http's own error answers.
 func envelopedProtocolError(p []byte) (string, bool) {
+	// Those answers are a status line, two headers and a short text.
+	if len(p) > 512 {
+		return "", false
+	}
 	statusLine, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
 	if !ok {
 		return "", false

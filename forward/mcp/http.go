@@ -101,8 +101,9 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 			serveEnveloped(sessions, w, r)
 			return
 		}
-		// The SDK reads the body before it looks the session up; keep it
-		// for a second reading. Its own limit still applies then.
+		// The body is kept for a second reading by the stateless handler
+		// should this process not hold the session (the SDK consumes it,
+		// through a reader of its own). Its own limit still applies then.
 		body, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
 		if err != nil {
 			contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
@@ -120,6 +121,12 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		h := w.Header()
 		h.Del("Content-Type")
 		h.Del("X-Content-Type-Options")
+		if r.Method == http.MethodDelete {
+			// Nothing of the session is here to end; the replica that
+			// holds it lets it go after sessionTimeout.
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		serveEnveloped(alone, w, r)
 	})

@@ -233,6 +233,21 @@ func TestHTTPAcrossReplicas(t *testing.T) {
 			}
 		}
 	}
+	// Ending the session is answered on every replica, whichever holds it.
+	for _, replica := range replicas {
+		req, _ := http.NewRequest(http.MethodDelete, replica.String()+"/mcp", nil)
+		req.Header.Set("Mcp-Session-Id", sess.ID())
+		req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s: DELETE of the session: %d", replica, resp.StatusCode)
+		}
+	}
 }
 
 // A wait whose client closes its HTTP request ends at once, whether its
@@ -305,7 +320,9 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 			done <- err
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); held() < 4; {
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(10 * time.Second); held() < 4; <-poll.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of 4 waits held after 10 s", held())
 		}
@@ -316,7 +333,7 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 			t.Errorf("a wait ended before its client gave up on it: %v", err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); held() > 0; {
+	for deadline := time.Now().Add(10 * time.Second); held() > 0; <-poll.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d waits still held 10 s after their clients closed them", held())
 		}

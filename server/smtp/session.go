@@ -313,13 +313,6 @@ const declaredSlack = 4 << 10
 // buffer holds one message while it is parsed and stored.
 type buffer struct{ b []byte }
 
-// readMessage reads a whole message into buf. It never holds more than
-// limit+1 bytes: its growth is capped there rather than doubling past it.
-// A message whose size MAIL FROM declared (declared > 0) gets a buffer of
-// that size at once: doubling up to a 46 MiB message held a 64 MiB buffer
-// and, while copying into it, the 32 MiB one before. grow, when set, is
-// asked first for each larger size the message needs (old and new buffer
-// together), and its error stops the read.
 // unstuffAfterBareLF undoes the dot-stuffing of lines that end in a bare
 // LF. RFC 5321 has only CRLF end a line, and go-smtp removes the doubled
 // dot only after one; but a client that sends bare LFs (Python's
@@ -327,7 +320,8 @@ type buffer struct{ b []byte }
 // the dot of every line that begins with one, after LF alone too. The
 // stuffed dot is removed there as well, when the dot it doubled follows,
 // so that the message is stored as the client meant it, byte for byte.
-// A line of DATA never begins with two dots unless it was stuffed.
+// (A client that sends bare LFs but stuffs only after CRLF, and writes a
+// line that begins with two dots, loses one; no common client does.)
 func unstuffAfterBareLF(b []byte) []byte {
 	w := 0
 	var prev, prev2 byte // the two source bytes before b[i]
@@ -346,6 +340,13 @@ func unstuffAfterBareLF(b []byte) []byte {
 	return b[:w]
 }
 
+// readMessage reads a whole message into buf. It never holds more than
+// limit+1 bytes: its growth is capped there rather than doubling past it.
+// A message whose size MAIL FROM declared (declared > 0) gets a buffer of
+// that size at once: doubling up to a 46 MiB message held a 64 MiB buffer
+// and, while copying into it, the 32 MiB one before. grow, when set, is
+// asked first for each larger size the message needs (old and new buffer
+// together), and its error stops the read.
 func readMessage(buf *buffer, r io.Reader, limit, declared int64, grow func(size int) error) ([]byte, error) {
 	most := int(min(limit+1, math.MaxInt32))
 	// The declared size plus room for the read that finds the end: a
