@@ -12,7 +12,7 @@ import (
 // extendedParam decodes the RFC 2231 parameter name (filename, name) of a
 // header value, in whatever charset it declares. Go's mime package, and so
 // enmime, decodes only UTF-8 and US-ASCII there, and drops or garbles the
-// rest ("filename*=iso-8859-1”R%E9sum%E9.txt"), which senders of legacy
+// rest ("filename*=iso-8859-1'fr'R%E9sum%E9.txt"), which senders of legacy
 // charsets still write. ok is false when the value has no such parameter
 // or it cannot be read.
 func extendedParam(value, name string) (string, bool) {
