@@ -65,6 +65,24 @@ func connect(t *testing.T, url, key string) (*mcpsdk.ClientSession, error) {
 	return sess, err
 }
 
+// inSession is a request of sess's, with key: a POST of body, or a DELETE
+// when body is empty.
+func inSession(ctx context.Context, url, key string, sess *mcpsdk.ClientSession, body string) *http.Request {
+	method, reader := http.MethodDelete, io.Reader(nil)
+	if body != "" {
+		method, reader = http.MethodPost, strings.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, reader)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	req.Header.Set("Mcp-Session-Id", sess.ID())
+	req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req
+}
+
 func TestHTTP(t *testing.T) {
 	e := mcptest.Start(t)
 	url := mcpURL(t, e)
@@ -144,13 +162,7 @@ func TestHTTPSessionBoundToKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{e.Other.Key, e.Key} {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sess.ID())
-		req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(inSession(t.Context(), url, key, sess, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,13 +225,8 @@ func TestHTTPAcrossReplicas(t *testing.T) {
 	}
 	for _, replica := range replicas {
 		for _, key := range []string{e.Other.Key, e.Key} {
-			req, _ := http.NewRequest(http.MethodPost, replica.String()+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", sess.ID())
-			req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(inSession(t.Context(), replica.String()+"/mcp", key, sess,
+				`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,11 +242,7 @@ func TestHTTPAcrossReplicas(t *testing.T) {
 	}
 	// Ending the session is answered on every replica, whichever holds it.
 	for _, replica := range replicas {
-		req, _ := http.NewRequest(http.MethodDelete, replica.String()+"/mcp", nil)
-		req.Header.Set("Mcp-Session-Id", sess.ID())
-		req.Header.Set("Mcp-Protocol-Version", sess.InitializeResult().ProtocolVersion)
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(inSession(t.Context(), replica.String()+"/mcp", e.Key, sess, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,18 +271,11 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	protocol := sess.InitializeResult().ProtocolVersion
 	var ids atomic.Int64 // a session's calls each have their own id
 	call := func(ctx context.Context, replica string, wait int) (string, error) {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_requests","arguments":{"endpoint_id":%q,"path":"/held/","wait":%d}}}`,
 			ids.Add(1), e.EndpointID, wait)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, replica, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sess.ID())
-		req.Header.Set("Mcp-Protocol-Version", protocol)
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(inSession(ctx, replica, e.Key, sess, body))
 		if err != nil {
 			return "", err
 		}
