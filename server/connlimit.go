@@ -99,10 +99,16 @@ func envelopedProtocolError(p []byte) (string, bool) {
 	case detail != "":
 		message += ": " + strings.ToLower(detail[:1]) + detail[1:]
 	}
-	body := contract.EnvelopeOf(contract.Errorf(contract.CodeInvalidParameter, "%s", message))
-	return "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) +
-		"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) +
-		"\r\n\r\n" + string(body), true
+	return closingReply(status, "", contract.Errorf(contract.CodeInvalidParameter, "%s", message)), true
+}
+
+// closingReply is a whole answer written straight to a connection that
+// is then closed: e's envelope with status, after headers (each ending in
+// CRLF) if any.
+func closingReply(status int, headers string, e *contract.Error) string {
+	body := contract.EnvelopeOf(e)
+	return "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\nContent-Type: application/json\r\n" +
+		headers + "Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)
 }
 
 func (c *limitedConn) Close() error {
@@ -168,11 +174,8 @@ func (l *connLimit) admit(nc net.Conn) (c, displaced *limitedConn, ok bool) {
 
 // refusedReply is the whole answer to a connection over the cap, in the
 // envelope every error uses.
-var refusedReply = func() string {
-	body := `{"error":{"code":"unavailable","message":"too many connections; try again shortly","fields":{}}}` + "\n"
-	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
-		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-}()
+var refusedReply = closingReply(http.StatusServiceUnavailable, "Retry-After: 1\r\n",
+	contract.Errorf(contract.CodeUnavailable, "too many connections; try again shortly"))
 
 // refuse answers 503 to a connection over the cap, then lets it go. It
 // reads what the client sends meanwhile, so that closing does not reset
