@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -323,6 +324,9 @@ type buffer struct{ b []byte }
 // (A client that sends bare LFs but stuffs only after CRLF, and writes a
 // line that begins with two dots, loses one; no common client does.)
 func unstuffAfterBareLF(b []byte) []byte {
+	if !bytes.Contains(b, []byte("\n..")) {
+		return b // nearly every message: nothing to look at byte by byte
+	}
 	w := 0
 	var prev, prev2 byte // the two source bytes before b[i]
 	for i, c := range b {
