@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -83,6 +85,25 @@ func TestHTTPListenerErrorsThroughTheBinary(t *testing.T) {
 	resp, b = do("POST", base+"/mcp", other.Key, mcpHeader, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if resp.StatusCode != 404 || code(b) != "not_found" || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("another project's key on the session: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+
+	// A request net/http cannot read (no Host) is answered in the
+	// envelope too, on the capture listener as on this one.
+	for _, listener := range []string{base, banner["Capture URL"]} {
+		conn, err := net.Dial("tcp", strings.Split(strings.TrimPrefix(listener, "http://"), "/")[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, "GET / HTTP/1.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/json" || code(b) != "invalid_parameter" {
+			t.Errorf("%s, a request without Host: %d %v %s", listener, resp.StatusCode, resp.Header, b)
+		}
 	}
 
 	// Five waits for the project's four slots: the first answer is the
