@@ -130,6 +130,12 @@ func TestBrowserInboxPasswordRevealCopyRotate(t *testing.T) {
 	if v := b.value("textbox", "Password", card); v != e.boot.Inbox.SMTPPassword {
 		t.Fatalf("revealed %q, want the inbox's password", v)
 	}
+	// Hide masks it again, and Reveal shows it once more.
+	pwType := `document.getElementById("pw-` + e.boot.Inbox.ID + `").type`
+	b.click("button", "Hide", card)
+	b.waitFor(pwType + ` === "password"`)
+	b.click("button", "Reveal", card)
+	b.waitFor(pwType + ` === "text"`)
 	copyPassword := `[data-copy="pw-` + e.boot.Inbox.ID + `"]`
 	b.do(chromedp.Click(chromedp.CSS(copyPassword)))
 	b.waitFor(`document.querySelector("#` + e.boot.Inbox.ID + ` .copied:not(:empty)") !== null`)

@@ -75,9 +75,16 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 		eval[string](b, `document.querySelector("[role=tabpanel]").getAttribute("aria-labelledby")`) != "tab-html" {
 		t.Error("the HTML part is not the selected tab of the panel")
 	}
+	// The tab list is one stop in the Tab order, at the selected tab.
+	if got := eval[string](b, `[...document.querySelectorAll("[role=tab]")].filter(t => t.tabIndex >= 0).map(t => t.id).join()`); got != "tab-html" {
+		t.Errorf("tabs in the Tab order: %q, want only tab-html", got)
+	}
 	b.do(chromedp.Focus(chromedp.CSS(`#tab-html`)), chromedp.KeyEvent(kb.ArrowRight))
 	if got := eval[string](b, `document.activeElement.id`); got != "tab-source" {
 		t.Errorf("ArrowRight from HTML focused %q, want tab-source", got)
+	}
+	if got := eval[string](b, `[...document.querySelectorAll("[role=tab]")].filter(t => t.tabIndex >= 0).map(t => t.id).join()`); got != "tab-source" {
+		t.Errorf("after ArrowRight the tabs in the Tab order are %q, want only tab-source", got)
 	}
 	b.do(chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(kb.ArrowLeft))
 	if got := eval[string](b, `document.activeElement.id`); got != "tab-attachments" {

@@ -312,3 +312,21 @@ func TestDeleteAsksWithoutScript(t *testing.T) {
 		t.Error("the message is still there after the confirmed delete")
 	}
 }
+
+// Without a script, Reveal is a link to the page with the password shown,
+// which offers Hide, a link back to the page without it.
+func TestRevealAndHideWithoutScript(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	pid, in := e.boot.Project.ID, e.boot.Inbox
+	page := c.get("/projects/" + pid + "/inboxes")
+	if strings.Contains(page.body, in.SMTPPassword) || !strings.Contains(page.body, `>Reveal</button>`) {
+		t.Fatalf("before Reveal: the password is shown or Reveal is missing: %s", page.body)
+	}
+	page = c.get("/projects/" + pid + "/inboxes?reveal=" + in.ID)
+	if !strings.Contains(page.body, `value="`+in.SMTPPassword+`"`) || !strings.Contains(page.body, `>Hide</button>`) ||
+		strings.Contains(page.body, `name="reveal"`) {
+		t.Fatalf("after Reveal: want the password and a Hide button that drops reveal=: %s", page.body)
+	}
+}

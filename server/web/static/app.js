@@ -38,6 +38,15 @@
     if (c.top < s.top || c.bottom > s.bottom) strip.scrollTop += c.top - s.top - 12;
   }
 
+  // A tab list is one stop in the Tab order, at its selected tab; arrow
+  // keys move within it (below). Without this script every tab is a link
+  // of its own, reached with Tab.
+  for (const list of document.querySelectorAll("[data-tablist]")) {
+    for (const t of list.querySelectorAll("[role=tab]")) {
+      t.tabIndex = t.getAttribute("aria-selected") === "true" ? 0 : -1;
+    }
+  }
+
   // Ask before destructive forms are sent. Without this script the server
   // asks instead, on a page of its own, for a form not marked confirmed.
   document.addEventListener("submit", (e) => {
@@ -124,7 +133,8 @@
     for (const field of document.querySelectorAll("form.filters [disabled]")) field.disabled = false;
   });
 
-  // Reveal fetches the password into its field instead of reloading.
+  // Reveal fetches the password into its field instead of reloading, and
+  // Hide masks it again (the value stays, for the copy button).
   document.addEventListener("submit", async (e) => {
     const form = e.target;
     if (!form.dataset.reveal || e.defaultPrevented) return;
@@ -132,10 +142,15 @@
     if (!input) return;
     e.preventDefault();
     const btn = form.querySelector("button");
+    if (input.type !== "password") {
+      input.type = "password";
+      btn.textContent = "Reveal";
+      return;
+    }
     try {
       await secretValue(input);
       input.type = "text";
-      btn.disabled = true;
+      btn.textContent = "Hide";
     } catch (err) {
       say(form, "Reveal failed: " + err.message);
     }
@@ -234,7 +249,9 @@
       const tabs = [...tab.parentElement.querySelectorAll("[role=tab]")];
       const at = tabs.indexOf(tab);
       const next = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: tabs.length - 1 }[e.key];
-      tabs[(next + tabs.length) % tabs.length].focus();
+      const to = tabs[(next + tabs.length) % tabs.length];
+      for (const t of tabs) t.tabIndex = t === to ? 0 : -1;
+      to.focus();
       e.preventDefault();
       return;
     }
