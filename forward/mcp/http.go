@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,20 +98,38 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID}))
 		sessionID := r.Header.Get("Mcp-Session-Id")
-		if sessionID == "" || !strings.HasPrefix(sessionID, me.Key.ID+".") {
-			// A new session, or another key's (which the SDK refuses).
+		if sessionID != "" && !strings.HasPrefix(sessionID, me.Key.ID+".") {
+			// Another key's session, which the SDK refuses.
 			serveEnveloped(sessions, w, r)
 			return
 		}
-		// The body is kept for a second reading by the stateless handler
-		// should this process not hold the session (the SDK consumes it,
-		// through a reader of its own). Its own limit still applies then.
+		if sessionID == "" && r.Method != http.MethodPost {
+			serveEnveloped(sessions, w, r)
+			return
+		}
+		// The body is read here: without a session it must open one, and
+		// with one it is kept for a second reading by the stateless
+		// handler should this process not hold the session (the SDK
+		// consumes it, through a reader of its own). The SDK's own limit
+		// still applies then.
 		body, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
 		if err != nil {
 			contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if sessionID == "" {
+			// The transport's rule (streamable HTTP): a message other than
+			// initialize without a session is a bad request. The SDK
+			// would open a session for it only to refuse the message with
+			// an error code JSON-RPC does not define.
+			if !opensSession(body) {
+				contract.WriteError(w, contract.Invalid(map[string]string{"Mcp-Session-Id": "required: start a session with an initialize request first, then send its Mcp-Session-Id with every request"}))
+				return
+			}
+			serveEnveloped(sessions, w, r)
+			return
+		}
 		ew := &envelopeWriter{ResponseWriter: w}
 		sessions.ServeHTTP(ew, r)
 		if !ew.sessionNotFound() {
@@ -130,6 +150,27 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		serveEnveloped(alone, w, r)
 	})
+}
+
+// opensSession reports whether a POST body without a session is one the
+// SDK should see: an initialize request, a ping (which the SDK answers
+// before initialize, and clients use to probe a server), or a body that
+// is not JSON-RPC at all, whose parse error the SDK answers in the
+// protocol's own terms.
+func opensSession(body []byte) bool {
+	type message struct {
+		Method string `json:"method"`
+	}
+	allowed := func(m message) bool { return m.Method == "initialize" || m.Method == "ping" }
+	var one message
+	if json.Unmarshal(body, &one) == nil {
+		return allowed(one)
+	}
+	var batch []message
+	if json.Unmarshal(body, &batch) == nil {
+		return slices.ContainsFunc(batch, allowed)
+	}
+	return true
 }
 
 // httpRequestDone is the key, in a request's token info, of the HTTP

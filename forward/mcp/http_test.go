@@ -180,6 +180,47 @@ func TestHTTPSessionBoundToKey(t *testing.T) {
 	}
 }
 
+// Without Mcp-Session-Id only initialize (or a ping) is served; any other
+// message is a bad request (the streamable HTTP transport's rule), told in
+// the API's envelope, while initialize itself still works.
+func TestHTTPWithoutSessionOnlyInitialize(t *testing.T) {
+	e := mcptest.Start(t)
+	url := mcpURL(t, e)
+	post := func(body string) (int, string, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_inboxes","arguments":{}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`,
+	} {
+		status, ct, b := post(body)
+		if status != http.StatusBadRequest || ct != "application/json" ||
+			!strings.Contains(b, `"code":"invalid_parameter"`) || !strings.Contains(b, `"Mcp-Session-Id"`) {
+			t.Errorf("%s without a session: %d %s %s, want 400 invalid_parameter naming Mcp-Session-Id", body, status, ct, b)
+		}
+	}
+	// A ping, which clients send to probe a server, is answered.
+	if status, _, b := post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); status != http.StatusOK || !strings.Contains(b, `"result":{}`) {
+		t.Errorf("ping without a session: %d %s", status, b)
+	}
+	status, _, b := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if status != http.StatusOK || !strings.Contains(b, `"serverInfo"`) {
+		t.Errorf("initialize without a session: %d %s", status, b)
+	}
+}
+
 // Replicas behind a load balancer each see part of a client's requests
 // (SPEC §19): the whole suite passes through a balancer that sends each
 // request to the next of two handlers, neither of which holds the other's
