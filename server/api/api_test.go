@@ -570,8 +570,35 @@ func TestRequestRoutesAndDeliveries(t *testing.T) {
 			t.Errorf("%s: %d %s", name, r.status, r.body)
 		}
 	}
+	// JSON text that is not UTF-8, or escapes half a surrogate pair, is
+	// refused rather than stored as U+FFFD; a whole pair is fine.
+	for name, raw := range map[string]string{
+		"invalid UTF-8":       "{\"target_url\":\"http://x/\",\"duration_ms\":1,\"error\":\"\xff\xfe\"}",
+		"lone high surrogate": `{"target_url":"http://x/","duration_ms":1,"error":"\ud800"}`,
+		"lone low surrogate":  `{"target_url":"http://x/","duration_ms":1,"error":"a\udc00b"}`,
+		"high then not low":   `{"target_url":"http://x/","duration_ms":1,"error":"\ud83d\u0041"}`,
+	} {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/requests/"+id+"/deliveries", strings.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"invalid_parameter"`) || !strings.Contains(string(b), `"body"`) {
+			t.Errorf("%s: %d %s, want 400 invalid_parameter naming body", name, resp.StatusCode, b)
+		}
+	}
 	if r := e.call("GET", "/requests/"+id, nil).json(t); len(r["deliveries"].([]any)) != 1 {
 		t.Errorf("deliveries after bad reports: %v", r["deliveries"])
+	}
+	pair := e.call("POST", "/requests/"+id+"/deliveries", json.RawMessage(`{"target_url":"http://x/","duration_ms":1,"error":"\\ \ud83d\ude00"}`))
+	if pair.status != 201 || pair.json(t)["error"] != `\ 😀` {
+		t.Errorf("a whole surrogate pair and an escaped backslash: %d %s", pair.status, pair.body)
+	}
+	if r := e.call("GET", "/requests/"+id, nil).json(t); len(r["deliveries"].([]any)) != 2 {
+		t.Errorf("deliveries: %v", r["deliveries"])
 	}
 	if r := e.call("DELETE", "/requests/"+id, nil); r.status != 204 {
 		t.Fatalf("delete: %d", r.status)

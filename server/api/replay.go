@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -39,6 +41,14 @@ func decodeJSON(r *http.Request, v any, limit int64) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	// encoding/json would take both silently as U+FFFD, and a replay
+	// would then send other bytes than the caller wrote.
+	if !utf8.Valid(body) {
+		return contract.Invalid(map[string]string{"body": "not valid UTF-8"})
+	}
+	if at := loneSurrogate(body); at >= 0 {
+		return contract.Invalid(map[string]string{"body": fmt.Sprintf("bad JSON: the escape %s at byte %d is half of a UTF-16 surrogate pair", body[at:at+6], at)})
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -60,6 +70,40 @@ func decodeJSON(r *http.Request, v any, limit int64) error {
 		return contract.Invalid(map[string]string{"body": "bad JSON: data after the object"})
 	}
 	return nil
+}
+
+// loneSurrogate returns where in the JSON text body a \uXXXX escape of a
+// UTF-16 surrogate stands without its other half, or -1. Escapes appear
+// only inside strings, so every backslash outside one is bad JSON that the
+// decoder reports itself.
+func loneSurrogate(body []byte) int {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i++ // another escape: skip the character it escapes
+		case r >= 0xD800 && r < 0xDC00:
+			if low, ok := hex4(i + 6); !ok || low < 0xDC00 || low > 0xDFFF {
+				return i
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
 }
 
 // jsonKind names what JSON value a Go type is decoded from.

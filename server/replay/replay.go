@@ -66,6 +66,9 @@ type Sent struct {
 	Body   []byte
 	// url is URL as it is sent: its path byte for byte.
 	url *url.URL
+	// path and rawQuery are the captured ones, edited, to join to the
+	// target's.
+	path, rawQuery string
 }
 
 // Response is what the target answered.
@@ -100,14 +103,23 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 	if err != nil {
 		return Result{}, err
 	}
+	// Bad edits are told first, so that a caller without a target yet
+	// does not fix one thing only to meet the next.
+	out, err := build(req, edits)
+	if err != nil {
+		return Result{}, err
+	}
 	if endpoint.TargetURL == nil {
 		return Result{}, contract.Errorf(contract.CodeNoTarget,
 			"endpoint %s has no saved target; set one with `capture endpoint set %s --target URL`", endpoint.ID, endpoint.ID)
 	}
-	out, err := build(req, *endpoint.TargetURL, edits)
+	base, err := url.Parse(*endpoint.TargetURL)
 	if err != nil {
-		return Result{}, err
+		// Saved targets are checked when saved; one that no longer parses
+		// is the user's to fix.
+		return Result{}, contract.Errorf(contract.CodeNoTarget, "the saved target %q is not a URL: %v", *endpoint.TargetURL, err)
 	}
+	out.url, out.URL = resend.Join(base, out.path, out.rawQuery)
 
 	res := Result{Sent: *out}
 	// The history keeps what fits the delivery caps; the answer has it all.
@@ -131,8 +143,8 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 }
 
 // build applies edits to the captured request; every bad edit is named in
-// one invalid_parameter error.
-func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, error) {
+// one invalid_parameter error. Where it goes is the caller's to add.
+func build(req store.Request, ed contract.ReplayEdits) (*Sent, error) {
 	bad := map[string]string{}
 	out := &Sent{Method: req.Method, Header: http.Header{}, Body: req.Body}
 	path, rawQuery := req.Path, req.Query
@@ -206,16 +218,10 @@ func build(req store.Request, target string, ed contract.ReplayEdits) (*Sent, er
 		}
 		out.Header[canon] = edit.Values
 	}
-	base, err := url.Parse(target)
-	if err != nil {
-		// Saved targets are checked when saved; one that no longer parses
-		// is the user's to fix.
-		return nil, contract.Errorf(contract.CodeNoTarget, "the saved target %q is not a URL: %v", target, err)
-	}
 	if len(bad) > 0 {
 		return nil, contract.Invalid(bad)
 	}
-	out.url, out.URL = resend.Join(base, path, rawQuery)
+	out.path, out.rawQuery = path, rawQuery
 	return out, nil
 }
 

@@ -38,6 +38,11 @@ func TestReplay(t *testing.T) {
 	if _, err := r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{}); !contract.IsCode(err, contract.CodeNoTarget) {
 		t.Fatalf("replay without a target = %v, want no_target", err)
 	}
+	// Bad edits are told before the missing target.
+	badMethod := "BAD METHOD"
+	if _, err := r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{Method: &badMethod}); !contract.IsCode(err, contract.CodeInvalidParameter) {
+		t.Fatalf("bad edit without a target = %v, want invalid_parameter", err)
+	}
 
 	type hit struct {
 		method, uri, body string
