@@ -72,6 +72,11 @@ func envelopedProtocolError(p []byte) (string, bool) {
 	if len(p) > 512 {
 		return "", false
 	}
+	if expectationFailed(p) {
+		return closingReply(http.StatusExpectationFailed, "", &contract.Error{Code: contract.CodeInvalidParameter,
+			Message: `unsupported Expect header: only "100-continue" is understood`,
+			Fields:  map[string]string{"Expect": `only "100-continue" is understood`}}), true
+	}
 	statusLine, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
 	if !ok {
 		return "", false
@@ -100,6 +105,19 @@ func envelopedProtocolError(p []byte) (string, bool) {
 		message += ": " + strings.ToLower(detail[:1]) + detail[1:]
 	}
 	return closingReply(status, "", contract.Errorf(contract.CodeInvalidParameter, "%s", message)), true
+}
+
+// expectationFailed reports whether p is net/http's own answer to an
+// Expect header other than 100-continue: a 417 with no body that closes
+// the connection. Of serve's handlers, only an endpoint's custom response
+// set to exactly that (status 417, Connection: close, no body) looks the
+// same, and it would then go out in the envelope.
+func expectationFailed(p []byte) bool {
+	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 417 Expectation Failed\r\n"))
+	if !ok {
+		rest, ok = bytes.CutPrefix(p, []byte("HTTP/1.0 417 Expectation Failed\r\n"))
+	}
+	return ok && bytes.HasPrefix(rest, []byte("Connection: close\r\n")) && bytes.HasSuffix(rest, []byte("\r\nContent-Length: 0\r\n\r\n"))
 }
 
 // closingReply is a whole answer written straight to a connection that

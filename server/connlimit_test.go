@@ -213,6 +213,10 @@ func TestProtocolErrorsAreEnveloped(t *testing.T) {
 		{"two lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "malformed HTTP request"},
 		{"header fields too large", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", 431,
 			"the request's header fields are too large"},
+		{"unknown expectation", "POST / HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 3\r\n\r\nabc", 417,
+			`unsupported Expect header: only "100-continue" is understood`},
+		{"unknown expectation, HTTP/1.0", "POST / HTTP/1.0\r\nHost: x\r\nExpect: foo\r\nContent-Length: 3\r\n\r\nabc", 417,
+			`unsupported Expect header`},
 	} {
 		resp, body := exchange(tt.request)
 		var env struct {

@@ -2,8 +2,10 @@ package contract_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +197,23 @@ func TestParseTime(t *testing.T) {
 		if _, err := contract.ParseTime(s); err == nil {
 			t.Errorf("ParseTime(%q): want an error for a time without a zone", s)
 		}
+	}
+}
+
+// Invalid's message names every field of a few, and the first ten of many,
+// while fields keeps them all.
+func TestInvalidMessageOfManyFields(t *testing.T) {
+	few := contract.Invalid(map[string]string{"limit": "1 to 100", "wait": "0 to 30"})
+	if few.Message != "invalid parameters (limit: 1 to 100; wait: 0 to 30)" {
+		t.Errorf("message of two: %q", few.Message)
+	}
+	many := map[string]string{}
+	for i := range 5000 {
+		many[fmt.Sprintf("p%04d", i)] = "unknown parameter"
+	}
+	e := contract.Invalid(many)
+	if len(e.Fields) != 5000 || !strings.HasPrefix(e.Message, "invalid parameters (p0000: unknown parameter; p0001:") ||
+		!strings.HasSuffix(e.Message, "p0009: unknown parameter; and 4990 more in fields)") {
+		t.Errorf("message of 5000: %d fields, %q", len(e.Fields), e.Message)
 	}
 }

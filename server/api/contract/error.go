@@ -119,9 +119,16 @@ func Invalid(fields map[string]string) *Error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	parts := make([]string, len(names))
-	for i, name := range names {
+	// fields has them all; the message names the first few, so that a
+	// request of thousands of bad parameters is not answered at twice its
+	// size.
+	shown := names[:min(len(names), maxNamedInMessage)]
+	parts := make([]string, len(shown), len(shown)+1)
+	for i, name := range shown {
 		parts[i] = name + ": " + fields[name]
+	}
+	if more := len(names) - len(shown); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more in fields", more))
 	}
 	msg := "invalid parameter"
 	if len(names) > 1 {
@@ -129,6 +136,9 @@ func Invalid(fields map[string]string) *Error {
 	}
 	return &Error{Code: CodeInvalidParameter, Message: msg + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
 }
+
+// maxNamedInMessage is how many bad parameters Invalid's message names.
+const maxNamedInMessage = 10
 
 // IsCode reports whether err is, or wraps, an *Error with code.
 func IsCode(err error, code string) bool {
