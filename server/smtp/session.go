@@ -44,6 +44,10 @@ var (
 		Message: "Temporary authentication failure, try again later"}
 	errTooManyRecipients = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 5, 3},
 		Message: "Too many recipients"}
+	// RFC 5321 4.1.4: MAIL inside a transaction is out of sequence; taking
+	// it would silently drop the recipients already given.
+	errNestedMail = &gosmtp.SMTPError{Code: 503, EnhancedCode: gosmtp.EnhancedCode{5, 5, 1},
+		Message: "Nested MAIL command: a transaction is already open, send RSET to start over"}
 	errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 3, 2},
 		Message: "Shutting down, try again later"}
 	errDataTimeout = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2},
@@ -109,6 +113,8 @@ type session struct {
 	mu   sync.Mutex
 	from string
 	to   []string
+	// inMail is set by MAIL and cleared when the transaction ends.
+	inMail bool
 }
 
 var (
@@ -179,6 +185,12 @@ func (s *session) Mail(from string, opts *gosmtp.MailOptions) (err error) {
 	if s.inbox == "" {
 		return errAuthRequired
 	}
+	s.mu.Lock()
+	nested := s.inMail
+	s.mu.Unlock()
+	if nested {
+		return errNestedMail
+	}
 	if opts != nil && opts.Size > s.limit {
 		return errTooBig(s.limit, s.plan)
 	}
@@ -186,7 +198,7 @@ func (s *session) Mail(from string, opts *gosmtp.MailOptions) (err error) {
 		return errShuttingDown
 	}
 	s.mu.Lock()
-	s.from, s.to = from, nil
+	s.from, s.to, s.inMail = from, nil, true
 	s.declared = 0
 	if opts != nil {
 		s.declared = opts.Size
@@ -393,7 +405,7 @@ func readMessage(buf *buffer, r io.Reader, limit, declared int64, grow func(size
 // been written).
 func (s *session) Reset() {
 	s.mu.Lock()
-	s.from, s.to = "", nil
+	s.from, s.to, s.inMail = "", nil, false
 	s.mu.Unlock()
 	s.srv.endTx(s.conn)
 }

@@ -345,6 +345,7 @@ func (s *Server) admit(nc net.Conn) (c, displaced *conn, reply string) {
 	}
 	c = &conn{Conn: nc, srv: s}
 	c.authBy.Store(time.Now().Add(s.cfg.PreAuthTimeout).UnixNano())
+	c.authTimer = time.AfterFunc(s.cfg.PreAuthTimeout, c.authExpired)
 	s.conns[c] = struct{}{}
 	c.preAuth = s.preAuth.PushBack(c)
 	return c, displaced, ""
@@ -372,6 +373,17 @@ func (s *Server) authenticated(c *conn) {
 	}
 	s.mu.Unlock()
 	c.authBy.Store(0)
+	c.authTimer.Stop()
+}
+
+// authExpired hangs up on a connection that did not authenticate in time,
+// saying so: go-smtp's own answer when the read deadline passes would call
+// it idle, and a client sending NOOPs was not.
+func (c *conn) authExpired() {
+	if c.authBy.Load() != 0 {
+		c.hangUp(fmt.Sprintf("421 4.7.0 %s authentication required within %s of connecting, closing",
+			c.srv.cfg.Hostname, c.srv.cfg.PreAuthTimeout))
+	}
 }
 
 // reject tells a client it is not served, in TLS when it expects TLS, then
@@ -465,7 +477,9 @@ type conn struct {
 	// authBy is the deadline (Unix nanoseconds) to authenticate by; 0
 	// once authenticated. Every read and write deadline go-smtp sets is
 	// cut to it, so commands (NOOPs included) never extend it.
-	authBy    atomic.Int64
+	authBy atomic.Int64
+	// authTimer hangs up at authBy (authExpired).
+	authTimer *time.Timer
 	inTx      bool          // guarded by srv.mu
 	preAuth   *list.Element // in srv.preAuth; guarded by srv.mu
 	closeOnce sync.Once
@@ -531,12 +545,13 @@ func (c *conn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
+// SetReadDeadline and SetWriteDeadline leave a moment past the
+// authentication deadline, for authExpired's 421 to the client that
+// missed it.
 func (c *conn) SetReadDeadline(t time.Time) error {
-	return c.Conn.SetReadDeadline(c.beforeAuthDeadline(t, 0))
+	return c.Conn.SetReadDeadline(c.beforeAuthDeadline(t, hangUpTimeout))
 }
 
-// SetWriteDeadline leaves a moment past the authentication deadline, for
-// go-smtp's 421 to the client that missed it.
 func (c *conn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(c.beforeAuthDeadline(t, hangUpTimeout))
 }
@@ -558,6 +573,7 @@ func (c *conn) beforeAuthDeadline(t time.Time, grace time.Duration) time.Time {
 // the connection end can count on its slot being free.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
+		c.authTimer.Stop()
 		c.srv.mu.Lock()
 		c.srv.forget(c)
 		c.srv.mu.Unlock()

@@ -715,6 +715,7 @@ func TestSeveralMessagesRSETNOOP(t *testing.T) {
 	r.must(250, "", "NOOP")
 	r.must(250, "", "MAIL FROM:<dropped@example.com>")
 	r.must(250, "", "RCPT TO:<dropped@example.com>")
+	r.must(503, "5.5.1", "MAIL FROM:<nested@example.com>") // it would drop the recipient
 	r.must(250, "", "RSET")
 	r.must(502, "", "DATA") // the transaction is gone
 
@@ -1050,16 +1051,17 @@ func TestPreAuthDeadline(t *testing.T) {
 	for _, implicit := range []bool{false, true} {
 		r := e.dialRaw(t, implicit)
 		var code int
+		var msg string
 		for code == 0 || code == 250 {
 			r.tp.PrintfLine("NOOP")
 			var err error
-			code, _, err = r.tp.ReadResponse(0)
+			code, msg, err = r.tp.ReadResponse(0)
 			if err != nil {
 				break // closed right after the 421 was read
 			}
 		}
-		if code != 421 {
-			t.Errorf("implicit=%v: NOOPs outlived the authentication deadline: last reply %d", implicit, code)
+		if code != 421 || !strings.Contains(msg, "authentication required within 300ms") {
+			t.Errorf("implicit=%v: NOOPs outlived the authentication deadline, or were not told why: last reply %d %q", implicit, code, msg)
 		}
 	}
 	// An authenticated session is not held to it.
