@@ -115,6 +115,18 @@ func TestTime(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"2026-01-02 15:04"`), &back); err == nil {
 		t.Error("a time without a zone was read")
 	}
+	// RFC 3339 takes T and Z in either case, and an unencoded + in a query
+	// arrives as a space.
+	for _, s := range []string{"2026-01-02T15:04:05Z", "2026-01-02t15:04:05z", "2026-01-02t16:04:05+01:00", "2026-01-02T16:04:05 01:00"} {
+		if got, err := contract.ParseTime(s); err != nil || !got.Equal(v.Time) {
+			t.Errorf("ParseTime(%q) = %v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"2026-01-02x15:04:05Z", "2026-01-02T15:04:05", "z"} {
+		if _, err := contract.ParseTime(s); err == nil {
+			t.Errorf("ParseTime(%q) read a time", s)
+		}
+	}
 }
 
 func TestList(t *testing.T) {

@@ -65,6 +65,17 @@ func ParseTime(s string) (time.Time, error) {
 	if i := strings.LastIndexByte(s, ' '); i > 0 && i >= len(s)-6 {
 		s = s[:i] + "+" + s[i+1:]
 	}
+	// RFC 3339 (5.6) takes its T and Z in either case; Go only upper.
+	if len(s) > 10 && (s[10] == 't' || strings.HasSuffix(s, "z")) {
+		b := []byte(s)
+		if b[10] == 't' {
+			b[10] = 'T'
+		}
+		if b[len(b)-1] == 'z' {
+			b[len(b)-1] = 'Z'
+		}
+		s = string(b)
+	}
 	return time.Parse(time.RFC3339Nano, s)
 }
 
