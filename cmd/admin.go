@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -60,7 +61,7 @@ func newProjectCmd() *cobra.Command {
 			return withStore(c, func(st *store.Store) error {
 				p, err := st.CreateProject(c.Context(), args[0], plan)
 				if err != nil {
-					return err
+					return refusedValue(err)
 				}
 				if wantJSON(c) {
 					return printJSON(c.OutOrStdout(), renderProject(p))
@@ -290,7 +291,7 @@ func newInboxCmd() *cobra.Command {
 				}
 				in, err := st.CreateInbox(c.Context(), p.ID, name)
 				if err != nil {
-					return err
+					return refusedValue(err)
 				}
 				cfg, err := addresses(c, st)
 				if err != nil {
@@ -398,7 +399,7 @@ func newEndpointCmd() *cobra.Command {
 				}
 				e, err := st.CreateEndpoint(c.Context(), p.ID, name, target)
 				if err != nil {
-					return err
+					return refusedValue(err)
 				}
 				cfg, err := addresses(c, st)
 				if err != nil {
@@ -597,4 +598,13 @@ func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
 		return u, usageError{err}
 	}
 	return u, nil
+}
+
+// refusedValue makes a value the store refuses (a name too long, a bad
+// target) the usage error it is: it came from a flag or an argument.
+func refusedValue(err error) error {
+	if errors.Is(err, store.ErrInvalid) {
+		return usageError{err}
+	}
+	return err
 }

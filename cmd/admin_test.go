@@ -49,6 +49,29 @@ func TestCreateWithoutNameTakesAFreeName(t *testing.T) {
 	}
 }
 
+// A value the store refuses (a name too long or empty) is a usage error,
+// as a bad flag is: one line pointing to --help, exit 2, nothing made.
+func TestRefusedValuesAreUsageErrors(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	d := "--data-dir=" + dir
+	for _, args := range [][]string{
+		{"inbox", "create", "--name", "", d},
+		{"inbox", "create", "--name", strings.Repeat("a", 300), d},
+		{"endpoint", "create", "--name", "", d},
+		{"project", "create", "", d},
+	} {
+		r := capture(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "invalid: ") || !strings.HasSuffix(strings.TrimSpace(r.stderr), "--help')") ||
+			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%q: exit %d, stderr %q, want exit 2 and one line pointing to --help", args[:3], r.code, r.stderr)
+		}
+	}
+	r := capture(t, "inbox", "list", "--json", d)
+	if r.code != 0 || strings.Count(r.stdout, `"name"`) != 1 {
+		t.Errorf("inboxes after the refusals: %+v", r)
+	}
+}
+
 // A PostgreSQL server that cannot be reached is one line on stderr, as
 // every error is (pgx lists each connection attempt on a line of its own),
 // without the URL's password.
