@@ -59,7 +59,10 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string,
 // goroutine rather than the writer's) and returns the message's id with
 // the statement work to run inside it.
 func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
-	id := NewID("msg_")
+	id := m.ID
+	if id == "" {
+		id = NewID("msg_")
+	}
 	warnings := m.Warnings
 	if warnings == nil {
 		warnings = []string{}

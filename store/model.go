@@ -127,6 +127,9 @@ type Attachment struct {
 
 // NewMessage is a parsed email ready to be stored.
 type NewMessage struct {
+	// ID is the id to store the message under, made with NewID("msg_")
+	// by a caller whose message names its own id; empty, one is made.
+	ID           string
 	InboxID      string
 	ReceivedAt   time.Time
 	EnvelopeFrom string

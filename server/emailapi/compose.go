@@ -2,6 +2,7 @@ package emailapi
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -28,6 +29,10 @@ type email struct {
 	Attachments []attachment
 	// Headers are the sender's own header fields, in order.
 	Headers []header
+	// MessageID is the Message-ID the provider gives the message, with
+	// its <>; empty, the message gets a random one. A sender's own
+	// Message-ID header wins over both.
+	MessageID string
 	// Capture records the provider options that shape delivery rather than
 	// content (templates, tags, metadata, tracking, schedules) as
 	// X-Capture-* fields, so tests can see them.
@@ -124,7 +129,7 @@ func (e *email) compose(provider string, now time.Time) []byte {
 		writeField(&b, "Date", now.Format(time.RFC1123Z))
 	}
 	if !e.hasHeader("Message-Id") {
-		writeField(&b, "Message-ID", "<"+strings.ToLower(rand.Text())+"@"+domainOf(e.From.Address)+">")
+		writeField(&b, "Message-ID", cmp.Or(e.MessageID, newMessageID(e.From.Address)))
 	}
 	writeField(&b, "MIME-Version", "1.0")
 	for _, h := range e.Headers {
@@ -163,6 +168,12 @@ func (e *email) hasHeader(name string) bool {
 		}
 	}
 	return false
+}
+
+// newMessageID is a random Message-ID at the sender's domain, as a
+// provider gives a message whose sender set none.
+func newMessageID(from string) string {
+	return "<" + strings.ToLower(rand.Text()) + "@" + domainOf(from) + ">"
 }
 
 func domainOf(addr string) string {

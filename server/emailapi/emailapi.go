@@ -20,9 +20,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/capturedev/capture/server/admission"
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
@@ -73,25 +76,48 @@ func New(st Store, cfg Config) *Handler {
 	if h.admissionWait <= 0 {
 		h.admissionWait = 20 * time.Second
 	}
-	for _, p := range []*provider{sendgrid, postmarkEmail, postmarkBatch, mailgun, ses, resend} {
+	for _, p := range providers {
 		h.mux.HandleFunc(p.route, h.handle(p))
 	}
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		post := r.Clone(r.Context())
-		post.Method = http.MethodPost
-		if _, pattern := h.mux.Handler(post); pattern != "/" {
-			w.Header().Set("Allow", http.MethodPost)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " " + r.URL.Path + ": only POST sends"})
-			return
-		}
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "capture's email API has no route " + r.Method + " " + r.URL.Path +
-			"; it serves POST /v3/mail/send (SendGrid), POST /email and /email/batch (Postmark), " +
-			"POST /v3/{domain}/messages (Mailgun), POST /v2/email/outbound-emails (Amazon SES v2) and POST /emails (Resend)"})
-	})
 	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// providers are the send routes the listener serves.
+var providers = []*provider{sendgrid, postmarkEmail, postmarkBatch, postmarkTemplate, postmarkBatchTemplates,
+	mailgun, mailgunMIME, ses, sesBulk, resend, resendBatch}
+
+// ServeHTTP answers the providers' routes. Any other request is answered
+// in capture's own error envelope, as the read API answers it: no
+// provider's shape fits a route no provider has, and an SDK pointed at the
+// wrong path should say so plainly.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// ServeMux would redirect a path that is not clean; the providers'
+	// SDKs never send one, so it is no route.
+	if p := r.URL.Path; path.Clean(p) == p {
+		if _, pattern := h.mux.Handler(r); pattern != "" {
+			// Served by the mux itself, which sets the path's wildcards.
+			h.mux.ServeHTTP(w, r)
+			return
+		}
+		post := r.Clone(r.Context())
+		post.Method = http.MethodPost
+		if _, pattern := h.mux.Handler(post); pattern != "" {
+			contract.WriteError(w, contract.MethodNotAllowed(r, []string{http.MethodPost}))
+			return
+		}
+	}
+	contract.WriteError(w, contract.Errorf(contract.CodeNotFound, "capture's email API has no route %s %s; it serves %s",
+		r.Method, r.URL.Path, routeList()))
+}
+
+// routeList names every send route, for a request that matched none.
+func routeList() string {
+	routes := make([]string, len(providers))
+	for i, p := range providers {
+		routes[i] = p.route + " (" + p.title + ")"
+	}
+	return strings.Join(routes, ", ")
+}
 
 // NewServer returns the server the handler runs in. Headers must arrive
 // within 10 s and a whole request within 2 min (a large attachment over a
@@ -111,7 +137,8 @@ func NewServer(h *Handler) *http.Server {
 // provider is one provider's send route: how it carries its credential,
 // how its body becomes messages, and how it answers.
 type provider struct {
-	name  string
+	name  string // as X-Capture-Provider names it
+	title string // as people name it
 	route string // a ServeMux pattern
 	// credential reads the credential from the request's headers.
 	credential func(r *http.Request) (credential, *apiError)
@@ -121,10 +148,14 @@ type provider struct {
 	reply func(w http.ResponseWriter, out []*outgoing)
 	// fail sends a refusal in the provider's own shape.
 	fail func(w http.ResponseWriter, e *apiError)
-	// batch routes answer for each message: one message's refusal is part
-	// of the reply and the others are still stored.
-	batch bool
+	// batch, when it says so for a request, has the route answer for each
+	// message: one message's refusal is part of the reply and the others
+	// are still stored. Otherwise the request stands or falls whole.
+	batch func(r *http.Request) bool
 }
+
+// everyMessage is batch for a route whose messages always stand alone.
+func everyMessage(*http.Request) bool { return true }
 
 // credential is either an SMTP password, which names the inbox, or (for a
 // signed request) an inbox id whose password verify checks the signature
@@ -146,7 +177,9 @@ type outgoing struct {
 	err *apiError
 	// dryRun messages are checked but not stored (SendGrid's sandbox mode).
 	dryRun bool
-	id     string // set once stored
+	// id is the stored message's id: chosen before composing when the
+	// message names it, else set once stored.
+	id string
 }
 
 func (h *Handler) handle(p *provider) http.HandlerFunc {
@@ -180,20 +213,25 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 			return
 		}
 
+		batch := p.batch != nil && p.batch(r)
 		var msgs []*store.NewMessage
 		var stored []*outgoing
 		for _, o := range out {
 			if o.err == nil && int64(len(o.raw)) > plan.MessageBytes {
 				o.err = errTooLarge(plan.MessageBytes, plan.Name)
 			}
-			if o.err != nil && !p.batch {
+			if o.err != nil && !batch {
 				p.fail(w, o.err)
 				return
 			}
 			if o.err != nil || o.dryRun {
 				continue
 			}
-			msgs = append(msgs, ingest.NewMessage(in.ID, o.from, o.to, o.raw, mailparse.Parse(o.raw)))
+			m := ingest.NewMessage(in.ID, o.from, o.to, o.raw, mailparse.Parse(o.raw))
+			// A message whose content names its own id (Mailgun's
+			// Message-Id) is stored under it.
+			m.ID = o.id
+			msgs = append(msgs, m)
 			stored = append(stored, o)
 		}
 		if ctx.Err() != nil {

@@ -162,20 +162,6 @@ func wantField(t *testing.T, r response, status int, field string) {
 	}
 }
 
-func TestUnknownRoute(t *testing.T) {
-	e := newEnv(t)
-	r := e.post("/v3/templates", nil, []byte(`{}`))
-	if r.status != 404 || !strings.Contains(string(r.body), "/v3/mail/send") {
-		t.Errorf("unknown route: %d %s", r.status, r.body)
-	}
-	for _, path := range []string{"/emails", "/v3/mg.example.com/messages"} {
-		req, _ := http.NewRequest("GET", e.base+path, nil)
-		if r := do(t, req); r.status != 405 || r.header.Get("Allow") != "POST" {
-			t.Errorf("GET %s: %d %v %s", path, r.status, r.header, r.body)
-		}
-	}
-}
-
 // TestRotationTakesEffectAtOnce rotates the inbox's password: the old one
 // is refused by the very next request, the new one accepted.
 func TestRotationTakesEffectAtOnce(t *testing.T) {

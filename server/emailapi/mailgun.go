@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/capturedev/capture/store"
 )
 
 // Mailgun: POST /v3/{domain}/messages, a multipart or urlencoded form,
@@ -19,39 +21,60 @@ import (
 // files in attachment and inline, and prefixed options: h: headers, v:
 // variables, o: delivery options, t: template options.
 var mailgun = &provider{
-	name:  "mailgun",
-	route: "POST /v3/{domain}/messages",
-	credential: func(r *http.Request) (credential, *apiError) {
-		user, password, ok := r.BasicAuth()
-		if !ok || password == "" {
-			return credential{}, &apiError{kind: noCredential}
-		}
-		if user != "api" {
-			return credential{}, &apiError{kind: badCredential}
-		}
-		return credential{password: password}, nil
-	},
-	decode: decodeMailgun,
-	reply: func(w http.ResponseWriter, out []*outgoing) {
-		// One id for the request, as Mailgun gives for a batch send.
-		writeJSON(w, http.StatusOK, map[string]string{"id": "<" + out[0].id + "@" + out[0].echo + ">", "message": "Queued. Thank you."})
-	},
-	fail: func(w http.ResponseWriter, e *apiError) {
-		status := http.StatusBadRequest
-		switch e.kind {
-		case noCredential, badCredential:
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("WWW-Authenticate", `Basic realm="MG API"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, "Forbidden")
-			return
-		case tooLarge:
-			status = http.StatusRequestEntityTooLarge
-		case unavailable:
-			status = http.StatusServiceUnavailable
-		}
-		writeJSON(w, status, map[string]string{"message": e.msg})
-	},
+	name:       "mailgun",
+	title:      "Mailgun",
+	route:      "POST /v3/{domain}/messages",
+	credential: mailgunCredential,
+	decode:     decodeMailgun,
+	reply:      mailgunReply,
+	fail:       mailgunFail,
+}
+
+// Mailgun's MIME route: POST /v3/{domain}/messages.mime, a multipart form
+// whose message part holds a whole MIME message, sent as it is to the
+// recipients in to; the options of the messages route apply.
+var mailgunMIME = &provider{
+	name:       "mailgun",
+	title:      "Mailgun MIME",
+	route:      "POST /v3/{domain}/messages.mime",
+	credential: mailgunCredential,
+	decode:     decodeMailgunMIME,
+	reply:      mailgunReply,
+	fail:       mailgunFail,
+}
+
+func mailgunCredential(r *http.Request) (credential, *apiError) {
+	user, password, ok := r.BasicAuth()
+	if !ok || password == "" {
+		return credential{}, &apiError{kind: noCredential}
+	}
+	if user != "api" {
+		return credential{}, &apiError{kind: badCredential}
+	}
+	return credential{password: password}, nil
+}
+
+// mailgunReply answers with the Message-Id the messages carry (echo): one
+// for the request, as Mailgun gives for a batch send.
+func mailgunReply(w http.ResponseWriter, out []*outgoing) {
+	writeJSON(w, http.StatusOK, map[string]string{"id": out[0].echo, "message": "Queued. Thank you."})
+}
+
+func mailgunFail(w http.ResponseWriter, e *apiError) {
+	status := http.StatusBadRequest
+	switch e.kind {
+	case noCredential, badCredential:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("WWW-Authenticate", `Basic realm="MG API"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, "Forbidden")
+		return
+	case tooLarge:
+		status = http.StatusRequestEntityTooLarge
+	case unavailable:
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, map[string]string{"message": e.msg})
 }
 
 // mgForm is a decoded form: fields in order, and the files.
@@ -200,6 +223,28 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		e.Attachments = append(e.Attachments, a)
 	}
 
+	if apiErr := e.mailgunOptions(form, domain); apiErr != nil {
+		return nil, apiErr
+	}
+	id, messageID := e.mailgunMessageID(domain)
+
+	var out []*outgoing
+	if rv := form.get("recipient-variables"); rv == "" {
+		out = []*outgoing{e.outgoing("mailgun")}
+	} else if out, apiErr = mailgunBatch(e, rv, b); apiErr != nil {
+		return nil, apiErr
+	}
+	// A batch's messages share the Message-Id; the first is stored under
+	// the capture id inside it.
+	out[0].id, out[0].echo = id, messageID
+	return out, nil
+}
+
+// mailgunOptions reads the options both send routes take: h: headers
+// (h:Reply-To as the Reply-To addresses), v: variables, o: delivery
+// options and t: template options, the template, and the domain sent
+// from, recording all but the headers as X-Capture-* fields.
+func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 	variables := map[string]string{}
 	tracking := map[string]string{}
 	for _, f := range form.fields {
@@ -208,12 +253,12 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		case strings.EqualFold(name, "h:Reply-To"):
 			rt, apiErr := parseAddressList(name, value)
 			if apiErr != nil {
-				return nil, errInvalid(name, "'h:Reply-To' parameter is not a valid address. please check documentation")
+				return errInvalid(name, "'h:Reply-To' parameter is not a valid address. please check documentation")
 			}
 			e.ReplyTo = append(e.ReplyTo, rt...)
 		case strings.HasPrefix(name, "h:"):
 			if apiErr := checkHeader(name, name[2:]); apiErr != nil {
-				return nil, apiErr
+				return apiErr
 			}
 			e.Headers = append(e.Headers, header{name[2:], value})
 		case strings.HasPrefix(name, "v:"):
@@ -223,24 +268,23 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		case name == "o:deliverytime":
 			at, err := mail.ParseDate(value)
 			if err != nil {
-				return nil, errInvalid(name, "'o:deliverytime' parameter is not a valid RFC 2822 date: %q", value)
+				return errInvalid(name, "'o:deliverytime' parameter is not a valid RFC 2822 date: %q", value)
 			}
 			e.capture("Send-At", at.UTC().Format(time.RFC3339))
 		case strings.HasPrefix(name, "o:tracking"):
 			tracking[name] = value
 		case name == "t:variables":
-			if json.Valid([]byte(value)) {
-				e.captureJSON("Template-Data", json.RawMessage(value))
-			} else {
-				return nil, errInvalid(name, "'t:variables' parameter is not valid JSON")
+			if !json.Valid([]byte(value)) {
+				return errInvalid(name, "'t:variables' parameter is not valid JSON")
 			}
+			e.captureJSON("Template-Data", json.RawMessage(value))
 		case name == "t:version":
 			e.capture("Template-Version", value)
 		case strings.HasPrefix(name, "o:"), strings.HasPrefix(name, "t:"):
 			e.capture("Option", name+"="+value)
 		}
 	}
-	e.capture("Template", template)
+	e.capture("Template", form.get("template"))
 	if len(variables) > 0 {
 		e.captureValue("Metadata", variables)
 	}
@@ -248,20 +292,98 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		e.captureValue("Tracking", tracking)
 	}
 	e.capture("Domain", domain)
+	return nil
+}
 
-	rv := form.get("recipient-variables")
-	if rv == "" {
-		o := e.outgoing("mailgun")
-		o.echo = domain
-		return []*outgoing{o}, nil
+// mailgunMessageID gives e the Message-Id Mailgun gives a message:
+// <id@domain>, with id the capture id the message is stored under, so the
+// id Mailgun answers finds the message. A sender's own h:Message-Id is
+// kept, as Mailgun keeps it; the message then gets an id when stored.
+func (e *email) mailgunMessageID(domain string) (id, messageID string) {
+	for _, h := range e.Headers {
+		if strings.EqualFold(h.Name, "Message-Id") {
+			return "", h.Value
+		}
 	}
-	return mailgunBatch(e, rv, domain, b)
+	id = store.NewID("msg_")
+	e.MessageID = "<" + id + "@" + domain + ">"
+	return id, e.MessageID
+}
+
+// decodeMailgunMIME stores the message part as it was sent, its
+// recipients those of to. Capture's own fields, the h: headers and a
+// Message-Id when the message has none are written before its header.
+func decodeMailgunMIME(r *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+	form, apiErr := readMailgunForm(r, body)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if len(form.all("to")) == 0 {
+		return nil, errMissing("to", "'to' parameter is missing")
+	}
+	e := &email{}
+	if e.To, apiErr = parseAddresses("to", form.all("to")); apiErr != nil {
+		return nil, errInvalid("to", "'to' parameter is not a valid address. please check documentation")
+	}
+	if len(e.To) == 0 {
+		return nil, errMissing("to", "'to' parameter is missing")
+	}
+	var data []byte
+	for _, f := range form.files {
+		if f.field == "message" {
+			data = f.data
+			break
+		}
+	}
+	if data == nil {
+		// Some clients send the message as a plain field.
+		if v := form.all("message"); len(v) > 0 {
+			data = []byte(v[0])
+		}
+	}
+	if len(data) == 0 {
+		return nil, errMissing("message", "'message' parameter is missing")
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return nil, errInvalid("message", "'message' parameter is not a MIME message: %v", err)
+	}
+	from := msg.Header.Get("From")
+	if strings.TrimSpace(from) == "" {
+		return nil, errMissing("message", "'message' parameter has no From header")
+	}
+	if e.From, apiErr = parseAddress("message", from); apiErr != nil {
+		return nil, errInvalid("message", "the From header of the 'message' parameter is not a valid address")
+	}
+	domain := r.PathValue("domain")
+	if apiErr := e.mailgunOptions(form, domain); apiErr != nil {
+		return nil, apiErr
+	}
+
+	var b bytes.Buffer
+	writeField(&b, "X-Capture-Provider", "mailgun")
+	for _, h := range e.Capture {
+		writeField(&b, h.Name, h.Value)
+	}
+	writeAddresses(&b, "Reply-To", e.ReplyTo)
+	for _, h := range e.Headers {
+		writeField(&b, h.Name, h.Value)
+	}
+	// The sender's Message-Id, in h:Message-Id or the message, is kept.
+	id, messageID := e.mailgunMessageID(domain)
+	if own := msg.Header.Get("Message-Id"); id != "" && own != "" {
+		id, messageID = "", own
+	} else if id != "" {
+		writeField(&b, "Message-Id", messageID)
+	}
+	b.Write(data)
+	return []*outgoing{{raw: b.Bytes(), from: e.From.Address, to: e.envelope(), id: id, echo: messageID}}, nil
 }
 
 // mailgunBatch is Mailgun's batch sending: with recipient-variables, each
 // To recipient gets a message of its own, its %recipient.name% tags
 // replaced by its variables.
-func mailgunBatch(e *email, recipientVariables, domain string, b *budget) ([]*outgoing, *apiError) {
+func mailgunBatch(e *email, recipientVariables string, b *budget) ([]*outgoing, *apiError) {
 	var vars map[string]map[string]any
 	if err := json.Unmarshal([]byte(recipientVariables), &vars); err != nil {
 		return nil, errInvalid("recipient-variables", "'recipient-variables' parameter is not a valid JSON object of objects")
@@ -293,7 +415,6 @@ func mailgunBatch(e *email, recipientVariables, domain string, b *budget) ([]*ou
 		if apiErr := b.spend(o); apiErr != nil {
 			return nil, apiErr
 		}
-		o.echo = domain
 		out = append(out, o)
 	}
 	return out, nil

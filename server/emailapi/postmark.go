@@ -1,16 +1,20 @@
 package emailapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Postmark: POST /email and POST /email/batch, JSON with PascalCase
-// fields, X-Postmark-Server-Token credential. Refusals are 422 with a
-// Postmark error code; a batch answers 200 with one result per message.
+// Postmark: POST /email and POST /email/batch, and their template
+// counterparts POST /email/withTemplate and POST /email/batchWithTemplates;
+// JSON with PascalCase fields, X-Postmark-Server-Token credential.
+// Refusals are 422 with a Postmark error code; a batch answers 200 with
+// one result per message.
 
 // Postmark's API error codes.
 const (
@@ -29,62 +33,111 @@ const (
 
 var postmarkEmail = &provider{
 	name:       "postmark",
+	title:      "Postmark",
 	route:      "POST /email",
 	credential: postmarkCredential,
 	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
-		var m pmMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, jsonError(err)
-		}
-		o, apiErr := m.outgoing()
-		if apiErr != nil {
-			return nil, apiErr
-		}
-		return []*outgoing{o}, nil
+		return decodePostmark(body, false)
 	},
-	reply: func(w http.ResponseWriter, out []*outgoing) {
-		writeJSON(w, http.StatusOK, pmResult(out[0]))
+	reply: postmarkReply,
+	fail:  postmarkFail,
+}
+
+var postmarkTemplate = &provider{
+	name:       "postmark",
+	title:      "Postmark template",
+	route:      "POST /email/withTemplate",
+	credential: postmarkCredential,
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+		return decodePostmark(body, true)
 	},
-	fail: postmarkFail,
+	reply: postmarkReply,
+	fail:  postmarkFail,
 }
 
 var postmarkBatch = &provider{
 	name:       "postmark",
+	title:      "Postmark batch",
 	route:      "POST /email/batch",
 	credential: postmarkCredential,
-	batch:      true,
+	batch:      everyMessage,
 	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
 		var ms []pmMessage
 		if err := json.Unmarshal(body, &ms); err != nil {
 			return nil, jsonError(err)
 		}
-		if len(ms) > pmMaxBatch {
-			return nil, &apiError{kind: tooMany, code: fmt.Sprint(pmTooManyBatch),
-				msg: fmt.Sprintf("Too many batch messages: %d; a batch may hold at most %d.", len(ms), pmMaxBatch)}
-		}
-		out := make([]*outgoing, len(ms))
-		for i, m := range ms {
-			o, apiErr := m.outgoing()
-			if apiErr != nil {
-				o = &outgoing{err: apiErr, echo: m.To}
-			}
-			out[i] = o
-		}
-		return out, nil
+		return postmarkEach(ms, false)
 	},
-	reply: func(w http.ResponseWriter, out []*outgoing) {
-		results := make([]any, len(out))
-		for i, o := range out {
-			if o.err != nil {
-				code, _ := pmStatus(o.err)
-				results[i] = map[string]any{"ErrorCode": code, "Message": o.err.msg}
-				continue
-			}
-			results[i] = pmResult(o)
+	reply: postmarkBatchReply,
+	fail:  postmarkFail,
+}
+
+var postmarkBatchTemplates = &provider{
+	name:       "postmark",
+	title:      "Postmark template batch",
+	route:      "POST /email/batchWithTemplates",
+	credential: postmarkCredential,
+	batch:      everyMessage,
+	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+		var req struct{ Messages []pmMessage }
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, jsonError(err)
 		}
-		writeJSON(w, http.StatusOK, results)
+		if len(req.Messages) == 0 {
+			return nil, errMissing("Messages", "Messages must hold at least one message.")
+		}
+		return postmarkEach(req.Messages, true)
 	},
-	fail: postmarkFail,
+	reply: postmarkBatchReply,
+	fail:  postmarkFail,
+}
+
+// decodePostmark reads a single message's request.
+func decodePostmark(body []byte, templated bool) ([]*outgoing, *apiError) {
+	var m pmMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, jsonError(err)
+	}
+	o, apiErr := m.outgoing(templated)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return []*outgoing{o}, nil
+}
+
+func postmarkReply(w http.ResponseWriter, out []*outgoing) {
+	writeJSON(w, http.StatusOK, pmResult(out[0]))
+}
+
+// postmarkEach builds a batch's messages; one message's refusal is its
+// own result, not the batch's.
+func postmarkEach(ms []pmMessage, templated bool) ([]*outgoing, *apiError) {
+	if len(ms) > pmMaxBatch {
+		return nil, &apiError{kind: tooMany, code: fmt.Sprint(pmTooManyBatch),
+			msg: fmt.Sprintf("Too many batch messages: %d; a batch may hold at most %d.", len(ms), pmMaxBatch)}
+	}
+	out := make([]*outgoing, len(ms))
+	for i, m := range ms {
+		o, apiErr := m.outgoing(templated)
+		if apiErr != nil {
+			o = &outgoing{err: apiErr, echo: m.To}
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+func postmarkBatchReply(w http.ResponseWriter, out []*outgoing) {
+	results := make([]any, len(out))
+	for i, o := range out {
+		if o.err != nil {
+			code, _ := pmStatus(o.err)
+			results[i] = map[string]any{"ErrorCode": code, "Message": o.err.msg}
+			continue
+		}
+		results[i] = pmResult(o)
+	}
+	writeJSON(w, http.StatusOK, results)
 }
 
 func postmarkCredential(r *http.Request) (credential, *apiError) {
@@ -154,9 +207,20 @@ type pmMessage struct {
 	}
 	Metadata      map[string]string
 	MessageStream string
+
+	// The template fields, of /email/withTemplate and
+	// /email/batchWithTemplates.
+	TemplateId    json.Number
+	TemplateAlias string
+	TemplateModel json.RawMessage
+	InlineCss     *bool
 }
 
-func (m *pmMessage) outgoing() (*outgoing, *apiError) {
+// outgoing builds the message. A templated one names a template instead
+// of a subject and bodies: capture has no templates to render, so the
+// template and its model are kept as X-Capture-Template and
+// X-Capture-Template-Data, and the message has what the request gave.
+func (m *pmMessage) outgoing(templated bool) (*outgoing, *apiError) {
 	e := &email{}
 	var apiErr *apiError
 	if strings.TrimSpace(m.From) == "" {
@@ -183,13 +247,19 @@ func (m *pmMessage) outgoing() (*outgoing, *apiError) {
 	case n > pmMaxRecipients:
 		return nil, errInvalid("To", "You may send to at most %d recipients (To, Cc and Bcc together); this message has %d.", pmMaxRecipients, n)
 	}
-	if strings.TrimSpace(m.Subject) == "" {
-		return nil, errMissing("Subject", "A Subject is required.")
+	if templated {
+		if apiErr := m.template(e); apiErr != nil {
+			return nil, apiErr
+		}
+	} else {
+		if strings.TrimSpace(m.Subject) == "" {
+			return nil, errMissing("Subject", "A Subject is required.")
+		}
+		if (m.TextBody == nil || *m.TextBody == "") && (m.HtmlBody == nil || *m.HtmlBody == "") {
+			return nil, errMissing("TextBody", "Provide either email TextBody or HtmlBody or both.")
+		}
 	}
 	e.Subject = m.Subject
-	if (m.TextBody == nil || *m.TextBody == "") && (m.HtmlBody == nil || *m.HtmlBody == "") {
-		return nil, errMissing("TextBody", "Provide either email TextBody or HtmlBody or both.")
-	}
 	e.addBody("text/plain", nonEmpty(m.TextBody))
 	e.addBody("text/html", nonEmpty(m.HtmlBody))
 
@@ -239,6 +309,34 @@ func (m *pmMessage) outgoing() (*outgoing, *apiError) {
 	o := e.outgoing("postmark")
 	o.echo = m.To
 	return o, nil
+}
+
+// template checks a templated message's template fields and records them.
+func (m *pmMessage) template(e *email) *apiError {
+	id := m.TemplateId.String()
+	switch {
+	case id == "" && m.TemplateAlias == "":
+		return errMissing("TemplateId", "Either TemplateId or TemplateAlias is required to send with a template.")
+	case id != "" && m.TemplateAlias != "":
+		return errInvalid("TemplateId", "Use either TemplateId or TemplateAlias, not both.")
+	case id != "":
+		if n, err := m.TemplateId.Int64(); err != nil || n <= 0 {
+			return errInvalid("TemplateId", "TemplateId must be a positive whole number, not %s.", id)
+		}
+	}
+	var model any
+	if json.Unmarshal(m.TemplateModel, &model) != nil || model == nil {
+		return errMissing("TemplateModel", "A TemplateModel object is required to send with a template.")
+	}
+	if _, ok := model.(map[string]any); !ok {
+		return &apiError{kind: mistyped, field: "TemplateModel", msg: "TemplateModel must be a JSON object."}
+	}
+	e.capture("Template", cmp.Or(id, m.TemplateAlias))
+	e.captureJSON("Template-Data", m.TemplateModel)
+	if m.InlineCss != nil {
+		e.capture("Inline-Css", strconv.FormatBool(*m.InlineCss))
+	}
+	return nil
 }
 
 func pmInvalidAddress(field, value string) *apiError {

@@ -13,43 +13,87 @@ import (
 // Resend: POST /emails, JSON with snake_case fields, Bearer credential,
 // 200 {"id"}. Refusals are {"statusCode", "name", "message"}.
 var resend = &provider{
-	name:  "resend",
-	route: "POST /emails",
-	credential: func(r *http.Request) (credential, *apiError) {
-		token, ok := bearer(r)
-		if !ok {
-			return credential{}, &apiError{kind: noCredential}
-		}
-		return credential{password: token}, nil
-	},
-	decode: decodeResend,
+	name:       "resend",
+	title:      "Resend",
+	route:      "POST /emails",
+	credential: resendCredential,
+	decode:     decodeResend,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
 		writeJSON(w, http.StatusOK, map[string]string{"id": out[0].id})
 	},
-	fail: func(w http.ResponseWriter, e *apiError) {
-		status, name, msg := http.StatusUnprocessableEntity, "validation_error", e.msg
-		switch e.kind {
-		case noCredential:
-			status, name, msg = http.StatusUnauthorized, "missing_api_key", "Missing API key in the authorization header"
-		case badCredential:
-			status, name, msg = http.StatusForbidden, "invalid_api_key", "API key is invalid"
-		case missing:
-			name = "missing_required_field"
-		case malformed:
-			status = http.StatusBadRequest
-		case tooLarge:
-			status = http.StatusRequestEntityTooLarge
-		case unavailable:
-			status, name = http.StatusServiceUnavailable, "application_error"
-		}
-		if e.code != "" {
-			name = e.code
-		}
-		writeJSON(w, status, map[string]any{"statusCode": status, "name": name, "message": msg})
-	},
+	fail: resendFail,
 }
 
-const resendMaxRecipients = 50
+// Resend's batch: POST /emails/batch, a JSON array of up to 100 emails
+// without attachments or scheduled_at, answered {"data": [{"id"}, …]}. In
+// the default strict validation the batch is stored whole or not at all;
+// with X-Batch-Validation: permissive the valid emails are stored and the
+// others listed in "errors" by index.
+var resendBatch = &provider{
+	name:       "resend",
+	title:      "Resend batch",
+	route:      "POST /emails/batch",
+	credential: resendCredential,
+	batch:      resendPermissive,
+	decode:     decodeResendBatch,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		data := []map[string]string{}
+		var errs []map[string]any
+		for i, o := range out {
+			if o.err != nil {
+				errs = append(errs, map[string]any{"index": i, "message": o.err.msg})
+				continue
+			}
+			data = append(data, map[string]string{"id": o.id})
+		}
+		body := map[string]any{"data": data}
+		if errs != nil {
+			body["errors"] = errs
+		}
+		writeJSON(w, http.StatusOK, body)
+	},
+	fail: resendFail,
+}
+
+// resendPermissive reports whether a batch asks for permissive validation.
+func resendPermissive(r *http.Request) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Batch-Validation")), "permissive")
+}
+
+func resendCredential(r *http.Request) (credential, *apiError) {
+	token, ok := bearer(r)
+	if !ok {
+		return credential{}, &apiError{kind: noCredential}
+	}
+	return credential{password: token}, nil
+}
+
+func resendFail(w http.ResponseWriter, e *apiError) {
+	status, name, msg := http.StatusUnprocessableEntity, "validation_error", e.msg
+	switch e.kind {
+	case noCredential:
+		status, name, msg = http.StatusUnauthorized, "missing_api_key", "Missing API key in the authorization header"
+	case badCredential:
+		status, name, msg = http.StatusForbidden, "invalid_api_key", "API key is invalid"
+	case missing:
+		name = "missing_required_field"
+	case malformed:
+		status = http.StatusBadRequest
+	case tooLarge:
+		status = http.StatusRequestEntityTooLarge
+	case unavailable:
+		status, name = http.StatusServiceUnavailable, "application_error"
+	}
+	if e.code != "" {
+		name = e.code
+	}
+	writeJSON(w, status, map[string]any{"statusCode": status, "name": name, "message": msg})
+}
+
+const (
+	resendMaxRecipients = 50
+	resendMaxBatch      = 100
+)
 
 // stringOrList is a field that takes an address or a list of them.
 type stringOrList []string
@@ -105,6 +149,62 @@ func decodeResend(r *http.Request, body []byte, _ *budget) ([]*outgoing, *apiErr
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, jsonError(err)
 	}
+	o, apiErr := req.outgoing(r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return []*outgoing{o}, nil
+}
+
+func decodeResendBatch(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
+	var reqs []resendRequest
+	if err := json.Unmarshal(body, &reqs); err != nil {
+		return nil, jsonError(err)
+	}
+	switch n := len(reqs); {
+	case n == 0:
+		return nil, errInvalid("body", "The batch must hold at least one email.")
+	case n > resendMaxBatch:
+		return nil, errInvalid("body", "Too many emails in the batch: %d; a batch may hold at most %d.", n, resendMaxBatch)
+	}
+	permissive := resendPermissive(r)
+	out := make([]*outgoing, len(reqs))
+	for i, req := range reqs {
+		o, apiErr := req.batchItem(r)
+		if apiErr == nil {
+			apiErr = b.spend(o)
+		}
+		if apiErr != nil {
+			// Resend names the email at fault by its index.
+			apiErr.msg = fmt.Sprintf("emails[%d]: %s", i, apiErr.msg)
+			if apiErr.field != "" {
+				apiErr.field = fmt.Sprintf("emails[%d].%s", i, apiErr.field)
+			}
+			if !permissive {
+				return nil, apiErr
+			}
+			o = &outgoing{err: apiErr}
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// batchItem builds one email of a batch, which may not carry what the
+// batch route does not take.
+func (req *resendRequest) batchItem(r *http.Request) (*outgoing, *apiError) {
+	if len(req.Attachments) > 0 {
+		return nil, &apiError{kind: invalid, code: "invalid_attachment", field: "attachments",
+			msg: "Attachments are not supported in batch emails; send this one through POST /emails."}
+	}
+	if req.ScheduledAt != "" {
+		return nil, errInvalid("scheduled_at", "`scheduled_at` is not supported in batch emails; send this one through POST /emails.")
+	}
+	return req.outgoing(r)
+}
+
+// outgoing builds the message of one email.
+func (req *resendRequest) outgoing(r *http.Request) (*outgoing, *apiError) {
 	e := &email{}
 	var apiErr *apiError
 	if strings.TrimSpace(req.From) == "" {
@@ -185,7 +285,7 @@ func decodeResend(r *http.Request, body []byte, _ *budget) ([]*outgoing, *apiErr
 	}
 	e.capture("Topic", req.TopicID)
 	e.capture("Idempotency-Key", r.Header.Get("Idempotency-Key"))
-	return []*outgoing{e.outgoing("resend")}, nil
+	return e.outgoing("resend"), nil
 }
 
 func resendInvalidAddress(field string) *apiError {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -80,14 +81,98 @@ func TestProviderSDKs(t *testing.T) {
 					t.Errorf("wrong key reported as %v, want %s = %v", result["wrong_key"], k, v)
 				}
 			}
-			if c.provider == "ses" {
-				raw := srv.message(t, result["raw_id"].(string))
-				if raw.Subject != want.Subject+" (raw)" || raw.Body.Text == nil || *raw.Body.Text != want.Text ||
-					!slices.Equal(raw.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) {
-					t.Errorf("raw message: subject %q text %v envelope %v", raw.Subject, raw.Body.Text, raw.Envelope.To)
-				}
-			}
+			sdkRoutes[c.provider](t, srv, m, result, want)
 		})
+	}
+}
+
+// sdkRoutes checks, for each provider, what its script sent through the
+// provider's other send routes: batches, templates, MIME and Raw mail.
+var sdkRoutes = map[string]func(t *testing.T, srv *captureProcess, m readMessage, result map[string]any, want sdkMessage){
+	"sendgrid": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
+		m := srv.message(t, result["substituted_id"].(string))
+		if m.Subject != "Code for Alice" || m.Body.Text == nil || *m.Body.Text != "Hi Alice, your code is 834221." ||
+			!slices.Equal(m.Headers["X-Capture-Substitutions"], []string{`{"-code-":"834221","-name-":"Alice"}`}) {
+			t.Errorf("substitutions: subject %q text %v headers %v", m.Subject, m.Body.Text, m.Headers)
+		}
+	},
+	"postmark": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
+		m := srv.message(t, result["template_id"].(string))
+		checkTemplate(t, m, "postmark", "welcome", `{"name":"Alice","code":834221}`, want.To[:1])
+		batch, _ := result["batch_template"].([]any)
+		if len(batch) != len(want.To) {
+			t.Fatalf("batch with templates answered %v", result["batch_template"])
+		}
+		for i, r := range batch {
+			r := r.(map[string]any)
+			if r["code"] != 0.0 {
+				t.Errorf("batch with templates, message %d: %v", i, r)
+				continue
+			}
+			m := srv.message(t, r["id"].(string))
+			checkTemplate(t, m, "postmark", fmt.Sprint(1000+i), fmt.Sprintf(`{"n":%d}`, i), want.To[i:i+1])
+		}
+	},
+	"mailgun": func(t *testing.T, srv *captureProcess, m readMessage, result map[string]any, want sdkMessage) {
+		// Mailgun's id is the Message-Id of the mail it sends.
+		if id := result["id"].(string); "<"+m.MessageID+">" != id {
+			t.Errorf("Mailgun answered id %s for the message whose Message-Id is <%s>", id, m.MessageID)
+		}
+		mimeID := result["mime_id"].(string)
+		mime := srv.message(t, strings.TrimPrefix(strings.TrimSuffix(mimeID, "@mg.example.com>"), "<"))
+		if mime.Subject != want.Subject+" (mime)" || mime.Body.Text == nil || *mime.Body.Text != want.Text ||
+			"<"+mime.MessageID+">" != mimeID || mime.Envelope.From != want.From ||
+			!slices.Equal(mime.Envelope.To, slices.Concat(want.To, want.Bcc)) ||
+			!slices.Equal(mime.Headers["X-Capture-Tag"], []string{"mime"}) {
+			t.Errorf("MIME message: subject %q text %v Message-Id %q envelope %+v headers %v",
+				mime.Subject, mime.Body.Text, mime.MessageID, mime.Envelope, mime.Headers)
+		}
+	},
+	"ses": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
+		raw := srv.message(t, result["raw_id"].(string))
+		if raw.Subject != want.Subject+" (raw)" || raw.Body.Text == nil || *raw.Body.Text != want.Text ||
+			!slices.Equal(raw.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) || raw.MessageID == "" {
+			t.Errorf("raw message: subject %q text %v envelope %v Message-ID %q", raw.Subject, raw.Body.Text, raw.Envelope.To, raw.MessageID)
+		}
+		bulk, _ := result["bulk"].([]any)
+		if len(bulk) != len(want.To) {
+			t.Fatalf("bulk answered %v", result["bulk"])
+		}
+		for i, r := range bulk {
+			r := r.(map[string]any)
+			if r["status"] != "SUCCESS" {
+				t.Errorf("bulk entry %d: %v", i, r)
+				continue
+			}
+			data := `{"name":"friend"}`
+			if i == 0 {
+				data = `{"name":"Alice"}`
+			}
+			checkTemplate(t, srv.message(t, r["id"].(string)), "ses", "welcome", data, want.To[i:i+1])
+		}
+	},
+	"resend": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
+		ids, _ := result["batch_ids"].([]any)
+		if len(ids) != len(want.To) {
+			t.Fatalf("batch answered %v", result["batch_ids"])
+		}
+		for i, id := range ids {
+			m := srv.message(t, id.(string))
+			if m.Subject != fmt.Sprintf("%s (batch %d)", want.Subject, i) || m.Body.Text == nil || *m.Body.Text != want.Text ||
+				!slices.Equal(m.Envelope.To, want.To[i:i+1]) || !slices.Equal(m.Headers["X-Capture-Tag"], []string{"flow=batch"}) {
+				t.Errorf("batch email %d: subject %q text %v envelope %v headers %v", i, m.Subject, m.Body.Text, m.Envelope.To, m.Headers)
+			}
+		}
+	},
+}
+
+// checkTemplate checks a message sent with a template capture cannot
+// render: the template and its data are kept as X-Capture-* fields.
+func checkTemplate(t *testing.T, m readMessage, provider, template, data string, to []string) {
+	t.Helper()
+	if !slices.Equal(m.Headers["X-Capture-Provider"], []string{provider}) || !slices.Equal(m.Headers["X-Capture-Template"], []string{template}) ||
+		!slices.Equal(m.Headers["X-Capture-Template-Data"], []string{data}) || !slices.Equal(m.Envelope.To, to) {
+		t.Errorf("templated message %s: envelope %v headers %v", m.ID, m.Envelope.To, m.Headers)
 	}
 }
 
@@ -114,11 +199,12 @@ type sdkMessage struct {
 
 // readMessage is a message as the read API returns it.
 type readMessage struct {
-	ID       string `json:"id"`
-	Subject  string `json:"subject"`
-	From     struct{ Name, Address string }
-	To, Cc   []struct{ Name, Address string }
-	Envelope struct {
+	ID        string `json:"id"`
+	Subject   string `json:"subject"`
+	MessageID string `json:"message_id"`
+	From      struct{ Name, Address string }
+	To, Cc    []struct{ Name, Address string }
+	Envelope  struct {
 		From string
 		To   []string
 	}

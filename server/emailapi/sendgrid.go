@@ -15,6 +15,7 @@ import (
 // recipients, subject, headers and substitutions.
 var sendgrid = &provider{
 	name:  "sendgrid",
+	title: "SendGrid",
 	route: "POST /v3/mail/send",
 	credential: func(r *http.Request) (credential, *apiError) {
 		token, ok := bearer(r)
@@ -363,6 +364,15 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 	}
 	e.capture("Template", req.TemplateID)
 	e.captureJSON("Template-Data", p.DynamicTemplateData)
+	// The substitutions are applied above, as SendGrid applies them to the
+	// subject and content it sends; they are kept as well, as the template
+	// data is, so a test can see what was asked for.
+	if len(p.Substitutions) > 0 {
+		e.captureValue("Substitutions", p.Substitutions)
+	}
+	if len(req.Sections) > 0 {
+		e.captureValue("Sections", req.Sections)
+	}
 	for _, c := range req.Categories {
 		e.capture("Tag", c)
 	}

@@ -130,6 +130,15 @@ func TestSendGridPersonalizations(t *testing.T) {
 	if h := header(ms[1], "X-Capture-Send-At"); len(h) != 1 || !strings.HasSuffix(h[0], "Z") {
 		t.Errorf("send_at recorded as %q", h)
 	}
+	// What was asked for is kept beside what was sent.
+	for i, subs := range []string{`{"-name-":"Ann","-name-x":"longer wins"}`, `{"-name-":"Ben"}`} {
+		if got := header(ms[i], "X-Capture-Substitutions"); !slices.Equal(got, []string{subs}) {
+			t.Errorf("message %d: X-Capture-Substitutions %q, want %q", i, got, subs)
+		}
+		if got := header(ms[i], "X-Capture-Sections"); !slices.Equal(got, []string{`{"%footer%":"Bye"}`}) {
+			t.Errorf("message %d: X-Capture-Sections %q", i, got)
+		}
+	}
 }
 
 func TestSendGridSandboxStoresNothing(t *testing.T) {

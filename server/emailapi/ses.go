@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 // message, base64) or Template.
 var ses = &provider{
 	name:       "ses",
+	title:      "Amazon SES v2",
 	route:      "POST /v2/email/outbound-emails",
 	credential: func(r *http.Request) (credential, *apiError) { return sesCredential(r, time.Now()) },
 	decode:     decodeSES,
@@ -36,13 +38,35 @@ var ses = &provider{
 	fail: sesFail,
 }
 
+// SendBulkEmail: POST /v2/email/outbound-bulk-emails, one templated
+// message for each BulkEmailEntry, answered with a result per entry. The
+// request is checked whole before anything is stored.
+var sesBulk = &provider{
+	name:       "ses",
+	title:      "Amazon SES v2 bulk",
+	route:      "POST /v2/email/outbound-bulk-emails",
+	credential: ses.credential,
+	decode:     decodeSESBulk,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		results := make([]map[string]string, len(out))
+		for i, o := range out {
+			results[i] = map[string]string{"Status": "SUCCESS", "MessageId": o.id}
+		}
+		w.Header().Set("X-Amzn-Requestid", requestID())
+		writeJSON(w, http.StatusOK, map[string]any{"BulkEmailEntryResults": results})
+	},
+	fail: sesFail,
+}
+
 const (
 	// AWS refuses signatures more than 15 minutes off its clock.
 	sesMaxSkew       = 15 * time.Minute
 	sesMaxRecipients = 50
-	sigV4Algorithm   = "AWS4-HMAC-SHA256"
-	sigV4TimeFormat  = "20060102T150405Z"
-	sesService       = "ses"
+	// SendBulkEmail takes at most this many entries.
+	sesMaxBulkEntries = 50
+	sigV4Algorithm    = "AWS4-HMAC-SHA256"
+	sigV4TimeFormat   = "20060102T150405Z"
+	sesService        = "ses"
 )
 
 func sesFail(w http.ResponseWriter, e *apiError) {
@@ -177,7 +201,8 @@ func signSES(r *http.Request, body []byte, signedHeaders []string, creds aws.Cre
 
 type sesContent struct{ Data, Charset string }
 
-type sesHeader struct{ Name, Value string }
+// sesField is a name and a value: a header field or a message tag.
+type sesField struct{ Name, Value string }
 
 type sesAttachment struct {
 	RawContent              string
@@ -189,11 +214,22 @@ type sesAttachment struct {
 	ContentType             string
 }
 
+type sesDestination struct {
+	ToAddresses, CcAddresses, BccAddresses []string
+}
+
+type sesTemplate struct {
+	TemplateName, TemplateArn, TemplateData string
+	TemplateContent                         *struct {
+		Subject, Text, Html string
+	}
+	Headers     []sesField
+	Attachments []sesAttachment
+}
+
 type sesRequest struct {
 	FromEmailAddress string
-	Destination      *struct {
-		ToAddresses, CcAddresses, BccAddresses []string
-	}
+	Destination      *sesDestination
 	ReplyToAddresses []string
 	Content          *struct {
 		Simple *struct {
@@ -201,22 +237,15 @@ type sesRequest struct {
 			Body    *struct {
 				Text, Html *sesContent
 			}
-			Headers     []sesHeader
+			Headers     []sesField
 			Attachments []sesAttachment
 		}
 		Raw *struct {
 			Data string
 		}
-		Template *struct {
-			TemplateName, TemplateArn, TemplateData string
-			TemplateContent                         *struct {
-				Subject, Text, Html string
-			}
-			Headers     []sesHeader
-			Attachments []sesAttachment
-		}
+		Template *sesTemplate
 	}
-	EmailTags                      []struct{ Name, Value string }
+	EmailTags                      []sesField
 	ConfigurationSetName           string
 	ListManagementOptions          json.RawMessage
 	TenantName                     string
@@ -236,27 +265,12 @@ func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 		return nil, errInvalid("Content", "Content must have exactly one of Simple, Raw or Template.")
 	}
 	e := &email{}
-	var apiErr *apiError
 	if req.Destination != nil {
-		d := req.Destination
-		for _, f := range []struct {
-			field string
-			list  []string
-			dst   *[]mail.Address
-		}{
-			{"Destination.ToAddresses", d.ToAddresses, &e.To},
-			{"Destination.CcAddresses", d.CcAddresses, &e.Cc},
-			{"Destination.BccAddresses", d.BccAddresses, &e.Bcc},
-		} {
-			if *f.dst, apiErr = parseAddresses(f.field, f.list); apiErr != nil {
-				return nil, apiErr
-			}
+		if apiErr := req.Destination.fill(e, "Destination"); apiErr != nil {
+			return nil, apiErr
 		}
 	}
-	if n := len(e.To) + len(e.Cc) + len(e.Bcc); n > sesMaxRecipients {
-		return nil, &apiError{kind: tooMany, field: "Destination",
-			msg: fmt.Sprintf("Recipient count exceeds %d.", sesMaxRecipients)}
-	}
+	var apiErr *apiError
 	if e.ReplyTo, apiErr = parseAddresses("ReplyToAddresses", req.ReplyToAddresses); apiErr != nil {
 		return nil, apiErr
 	}
@@ -270,17 +284,14 @@ func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 	if c.Raw != nil {
 		return sesRaw(&req, e)
 	}
-	if strings.TrimSpace(req.FromEmailAddress) == "" {
-		return nil, errMissing("FromEmailAddress", "FromEmailAddress is required.")
-	}
-	if e.From, apiErr = parseAddress("FromEmailAddress", req.FromEmailAddress); apiErr != nil {
+	if e.From, apiErr = sesSender(req.FromEmailAddress); apiErr != nil {
 		return nil, apiErr
 	}
 	if len(e.To)+len(e.Cc)+len(e.Bcc) == 0 {
 		return nil, errMissing("Destination", "Destination must name at least one recipient.")
 	}
 
-	var headers []sesHeader
+	var headers []sesField
 	var attachments []sesAttachment
 	if s := c.Simple; s != nil {
 		if s.Subject == nil {
@@ -298,35 +309,81 @@ func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 		}
 		headers, attachments = s.Headers, s.Attachments
 	} else {
-		// Stored templates do not exist in capture and are not rendered;
-		// the request's template fields are kept, and inline template
-		// content is used as given.
-		t := c.Template
-		if t.TemplateName == "" && t.TemplateArn == "" && t.TemplateContent == nil {
-			return nil, errMissing("Content.Template", "Content.Template needs TemplateName, TemplateArn or TemplateContent.")
-		}
-		if t.TemplateData != "" && !json.Valid([]byte(t.TemplateData)) {
-			return nil, errInvalid("Content.Template.TemplateData", "Content.Template.TemplateData must be a JSON object.")
-		}
-		e.capture("Template", cmp.Or(t.TemplateName, t.TemplateArn))
-		e.captureJSON("Template-Data", json.RawMessage(t.TemplateData))
-		if tc := t.TemplateContent; tc != nil {
-			e.Subject = tc.Subject
-			e.addBody("text/plain", nonEmpty(&tc.Text))
-			e.addBody("text/html", nonEmpty(&tc.Html))
-		}
-		headers, attachments = t.Headers, t.Attachments
-	}
-	for i, h := range headers {
-		if apiErr := checkHeader(fmt.Sprintf("Content.Headers[%d].Name", i), h.Name); apiErr != nil {
+		if apiErr := c.Template.fill(e, "Content.Template", c.Template.TemplateData); apiErr != nil {
 			return nil, apiErr
+		}
+		headers, attachments = c.Template.Headers, c.Template.Attachments
+	}
+	if apiErr := e.addSESParts("Content", headers, attachments); apiErr != nil {
+		return nil, apiErr
+	}
+	return []*outgoing{e.outgoing("ses")}, nil
+}
+
+// sesSender reads FromEmailAddress, which a Simple or Template message
+// must have.
+func sesSender(from string) (mail.Address, *apiError) {
+	if strings.TrimSpace(from) == "" {
+		return mail.Address{}, errMissing("FromEmailAddress", "FromEmailAddress is required.")
+	}
+	return parseAddress("FromEmailAddress", from)
+}
+
+// fill sets e's recipients from a Destination.
+func (d *sesDestination) fill(e *email, field string) *apiError {
+	var apiErr *apiError
+	for _, f := range []struct {
+		field string
+		list  []string
+		dst   *[]mail.Address
+	}{
+		{field + ".ToAddresses", d.ToAddresses, &e.To},
+		{field + ".CcAddresses", d.CcAddresses, &e.Cc},
+		{field + ".BccAddresses", d.BccAddresses, &e.Bcc},
+	} {
+		if *f.dst, apiErr = parseAddresses(f.field, f.list); apiErr != nil {
+			return apiErr
+		}
+	}
+	if n := len(e.To) + len(e.Cc) + len(e.Bcc); n > sesMaxRecipients {
+		return &apiError{kind: tooMany, field: field, msg: fmt.Sprintf("Recipient count exceeds %d.", sesMaxRecipients)}
+	}
+	return nil
+}
+
+// fill records a template on e. Stored templates do not exist in capture
+// and are not rendered: the template's name and data are kept, and inline
+// template content is used as given.
+func (t *sesTemplate) fill(e *email, field, data string) *apiError {
+	if t.TemplateName == "" && t.TemplateArn == "" && t.TemplateContent == nil {
+		return errMissing(field, field+" needs TemplateName, TemplateArn or TemplateContent.")
+	}
+	if t.TemplateData != "" && !json.Valid([]byte(t.TemplateData)) {
+		return errInvalid(field+".TemplateData", "%s.TemplateData must be a JSON object.", field)
+	}
+	e.capture("Template", cmp.Or(t.TemplateName, t.TemplateArn))
+	e.captureJSON("Template-Data", json.RawMessage(data))
+	if tc := t.TemplateContent; tc != nil {
+		e.Subject = tc.Subject
+		e.addBody("text/plain", nonEmpty(&tc.Text))
+		e.addBody("text/html", nonEmpty(&tc.Html))
+	}
+	return nil
+}
+
+// addSESParts adds a Simple or Template message's headers and
+// attachments, naming them under field in a refusal.
+func (e *email) addSESParts(field string, headers []sesField, attachments []sesAttachment) *apiError {
+	for i, h := range headers {
+		if apiErr := checkHeader(fmt.Sprintf("%s.Headers[%d].Name", field, i), h.Name); apiErr != nil {
+			return apiErr
 		}
 		e.Headers = append(e.Headers, header{h.Name, h.Value})
 	}
 	for i, a := range attachments {
-		field := fmt.Sprintf("Content.Attachments[%d]", i)
+		field := fmt.Sprintf("%s.Attachments[%d]", field, i)
 		if a.FileName == "" {
-			return nil, errMissing(field+".FileName", field+".FileName is required.")
+			return errMissing(field+".FileName", field+".FileName is required.")
 		}
 		att := attachment{Filename: a.FileName, ContentType: a.ContentType, ContentID: strings.Trim(a.ContentId, "<>"),
 			Description: a.ContentDescription}
@@ -335,15 +392,15 @@ func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 		case "INLINE":
 			att.Inline = true
 		default:
-			return nil, errInvalid(field+".ContentDisposition", "%s.ContentDisposition must be ATTACHMENT or INLINE.", field)
+			return errInvalid(field+".ContentDisposition", "%s.ContentDisposition must be ATTACHMENT or INLINE.", field)
 		}
 		att, apiErr := decodeAttachment(att, a.RawContent, field+".RawContent", field+".ContentType")
 		if apiErr != nil {
-			return nil, apiErr
+			return apiErr
 		}
 		e.Attachments = append(e.Attachments, att)
 	}
-	return []*outgoing{e.outgoing("ses")}, nil
+	return nil
 }
 
 // sesRaw stores a Raw message as given, only prepending capture's own
@@ -394,6 +451,10 @@ func sesRaw(req *sesRequest, e *email) ([]*outgoing, *apiError) {
 	for _, h := range e.Capture {
 		writeField(&b, h.Name, h.Value)
 	}
+	// SES gives every message it sends a Message-ID, as a Simple one gets.
+	if msg.Header.Get("Message-Id") == "" {
+		writeField(&b, "Message-ID", newMessageID(sender.Address))
+	}
 	b.Write(data)
 	return []*outgoing{{raw: b.Bytes(), from: sender.Address, to: to}}, nil
 }
@@ -403,4 +464,110 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+type sesBulkRequest struct {
+	FromEmailAddress string
+	ReplyToAddresses []string
+	DefaultEmailTags []sesField
+	DefaultContent   *struct {
+		Template *sesTemplate
+	}
+	BulkEmailEntries []struct {
+		Destination             *sesDestination
+		ReplacementTags         []sesField
+		ReplacementEmailContent *struct {
+			ReplacementTemplate *struct {
+				ReplacementTemplateData string
+			}
+		}
+		ReplacementHeaders []sesField
+	}
+	ConfigurationSetName           string
+	TenantName                     string
+	FeedbackForwardingEmailAddress string
+}
+
+func decodeSESBulk(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
+	var req sesBulkRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, jsonError(err)
+	}
+	if req.DefaultContent == nil || req.DefaultContent.Template == nil {
+		return nil, errMissing("DefaultContent.Template", "DefaultContent.Template is required: bulk email is sent from a template.")
+	}
+	t := req.DefaultContent.Template
+	switch n := len(req.BulkEmailEntries); {
+	case n == 0:
+		return nil, errMissing("BulkEmailEntries", "BulkEmailEntries must have at least one entry.")
+	case n > sesMaxBulkEntries:
+		return nil, &apiError{kind: tooMany, field: "BulkEmailEntries",
+			msg: fmt.Sprintf("BulkEmailEntries may have at most %d entries; this request has %d.", sesMaxBulkEntries, n)}
+	}
+	from, apiErr := sesSender(req.FromEmailAddress)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	replyTo, apiErr := parseAddresses("ReplyToAddresses", req.ReplyToAddresses)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+
+	out := make([]*outgoing, 0, len(req.BulkEmailEntries))
+	for i, entry := range req.BulkEmailEntries {
+		field := fmt.Sprintf("BulkEmailEntries[%d]", i)
+		e := &email{From: from, ReplyTo: replyTo}
+		if entry.Destination == nil {
+			return nil, errMissing(field+".Destination", field+".Destination is required.")
+		}
+		if apiErr := entry.Destination.fill(e, field+".Destination"); apiErr != nil {
+			return nil, apiErr
+		}
+		if len(e.To)+len(e.Cc)+len(e.Bcc) == 0 {
+			return nil, errMissing(field+".Destination", field+".Destination must name at least one recipient.")
+		}
+		// An entry's replacements take the place of the defaults of the
+		// same name.
+		for _, tag := range replaceByName(req.DefaultEmailTags, entry.ReplacementTags) {
+			e.capture("Tag", tag.Name+"="+tag.Value)
+		}
+		e.capture("Configuration-Set", req.ConfigurationSetName)
+		e.capture("Tenant", req.TenantName)
+		data := t.TemplateData
+		if c := entry.ReplacementEmailContent; c != nil && c.ReplacementTemplate != nil && c.ReplacementTemplate.ReplacementTemplateData != "" {
+			data = c.ReplacementTemplate.ReplacementTemplateData
+			if !json.Valid([]byte(data)) {
+				return nil, errInvalid(field+".ReplacementEmailContent.ReplacementTemplate.ReplacementTemplateData",
+					"%s.ReplacementEmailContent.ReplacementTemplate.ReplacementTemplateData must be a JSON object.", field)
+			}
+		}
+		if apiErr := t.fill(e, "DefaultContent.Template", data); apiErr != nil {
+			return nil, apiErr
+		}
+		headers := replaceByName(t.Headers, entry.ReplacementHeaders)
+		if apiErr := e.addSESParts("DefaultContent.Template", headers, t.Attachments); apiErr != nil {
+			return nil, apiErr
+		}
+		o := e.outgoing("ses")
+		if apiErr := b.spend(o); apiErr != nil {
+			return nil, apiErr
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// replaceByName is defaults with each replacement put in place of the
+// default of the same name (compared without case), or added after them.
+func replaceByName(defaults, replacements []sesField) []sesField {
+	out := slices.Clone(defaults)
+	for _, r := range replacements {
+		i := slices.IndexFunc(out, func(d sesField) bool { return strings.EqualFold(d.Name, r.Name) })
+		if i >= 0 {
+			out[i] = r
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -21,7 +21,13 @@ func signedSES(e *env, secret, body string, at time.Time) *http.Request {
 
 func signedSESAs(e *env, accessKey, secret, body string, at time.Time) *http.Request {
 	e.t.Helper()
-	req, err := http.NewRequest("POST", e.base+"/v2/email/outbound-emails", strings.NewReader(body))
+	return signedSESAt(e, "/v2/email/outbound-emails", accessKey, secret, body, at)
+}
+
+// signedSESAt is a request to path signed as signedSESAs signs it.
+func signedSESAt(e *env, path, accessKey, secret, body string, at time.Time) *http.Request {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.base+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}

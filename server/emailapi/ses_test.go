@@ -75,14 +75,26 @@ func TestSESRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "X-Capture-Provider: ses\r\nX-Capture-Tag: k=v\r\n" + raw; string(stored) != want {
+	// SES gives a message without a Message-ID one, as it gives a Simple
+	// one.
+	if m.MessageID == "" || !strings.HasSuffix(m.MessageID, "@example.com") {
+		t.Errorf("Message-ID %q", m.MessageID)
+	}
+	if want := "X-Capture-Provider: ses\r\nX-Capture-Tag: k=v\r\nMessage-ID: <" + m.MessageID + ">\r\n" + raw; string(stored) != want {
 		t.Errorf("raw stored as\n%q\nwant\n%q", stored, want)
 	}
 
+	// A message's own Message-ID is kept as it is.
+	own := "Message-ID: <own-1@app.example.com>\r\n" + raw
 	e.ses(`{"Destination": {"ToAddresses": ["other@example.com"]}, "Content": {"Raw": {"Data": "` +
-		base64.StdEncoding.EncodeToString([]byte(raw)) + `"}}}`)
-	if ms := e.messages(); len(ms) != 2 || !slices.Equal(ms[1].EnvelopeTo, []string{"other@example.com"}) {
-		t.Errorf("Destination did not make the envelope: %v", ms[len(ms)-1].EnvelopeTo)
+		base64.StdEncoding.EncodeToString([]byte(own)) + `"}}}`)
+	ms := e.messages()
+	if len(ms) != 2 || !slices.Equal(ms[1].EnvelopeTo, []string{"other@example.com"}) {
+		t.Fatalf("Destination did not make the envelope: %v", ms[len(ms)-1].EnvelopeTo)
+	}
+	if stored, _ := e.st.MessageRaw(t.Context(), e.boot.Project.ID, ms[1].ID); ms[1].MessageID != "own-1@app.example.com" ||
+		string(stored) != "X-Capture-Provider: ses\r\n"+own {
+		t.Errorf("own Message-ID: %q stored as %q", ms[1].MessageID, stored)
 	}
 }
 

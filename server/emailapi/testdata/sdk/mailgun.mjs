@@ -21,6 +21,19 @@ try {
   const sent = await mg.messages.create(domain, message);
   const result = { status: sent.status, message: sent.message, id: sent.id };
 
+  // A whole MIME message, sent as it is to the recipients in to.
+  const mime = [
+    `From: ${send.from}`,
+    `To: ${send.to.join(', ')}`,
+    `Subject: ${send.subject} (mime)`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    send.text.replace(/\n/g, '\r\n'),
+  ].join('\r\n');
+  const mimeSent = await mg.messages.create(domain, { to: [...send.to, ...send.bcc], message: Buffer.from(mime), 'o:tag': 'mime' });
+  result.mime_id = mimeSent.id;
+
   try {
     const wrong = mailgun.client({ username: 'api', key: 'not-the-password', url: send.base_url });
     await wrong.messages.create(domain, message);

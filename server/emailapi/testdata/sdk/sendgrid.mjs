@@ -24,6 +24,13 @@ try {
   const [response] = await sgMail.send(message);
   const result = { status: response.statusCode, id: response.headers['x-message-id'] };
 
+  // Legacy substitutions: SendGrid replaces the tags in what it sends.
+  const [substituted] = await sgMail.send({
+    from: message.from, to: send.to[0], subject: 'Code for -name-', text: 'Hi -name-, your code is -code-.',
+    substitutions: { name: 'Alice', code: '834221' }, substitutionWrappers: ['-', '-'],
+  });
+  result.substituted_id = substituted.headers['x-message-id'];
+
   client('not-the-password');
   try {
     await sgMail.send(message);

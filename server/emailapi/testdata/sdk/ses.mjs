@@ -1,7 +1,7 @@
 // Sends through @aws-sdk/client-sesv2, pointed at capture by the client's
 // endpoint option. The access key id is the inbox id and the secret access
 // key its SMTP password; the request is signed with Signature V4 as always.
-import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
+import { SESv2Client, SendEmailCommand, SendBulkEmailCommand } from '@aws-sdk/client-sesv2';
 import { send, attachmentBytes, fromHeader, report, fail } from './common.mjs';
 
 function client(secret) {
@@ -51,6 +51,17 @@ try {
   const sent = await client(send.password).send(simple);
   const rawSent = await client(send.password).send(rawCommand);
   const result = { status: sent.$metadata.httpStatusCode, id: sent.MessageId, raw_id: rawSent.MessageId };
+
+  // Bulk: one templated message per entry, the template kept, not rendered.
+  const bulk = await client(send.password).send(new SendBulkEmailCommand({
+    FromEmailAddress: fromHeader,
+    DefaultContent: { Template: { TemplateName: 'welcome', TemplateData: JSON.stringify({ name: 'friend' }) } },
+    BulkEmailEntries: send.to.map((to, i) => ({
+      Destination: { ToAddresses: [to] },
+      ReplacementEmailContent: i === 0 ? { ReplacementTemplate: { ReplacementTemplateData: JSON.stringify({ name: 'Alice' }) } } : undefined,
+    })),
+  }));
+  result.bulk = bulk.BulkEmailEntryResults.map((r) => ({ status: r.Status, id: r.MessageId }));
 
   try {
     await client('not-the-password').send(simple);
