@@ -148,6 +148,7 @@ type Model struct {
 	replays        map[string]contract.Replay
 
 	mode        mode
+	helpTop     int // first row of the help shown, where it scrolls
 	input       textinput.Model
 	confirm     capture
 	pick        int
