@@ -41,7 +41,7 @@ func (m *Model) detailContent(w int) string {
 	case d.id == "":
 		return ""
 	case !d.loaded() && contract.IsCode(d.err, contract.CodeNotFound):
-		return m.st.dim.Render("this capture is gone: deleted, or pruned by retention")
+		return m.st.dim.Render(ansi.Wrap("this capture is gone: deleted, or pruned by retention", w, ""))
 	case !d.loaded() && d.err != nil:
 		return m.st.bad.Render(ansi.Wrap("could not load it: "+describe(d.err), w, ""))
 	case !d.loaded():
@@ -318,7 +318,7 @@ func (m *Model) requestContent(r *contract.Request, w int) string {
 
 	p.section("Deliveries")
 	if len(r.Deliveries) == 0 {
-		p.add(m.st.dim.Render("  none yet · r replays it to the endpoint's saved target"))
+		p.text(m.st.dim.Render("none yet · r replays it to the endpoint's saved target"), false)
 	}
 	for _, d := range r.Deliveries {
 		code := "err"

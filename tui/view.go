@@ -600,13 +600,19 @@ func (m *Model) helpLines(w int) []string {
 	left, right := column(w, secs[0]), column(w, secs[1], secs[2])
 	lw, rw := widest(left), widest(right)
 	if lw+len(gap)+rw > w {
-		// Too wide side by side: each column gets half, and a description
-		// wraps if the half is still wide enough for a few words.
-		colW := (w - len(gap)) / 2
-		lw = colW
-		left, right = column(colW, secs[0]), column(colW, secs[1], secs[2])
-		if colW < keyW+12 {
-			left, right, lw = column(w, secs...), nil, w
+		// Too wide side by side: the descriptions wrap, at the split of the
+		// width that needs the fewest rows, then the fewest wrapped lines,
+		// where each column still has room for a few words; else one
+		// column.
+		const minCol = keyW + 10
+		left, right, lw = column(w, secs...), nil, w
+		bestRows, bestLines := 0, 0
+		for cw := minCol; cw <= w-len(gap)-minCol; cw++ {
+			l, r := column(cw, secs[0]), column(w-len(gap)-cw, secs[1], secs[2])
+			rows, lines := max(len(l), len(r)), len(l)+len(r)
+			if bestRows == 0 || rows < bestRows || rows == bestRows && lines < bestLines {
+				bestRows, bestLines, left, right, lw = rows, lines, l, r, cw
+			}
 		}
 	}
 	for i := range max(len(left), len(right)) {
