@@ -3,8 +3,8 @@ package tui
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/url"
 	"strconv"
@@ -41,7 +41,7 @@ func (m *Model) detailContent(w int) string {
 	case d.id == "":
 		return ""
 	case !d.loaded() && contract.IsCode(d.err, contract.CodeNotFound):
-		return m.st.dim.Render("this capture is gone: deleted, or pruned by retention")
+		return m.st.dim.Render(ansi.Wrap("this capture is gone: deleted, or pruned by retention", w, ""))
 	case !d.loaded() && d.err != nil:
 		return m.st.bad.Render(ansi.Wrap("could not load it: "+describe(d.err), w, ""))
 	case !d.loaded():
@@ -96,6 +96,37 @@ func (p *page) text(s string, hard bool) {
 			p.add("  " + x)
 		}
 	}
+}
+
+// hang adds s wrapped to the page, its first line indented by two and the
+// others by indent, so that a long value reads as one item. Every line
+// fits the page: a signature or a token is copied from here, and not one
+// of its characters may fall off the edge.
+func (p *page) hang(s string, indent int) {
+	for i, l := range strings.Split(ansi.Wrap(s, max(8, p.w-indent), ""), "\n") {
+		if i == 0 {
+			p.add("  " + l)
+		} else {
+			p.add(strings.Repeat(" ", indent) + l)
+		}
+	}
+}
+
+// bodyLayout says how a formatted body goes on the page.
+type bodyLayout int
+
+const (
+	wrapWords bodyLayout = iota // wrapped at spaces, like prose
+	wrapHard                    // cut at the edge: JSON, raw bytes
+	laidOut                     // made to fit the page already: a hex dump
+)
+
+func (p *page) body(s string, layout bodyLayout) {
+	if layout == laidOut {
+		p.lines = append(p.lines, strings.Split(s, "\n")...)
+		return
+	}
+	p.text(s, layout == wrapHard)
 }
 
 func (p *page) String() string { return strings.Join(p.lines, "\n") }
@@ -162,7 +193,7 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 		p.section(title)
 		for i, l := range msg.Links {
 			n := m.st.accent.Render(strconv.Itoa(i+1) + ".")
-			p.add(ansi.Truncate("  "+n+" "+m.st.method.Render(kindTag(l))+" "+linkText(l)+m.st.dim.Render(clean(l.URL)), w, "…"))
+			p.hang(n+" "+m.st.method.Render(kindTag(l))+" "+linkText(l)+m.st.dim.Render(clean(l.URL)), 5)
 		}
 	}
 	if len(msg.Attachments) > 0 {
@@ -173,7 +204,7 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 			if a.Inline {
 				extra = " · inline"
 			}
-			p.add(ansi.Truncate("  "+n+" "+clean(a.Filename)+"  "+m.st.dim.Render(clean(a.ContentType)+" · "+size(a.Size)+extra), w, "…"))
+			p.hang(n+" "+attachmentLabel(a)+"  "+m.st.dim.Render(clean(a.ContentType)+" · "+size(a.Size)+extra), 5)
 		}
 	}
 	if len(msg.Warnings) > 0 {
@@ -227,15 +258,7 @@ func (m *Model) headerLines(p *page, hs contract.Headers) {
 	}
 	for _, h := range hs {
 		for _, v := range h.Values {
-			line := m.st.label.Render(clean(h.Name)+":") + " " + clean(v)
-			wrapped := strings.Split(ansi.Wrap(line, max(8, p.w-4), ""), "\n")
-			for i, l := range wrapped {
-				if i == 0 {
-					p.add("  " + l)
-				} else {
-					p.add("      " + l)
-				}
-			}
+			p.hang(m.st.label.Render(clean(h.Name)+":")+" "+clean(v), 6)
 		}
 	}
 }
@@ -258,16 +281,16 @@ func (m *Model) requestContent(r *contract.Request, w int) string {
 	if r.Query != "" {
 		p.section("Query")
 		for _, kv := range queryPairs(r.Query) {
-			p.add(ansi.Truncate("  "+m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]), w, "…"))
+			p.hang(m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]), 4)
 		}
 	}
 	body, err := r.BodyBytes()
-	label, text, hard := m.formatBody(body, ct, m.detail.showRaw)
+	label, text, layout := m.formatBody(body, ct, m.detail.showRaw, w)
 	if err != nil {
-		label, text = "Body", m.st.bad.Render(err.Error())
+		label, text, layout = "Body", m.st.bad.Render(err.Error()), wrapWords
 	}
 	p.section(label)
-	p.text(text, hard)
+	p.body(text, layout)
 
 	p.section("Headers")
 	m.headerLines(p, r.Headers)
@@ -284,28 +307,27 @@ func (m *Model) requestContent(r *contract.Request, w int) string {
 			case rep.Response.BodyBase64 != nil:
 				rb, _ = base64.StdEncoding.DecodeString(*rep.Response.BodyBase64)
 			}
-			_, rt, rhard := m.formatBody(rb, rep.Response.Headers.Get("Content-Type"), false)
+			_, rt, layout := m.formatBody(rb, rep.Response.Headers.Get("Content-Type"), false, w)
 			lines := strings.Split(rt, "\n")
 			if len(lines) > 20 {
 				lines = append(lines[:20], m.st.dim.Render("…"))
 			}
-			p.text(strings.Join(lines, "\n"), rhard)
+			p.body(strings.Join(lines, "\n"), layout)
 		}
 	}
 
 	p.section("Deliveries")
 	if len(r.Deliveries) == 0 {
-		p.add(m.st.dim.Render("  none yet · r replays it to the endpoint's saved target"))
+		p.text(m.st.dim.Render("none yet · r replays it to the endpoint's saved target"), false)
 	}
 	for _, d := range r.Deliveries {
 		code := "err"
 		if d.ResponseStatus != nil {
 			code = strconv.Itoa(*d.ResponseStatus)
 		}
-		line := "  " + m.st.dim.Render(d.CreatedAt.In(m.loc).Format("15:04:05")) + " " + fit(d.Kind, 7) + " " +
-			m.deliveryStyle(d).Render(fit(code+" "+d.Status, 13)) + " " + fit(strconv.FormatInt(d.DurationMS, 10)+" ms", 8) +
-			" " + m.st.dim.Render(clean(d.TargetURL))
-		p.add(ansi.Truncate(line, w, "…"))
+		p.hang(m.st.dim.Render(d.CreatedAt.In(m.loc).Format("15:04:05"))+" "+fit(d.Kind, 7)+" "+
+			m.deliveryStyle(d).Render(fit(code+" "+d.Status, 13))+" "+fit(strconv.FormatInt(d.DurationMS, 10)+" ms", 8)+
+			" "+m.st.dim.Render(clean(d.TargetURL)), 11)
 		if d.Error != nil {
 			p.text(m.st.bad.Render("  "+clean(*d.Error)), false)
 		}
@@ -331,31 +353,31 @@ func (m *Model) deliveryStyle(d contract.Delivery) lipgloss.Style {
 	return m.st.bad
 }
 
-// formatBody shows a body the way it is best read: JSON indented and
-// coloured, a form decoded, text as it is, anything else as a hex dump.
-// hard says the lines must be cut rather than wrapped at spaces.
-func (m *Model) formatBody(b []byte, contentType string, raw bool) (label, text string, hard bool) {
+// formatBody shows a body the way it is best read on a page w wide: JSON
+// indented and coloured, a form decoded, text as it is, anything else as a
+// hex dump.
+func (m *Model) formatBody(b []byte, contentType string, raw bool, w int) (label, text string, layout bodyLayout) {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	n := len(b)
 	switch {
 	case n == 0:
-		return "Body", m.st.dim.Render("(empty)"), false
+		return "Body", m.st.dim.Render("(empty)"), wrapWords
 	case !utf8.Valid(b):
 		shown := b
 		if len(shown) > maxHex {
 			shown = shown[:maxHex]
 		}
-		text = strings.TrimRight(hex.Dump(shown), "\n")
+		text = hexDump(shown, w)
 		if n > len(shown) {
 			text += "\n" + m.st.dim.Render("… "+size(int64(n-len(shown)))+" more")
 		}
-		return "Body · binary, " + size(int64(n)), text, true
+		return "Body · binary, " + size(int64(n)), text, laidOut
 	case raw:
-		return "Body · raw", clean(string(truncate(b))), true
+		return "Body · raw", clean(string(truncate(b))), wrapHard
 	case (strings.Contains(mt, "json") || looksJSON(b)) && json.Valid(b) && n <= maxShown:
 		var buf bytes.Buffer
 		if json.Indent(&buf, b, "", "  ") == nil {
-			return "Body · JSON", m.colorJSON(clean(buf.String())), true
+			return "Body · JSON", m.colorJSON(clean(buf.String())), wrapHard
 		}
 	case mt == "application/x-www-form-urlencoded" && n <= maxShown:
 		if pairs := queryPairs(string(b)); len(pairs) > 0 {
@@ -363,10 +385,50 @@ func (m *Model) formatBody(b []byte, contentType string, raw bool) (label, text 
 			for _, kv := range pairs {
 				lines = append(lines, m.st.label.Render(clean(kv[0]))+" = "+clean(kv[1]))
 			}
-			return "Body · form", strings.Join(lines, "\n"), false
+			return "Body · form", strings.Join(lines, "\n"), wrapWords
 		}
 	}
-	return "Body", clean(string(truncate(b))), false
+	return "Body", clean(string(truncate(b))), wrapWords
+}
+
+// hexDump is laid out as `hexdump -C` does, with as many bytes a row as
+// fit in w columns (16, 8 or 4), so that no row wraps and its ASCII column
+// stays beside its bytes.
+func hexDump(b []byte, w int) string {
+	perRow := 16
+	for perRow > 4 && hexRowWidth(perRow) > w {
+		perRow /= 2
+	}
+	var out strings.Builder
+	for off := 0; off < len(b); off += perRow {
+		row := b[off:min(off+perRow, len(b))]
+		fmt.Fprintf(&out, "%08x  ", off)
+		for i := range perRow {
+			if i > 0 && i%8 == 0 {
+				out.WriteByte(' ')
+			}
+			if i < len(row) {
+				fmt.Fprintf(&out, "%02x ", row[i])
+			} else {
+				out.WriteString("   ")
+			}
+		}
+		out.WriteString(" |")
+		for _, c := range row {
+			if c < 0x20 || c >= 0x7f {
+				c = '.'
+			}
+			out.WriteByte(c)
+		}
+		out.WriteString("|\n")
+	}
+	return strings.TrimSuffix(out.String(), "\n")
+}
+
+// hexRowWidth is how wide a hexDump row of perRow bytes is: the offset, the
+// bytes in groups of eight, the ASCII column between bars.
+func hexRowWidth(perRow int) int {
+	return 8 + 2 + 3*perRow + (perRow-1)/8 + 1 + 1 + perRow + 1
 }
 
 func looksJSON(b []byte) bool {

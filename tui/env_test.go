@@ -75,7 +75,8 @@ func (e *env) stop() {
 }
 
 // post sends a webhook to the default endpoint and returns the request id.
-func (e *env) post(method, path, contentType, body string) string {
+// header holds more header fields, as name, value, name, value.
+func (e *env) post(method, path, contentType, body string, header ...string) string {
 	e.t.Helper()
 	req, err := http.NewRequest(method, e.srv.CaptureBase()+"/"+e.boot.Endpoint.ID+path, strings.NewReader(body))
 	if err != nil {
@@ -85,6 +86,9 @@ func (e *env) post(method, path, contentType, body string) string {
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("X-Test", "yes")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)

@@ -35,9 +35,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.setNotice("kept it", false)
 		return nil
 	case modeHelp:
-		if key.Matches(msg, k.Help, k.Back) || msg.String() == "q" {
-			m.mode = modeNormal
-		}
+		m.helpKey(msg)
 		return nil
 	case modeLinks, modeAttachments:
 		return m.pickerKey(msg)
@@ -49,7 +47,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.stop()
 		return tea.Quit
 	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
+		m.mode, m.helpTop = modeHelp, 0
 		return nil
 	case key.Matches(msg, k.Next):
 		return m.cycleFocus(1)
@@ -75,6 +73,30 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	default:
 		return m.detailKey(msg)
 	}
+}
+
+// helpKey closes the help, or scrolls it where it does not fit.
+func (m *Model) helpKey(msg tea.KeyMsg) {
+	k := m.keys
+	lines, rows := m.helpLayout(m.bodyHeight())
+	last := len(lines) - rows
+	switch {
+	case key.Matches(msg, k.Help, k.Back) || msg.String() == "q":
+		m.mode = modeNormal
+	case key.Matches(msg, k.Up):
+		m.helpTop--
+	case key.Matches(msg, k.Down):
+		m.helpTop++
+	case key.Matches(msg, k.PageUp):
+		m.helpTop -= rows
+	case key.Matches(msg, k.PageDown):
+		m.helpTop += rows
+	case key.Matches(msg, k.Top):
+		m.helpTop = 0
+	case key.Matches(msg, k.Bottom):
+		m.helpTop = last
+	}
+	m.helpTop = max(0, min(m.helpTop, last))
 }
 
 func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
@@ -354,7 +376,7 @@ func (m *Model) pickerKey(msg tea.KeyMsg) tea.Cmd {
 		return openLink(m.cfg.OpenURL, m.cfg.Output, link.URL)
 	}
 	a := m.detail.msg.Attachments[m.pick]
-	m.setNotice("saving "+a.Filename+"…", false)
+	m.setNotice("saving "+attachmentLabel(a)+"…", false)
 	return saveAttachment(m.ctx, m.client, m.cfg.SaveDir, m.detail.id, a)
 }
 

@@ -38,15 +38,16 @@ func newKeyMap() keyMap {
 	}
 }
 
-// helpSections is the help overlay's content, grouped as a reader scans it.
-func (k keyMap) helpSections() []struct {
+// helpSection is a group of keys in the help overlay; a section without a
+// name follows the one before it.
+type helpSection struct {
 	name     string
 	bindings []key.Binding
-} {
-	return []struct {
-		name     string
-		bindings []key.Binding
-	}{
+}
+
+// helpSections is the help overlay's content, grouped as a reader scans it.
+func (k keyMap) helpSections() []helpSection {
+	return []helpSection{
 		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Next, k.Prev, k.Enter, k.Back}},
 		{"Captures", []key.Binding{k.Filter, k.Replay, k.Delete, k.Open, k.Save, k.Code, k.Headers, k.Raw}},
 		{"", []key.Binding{k.Help, k.Quit}},

@@ -123,12 +123,17 @@ type Model struct {
 
 	width, height int
 
-	me      contract.Me
-	haveMe  bool
-	sources []source
-	srcIdx  int // -1 until there is a source
-	loaded  bool
-	filters map[string]string // typed filter text by source id
+	me     contract.Me
+	haveMe bool
+	// unchecked is set while the key has not been checked, the API not
+	// having answered when the viewer started; a refusal then ends the
+	// viewer with startErr, as it would have at the start.
+	unchecked bool
+	startErr  *StartError
+	sources   []source
+	srcIdx    int // -1 until there is a source
+	loaded    bool
+	filters   map[string]string // typed filter text by source id
 
 	list  listState
 	focus pane
@@ -148,6 +153,7 @@ type Model struct {
 	replays        map[string]contract.Replay
 
 	mode        mode
+	helpTop     int // first row of the help shown, where it scrolls
 	input       textinput.Model
 	confirm     capture
 	pick        int
@@ -238,9 +244,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
 	case meMsg:
+		if msg.err != nil && m.unchecked && m.ctx.Err() == nil && !answersLater(msg.err) {
+			m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), msg.err)}
+			m.stop()
+			return m, tea.Quit
+		}
 		if msg.err != nil {
 			return m, m.fail(opMe, 0, msg.err)
 		}
+		m.unchecked = false
 		m.succeed(opMe)
 		m.me, m.haveMe = msg.me, true
 		return m, nil

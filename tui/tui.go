@@ -38,8 +38,10 @@ type Config struct {
 	Location *time.Location
 }
 
-// StartError means the viewer could not start: no usable key, an API that
-// does not answer, or no terminal. The command exits with 2 for it.
+// StartError means the viewer could not start: no usable key, a URL that
+// is not the read API, or no terminal. The command exits with 2 for it.
+// An API that does not answer yet is no StartError: the viewer waits for
+// it, and its first answer, if a refusal, is.
 type StartError struct{ Err error }
 
 func (e *StartError) Error() string { return e.Err.Error() }
@@ -54,7 +56,14 @@ func Run(ctx context.Context, cfg Config) error {
 	checkCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_, err := cfg.Client.Me(checkCtx)
 	cancel()
-	if err != nil {
+	if ctx.Err() != nil {
+		return nil
+	}
+	// A server that does not answer yet may be starting beside the viewer
+	// (a split terminal, compose up): the viewer starts anyway and says so
+	// in its status line until the API answers. A refusal is the user's to
+	// fix, now.
+	if err != nil && !answersLater(err) {
 		return &StartError{Err: startProblem(cfg.Client.BaseURL(), err)}
 	}
 	if cfg.Output == nil {
@@ -72,6 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Renderer.ColorProfile()
 	cfg.Renderer.HasDarkBackground()
 	m := NewModel(ctx, cfg)
+	m.unchecked = err != nil
 	defer m.stop()
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(cfg.Output), tea.WithAltScreen()}
 	if cfg.Input != nil {
@@ -81,15 +91,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // Ctrl-C through the signal context: a normal way out
 	}
+	if m.startErr != nil {
+		return m.startErr
+	}
 	return err
+}
+
+// answersLater reports whether err may go away by itself: no answer from
+// the API yet, or one that asks to come back later.
+func answersLater(err error) bool {
+	_, later := apiclient.RetryAfter(err)
+	return later || errors.Is(err, apiclient.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // startProblem says in one line what to fix.
 func startProblem(api string, err error) error {
 	var ae *contract.Error
 	switch {
-	case errors.Is(err, apiclient.ErrUnreachable):
-		return fmt.Errorf("%w (is `capture serve` running? --api sets another URL)", err)
 	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
 		return fmt.Errorf("the API at %s refused the key: %s (check %s, %s or credentials.json)",
 			api, ae.Message, apiclient.EnvAPIKey, apiclient.EnvKey)

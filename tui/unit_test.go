@@ -84,25 +84,25 @@ func TestFormatBody(t *testing.T) {
 		raw       bool
 		label     string
 		contains  []string
-		hardWrap  bool
+		layout    bodyLayout
 		notExists string
 	}{
-		{"empty", "", nil, false, "Body", []string{"(empty)"}, false, ""},
+		{"empty", "", nil, false, "Body", []string{"(empty)"}, wrapWords, ""},
 		{"json", "application/json; charset=utf-8", []byte(`{"a":[1,true,null],"b":"x"}`), false, "Body · JSON",
-			[]string{"{\n  \"a\": [\n    1,\n    true,\n    null\n  ],\n  \"b\": \"x\"\n}"}, true, ""},
-		{"json without its type", "text/plain", []byte(` [1, 2]`), false, "Body · JSON", []string{"[\n  1,\n  2\n]"}, true, ""},
-		{"raw json", "application/json", []byte(`{"a":1}`), true, "Body · raw", []string{`{"a":1}`}, true, ""},
+			[]string{"{\n  \"a\": [\n    1,\n    true,\n    null\n  ],\n  \"b\": \"x\"\n}"}, wrapHard, ""},
+		{"json without its type", "text/plain", []byte(` [1, 2]`), false, "Body · JSON", []string{"[\n  1,\n  2\n]"}, wrapHard, ""},
+		{"raw json", "application/json", []byte(`{"a":1}`), true, "Body · raw", []string{`{"a":1}`}, wrapHard, ""},
 		{"form", "application/x-www-form-urlencoded", []byte("b=2&a=x+y&a=%C3%A9"), false, "Body · form",
-			[]string{"b = 2\na = x y\na = é"}, false, ""},
-		{"text", "text/plain", []byte("hello\tworld"), false, "Body", []string{"hello    world"}, false, ""},
+			[]string{"b = 2\na = x y\na = é"}, wrapWords, ""},
+		{"text", "text/plain", []byte("hello\tworld"), false, "Body", []string{"hello    world"}, wrapWords, ""},
 		{"binary", "application/octet-stream", []byte{0xff, 0x00, 'A'}, false, "Body · binary, 3 B",
-			[]string{"00000000  ff 00 41", "|..A|"}, true, ""},
-		{"escape in text", "text/plain", []byte("a\x1b[2Jb"), false, "Body", []string{"a^[[2Jb"}, false, "\x1b"},
+			[]string{"00000000  ff 00 41", "|..A|"}, laidOut, ""},
+		{"escape in text", "text/plain", []byte("a\x1b[2Jb"), false, "Body", []string{"a^[[2Jb"}, wrapWords, "\x1b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			label, text, hard := m.formatBody(tc.body, tc.ct, tc.raw)
-			if label != tc.label || hard != tc.hardWrap {
-				t.Errorf("label %q hard %v; want %q %v", label, hard, tc.label, tc.hardWrap)
+			label, text, layout := m.formatBody(tc.body, tc.ct, tc.raw, 78)
+			if label != tc.label || layout != tc.layout {
+				t.Errorf("label %q layout %v; want %q %v", label, layout, tc.label, tc.layout)
 			}
 			for _, c := range tc.contains {
 				if !strings.Contains(text, c) {
@@ -229,7 +229,9 @@ func TestStartErrors(t *testing.T) {
 		want string
 	}{
 		{"bad key", Config{Client: apiclient.New(e.srv.APIBase(), "cap_wrong", nil)}, "refused the key"},
-		{"unreachable", Config{Client: apiclient.New(closed, e.boot.Secret, nil)}, "is `capture serve` running?"},
+		// Unreachable is no reason not to start (TestStartBeforeServer):
+		// what stops it here is the missing terminal.
+		{"unreachable", Config{Client: apiclient.New(closed, e.boot.Secret, nil), Output: &bytes.Buffer{}}, "needs a terminal"},
 		{"not the API", Config{Client: apiclient.New(e.srv.APIBase()+"/nope", e.boot.Secret, nil)}, "does not serve the read API"},
 		{"no terminal", Config{Client: e.client, Output: &bytes.Buffer{}}, "needs a terminal"},
 	} {

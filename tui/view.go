@@ -70,7 +70,7 @@ func (m *Model) View() string {
 	body := m.body(h)
 	switch m.mode {
 	case modeHelp:
-		body = overlay(body, m.helpBox(), m.width, h)
+		body = overlay(body, m.helpBox(h), m.width, h)
 	case modeLinks, modeAttachments:
 		body = overlay(body, m.pickerBox(h), m.width, h)
 	}
@@ -533,26 +533,89 @@ func overlay(bg, fg string, width, height int) string {
 	return strings.Join(bl, "\n")
 }
 
-func (m *Model) helpBox() string {
-	col := func(bs []key.Binding) []string {
+// helpFrame is what the help overlay's border and padding take of each
+// line.
+const helpFrame = 4
+
+// helpBox is the help overlay for a body h rows high. What does not fit
+// scrolls, from the first row shown, helpTop.
+func (m *Model) helpBox(h int) string {
+	lines, rows := m.helpLayout(h)
+	if rows < len(lines) {
+		top := max(0, min(m.helpTop, len(lines)-rows))
+		more := m.st.dim.Render(ansi.Truncate("↑↓ scroll · "+strconv.Itoa(top+1)+"–"+strconv.Itoa(top+rows)+
+			" of "+strconv.Itoa(len(lines)), m.width-helpFrame, "…"))
+		lines = append(lines[top:top+rows:top+rows], more)
+	}
+	return m.st.overlay.Render(strings.Join(lines, "\n"))
+}
+
+// helpLayout is every line of the help laid out for the terminal's width,
+// and how many of them are shown at once in a body h rows high: all, or
+// one row fewer than fit, for the line that says there is more.
+func (m *Model) helpLayout(h int) ([]string, int) {
+	lines := m.helpLines(m.width - helpFrame)
+	room := max(1, h-2) // the border
+	if len(lines) <= room {
+		return lines, len(lines)
+	}
+	return lines, max(1, room-1)
+}
+
+// helpLines lays the help out w wide: two columns side by side where they
+// fit, their descriptions wrapped under themselves if need be, else one
+// column.
+func (m *Model) helpLines(w int) []string {
+	const keyW = 10
+	entries := func(bs []key.Binding, colW int) []string {
 		var out []string
 		for _, b := range bs {
 			h := b.Help()
-			out = append(out, m.st.accent.Render(fit(h.Key, 10))+h.Desc)
+			for i, d := range strings.Split(ansi.Wrap(h.Desc, max(1, colW-keyW), ""), "\n") {
+				k := ""
+				if i == 0 {
+					k = h.Key
+				}
+				out = append(out, m.st.accent.Render(fit(k, keyW))+d)
+			}
+		}
+		return out
+	}
+	column := func(colW int, secs ...helpSection) []string {
+		var out []string
+		for i, sec := range secs {
+			if i > 0 {
+				out = append(out, "")
+			}
+			if sec.name != "" {
+				out = append(out, m.st.titleFocused.Render(sec.name))
+			}
+			out = append(out, entries(sec.bindings, colW)...)
 		}
 		return out
 	}
 	secs := m.keys.helpSections()
-	left := append([]string{m.st.titleFocused.Render(secs[0].name)}, col(secs[0].bindings)...)
-	right := append([]string{m.st.titleFocused.Render(secs[1].name)}, col(secs[1].bindings)...)
-	right = append(right, "")
-	right = append(right, col(secs[2].bindings)...)
-	var lw int
-	for _, l := range left {
-		lw = max(lw, ansi.StringWidth(l))
-	}
+	const gap = "   "
 	var rows []string
-	for i := 0; i < max(len(left), len(right)); i++ {
+	left, right := column(w, secs[0]), column(w, secs[1], secs[2])
+	lw, rw := widest(left), widest(right)
+	if lw+len(gap)+rw > w {
+		// Too wide side by side: the descriptions wrap, at the split of the
+		// width that needs the fewest rows, then the fewest wrapped lines,
+		// where each column still has room for a few words; else one
+		// column.
+		const minCol = keyW + 10
+		left, right, lw = column(w, secs...), nil, w
+		bestRows, bestLines := 0, 0
+		for cw := minCol; cw <= w-len(gap)-minCol; cw++ {
+			l, r := column(cw, secs[0]), column(w-len(gap)-cw, secs[1], secs[2])
+			rows, lines := max(len(l), len(r)), len(l)+len(r)
+			if bestRows == 0 || rows < bestRows || rows == bestRows && lines < bestLines {
+				bestRows, bestLines, left, right, lw = rows, lines, l, r, cw
+			}
+		}
+	}
+	for i := range max(len(left), len(right)) {
 		var l, r string
 		if i < len(left) {
 			l = left[i]
@@ -560,14 +623,32 @@ func (m *Model) helpBox() string {
 		if i < len(right) {
 			r = right[i]
 		}
-		rows = append(rows, fit(l, lw)+"   "+r)
+		if r == "" {
+			rows = append(rows, l)
+			continue
+		}
+		rows = append(rows, fit(l, lw)+gap+r)
 	}
-	rows = append(rows, "",
-		m.st.dim.Render("Filter messages: to:bob from:shop subject:reset"),
-		m.st.dim.Render("Filter requests: POST /hooks, method:PUT, path:/api"),
-		m.st.dim.Render(`Other words and "quoted phrases" search the whole capture.`),
-		m.st.dim.Render("New captures arrive live and are marked • until looked at."))
-	return m.st.overlay.Render(strings.Join(rows, "\n"))
+	rows = append(rows, "")
+	for _, note := range []string{
+		"Filter messages: to:bob from:shop subject:reset",
+		"Filter requests: POST /hooks, method:PUT, path:/api",
+		`Other words and "quoted phrases" search the whole capture.`,
+		"New captures arrive live and are marked • until looked at.",
+	} {
+		for _, l := range strings.Split(ansi.Wrap(note, w, ""), "\n") {
+			rows = append(rows, m.st.dim.Render(l))
+		}
+	}
+	return rows
+}
+
+func widest(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
 }
 
 func (m *Model) pickerBox(h int) string {
@@ -590,7 +671,7 @@ func (m *Model) pickerBox(h int) string {
 		}
 		title, hint = "Attachments", "enter or 1–9 saves to "+dir+" · esc closes"
 		for i, a := range d.Attachments {
-			items = append(items, strconv.Itoa(i+1)+". "+clean(a.Filename)+"  "+clean(a.ContentType)+"  "+size(a.Size))
+			items = append(items, strconv.Itoa(i+1)+". "+attachmentLabel(a)+"  "+clean(a.ContentType)+"  "+size(a.Size))
 		}
 	}
 	rows := max(1, h-6)
