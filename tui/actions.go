@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -109,31 +107,7 @@ func attachmentLabel(a contract.Attachment) string {
 // else its id with the extension of its content type, which is what opens
 // it with the right program.
 func saveName(a contract.Attachment) string {
-	return safeName(a.Filename, a.ID+extensionFor(a.ContentType))
-}
-
-// extensionFor is the usual file extension of a content type: the subtype
-// where it is one (.pdf, .png, .csv), else .txt for text the system also
-// knows by it, else the first one the system knows, else .txt for any text
-// and .bin for anything else.
-func extensionFor(contentType string) string {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return ".bin"
-	}
-	exts, _ := mime.ExtensionsByType(mt)
-	_, sub, _ := strings.Cut(mt, "/")
-	switch {
-	case slices.Contains(exts, "."+sub):
-		return "." + sub
-	case slices.Contains(exts, ".txt"):
-		return ".txt"
-	case len(exts) > 0:
-		return exts[0]
-	case strings.HasPrefix(mt, "text/"):
-		return ".txt"
-	}
-	return ".bin"
+	return safeName(a.Filename, a.ID+contract.FileExtension(a.ContentType))
 }
 
 // safeName keeps a sender-chosen file name from leaving the directory or

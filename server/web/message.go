@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -398,7 +399,7 @@ func safeFilename(name, fallback string) string {
 }
 
 func attachmentName(a store.Attachment) string {
-	return safeFilename(a.Filename, a.ID+".bin")
+	return safeFilename(a.Filename, a.ID+contract.FileExtension(a.ContentType))
 }
 
 func (h *Handler) messageRaw(w http.ResponseWriter, r *http.Request, pc *projectCtx) {

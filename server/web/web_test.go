@@ -330,3 +330,28 @@ func TestRevealAndHideWithoutScript(t *testing.T) {
 		t.Fatalf("after Reveal: want the password and a Hide button that drops reveal=: %s", page.body)
 	}
 }
+
+// An attachment without a file name downloads as its id with the
+// extension of its content type, so that it opens with the right program.
+func TestUnnamedAttachmentDownloadName(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	raw := "From: a@example.com\nTo: b@example.com\nSubject: invoice\nMIME-Version: 1.0\n" +
+		"Content-Type: multipart/mixed; boundary=XYZ\n\n--XYZ\nContent-Type: text/plain\n\nsee attached\n" +
+		"--XYZ\nContent-Type: application/pdf\nContent-Disposition: attachment\n\n%PDF-1.4\n--XYZ--\n"
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"}, raw)
+	msgs, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(msgs.Items) != 1 {
+		t.Fatalf("messages: %v %v", msgs, err)
+	}
+	m, _ := e.st.Message(t.Context(), e.boot.Project.ID, msgs.Items[0].ID)
+	if len(m.Attachments) != 1 || m.Attachments[0].Filename != "" {
+		t.Fatalf("attachments: %+v", m.Attachments)
+	}
+	a := m.Attachments[0]
+	resp := c.get("/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/attachments/" + a.ID)
+	if want := `filename=` + a.ID + `.pdf`; resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Disposition"), want) {
+		t.Errorf("download: %d Content-Disposition %q, want %s", resp.StatusCode, resp.Header.Get("Content-Disposition"), want)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -643,4 +645,29 @@ func (hs Headers) HTTP() http.Header {
 		out[name] = append(out[name], h.Values...)
 	}
 	return out
+}
+
+// FileExtension is the usual file extension of a content type: the subtype
+// where it is one (.pdf, .png, .csv), else .txt for text the system also
+// knows by it, else the first one the system knows, else .txt for any text
+// and .bin for anything else. The web interface and the terminal viewer
+// name a download without a file name of its own by it.
+func FileExtension(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ".bin"
+	}
+	exts, _ := mime.ExtensionsByType(mt)
+	_, sub, _ := strings.Cut(mt, "/")
+	switch {
+	case slices.Contains(exts, "."+sub):
+		return "." + sub
+	case slices.Contains(exts, ".txt"):
+		return ".txt"
+	case len(exts) > 0:
+		return exts[0]
+	case strings.HasPrefix(mt, "text/"):
+		return ".txt"
+	}
+	return ".bin"
 }
