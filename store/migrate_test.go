@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -248,3 +249,31 @@ func TestMigratePackedContent(t *testing.T) {
 
 // rawMessage is the raw message TestMigratePackedContent stores.
 const rawMessage = "Subject: s\r\n\r\nbody \xff\r\n"
+
+// A database at a schema version past what this build knows was written by
+// a newer capture: opening it is refused, with a way out, and leaves it as
+// it was.
+func TestNewerSchemaRefused(t *testing.T) {
+	where := newDatabase(t)
+	s, err := Open(t.Context(), where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(t.Context(), func(w *wtx) error {
+		_, err := w.exec(`UPDATE schema_version SET version = 9999`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for range 2 {
+		s, err := Open(t.Context(), where)
+		if err == nil {
+			s.Close()
+			t.Fatal("a database of schema version 9999 was opened")
+		}
+		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 9999") || !strings.Contains(err.Error(), "upgrade capture") {
+			t.Errorf("error %q, want ErrSchemaTooNew naming the version and the way out", err)
+		}
+	}
+}

@@ -150,6 +150,9 @@ func migratePostgres(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if err := notNewer(current, all); err != nil {
+		return err
+	}
 	for _, m := range all {
 		if m.version <= current {
 			continue

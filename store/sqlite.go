@@ -320,7 +320,10 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if len(all) == 0 || all[len(all)-1].version <= current {
+	if err := notNewer(current, all); err != nil {
+		return err
+	}
+	if all[len(all)-1].version == current {
 		return nil
 	}
 	// A migration may rebuild a table, which SQLite does with foreign keys

@@ -248,6 +248,20 @@ type migration struct {
 	body    string
 }
 
+// ErrSchemaTooNew is a database written by a newer capture, whose schema
+// this one does not know: it must not read or write it.
+var ErrSchemaTooNew = errors.New("the database was written by a newer capture")
+
+// notNewer refuses a database at a schema version past the last of all
+// (sorted by version).
+func notNewer(current int, all []migration) error {
+	if known := all[len(all)-1].version; current > known {
+		return fmt.Errorf("%w: its schema is version %d, this capture knows up to %d; upgrade capture (or point it at another database)",
+			ErrSchemaTooNew, current, known)
+	}
+	return nil
+}
+
 // schemaVersion reads the version a database is at, creating the table
 // that keeps it on a new database.
 func schemaVersion(ctx context.Context, q interface {
