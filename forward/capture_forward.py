@@ -477,6 +477,10 @@ def forward_headers(headers):
     return out
 
 
+def has_header(headers, name):
+    return any(n.lower() == name for n in headers)
+
+
 def dot_segment(seg):
     """1 for ".", 2 for "..", 0 otherwise, reading %2e as "."."""
     s = seg.lower().replace("%2e", ".")
@@ -515,8 +519,12 @@ def clip(s, n):
     return b[:max(n - 3, 0)].decode("utf-8", "ignore") + "..."
 
 
-def deliver_http(to, method, target, headers, body):
-    """Sends one request; returns (status, reason). Raises on no answer."""
+def deliver_http(to, method, target, headers, body, had_length):
+    """Sends one request; returns (status, reason). Raises on no answer.
+
+    An empty body is sent with "Content-Length: 0" exactly when the capture
+    had one (had_length), whatever the method, but never on a GET or HEAD:
+    the Go client cannot send one there, and both send the same."""
     u = urllib.parse.urlsplit(to)
     port = u.port
     if u.scheme == "https":
@@ -531,7 +539,7 @@ def deliver_http(to, method, target, headers, body):
         conn.putheader("Host", u.netloc)
         for name, value in headers:
             conn.putheader(name, value)
-        if body or method not in ("GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT"):
+        if body or (had_length and method not in ("GET", "HEAD")):
             conn.putheader("Content-Length", str(len(body)))
         conn.endheaders(body if body else None)
         resp = conn.getresponse()
@@ -805,7 +813,8 @@ class Forwarder:
         headers = forward_headers(req.get("headers") or {})
         start = time.monotonic()
         try:
-            res["status"], res["reason"] = deliver_http(self.to, req["method"], sent, headers, body)
+            res["status"], res["reason"] = deliver_http(self.to, req["method"], sent, headers, body,
+                                                        has_header(req.get("headers") or {}, "content-length"))
         except Exception as e:  # every failure to get an answer is reported, never retried
             res["class"] = classify(e)
             res["error"] = f"no answer within {int(DELIVERY_TIMEOUT)}s" if res["class"] == "timeout" else (
