@@ -60,7 +60,8 @@ LAUNCHED = launched()
 if sys.version_info < (3, 10):
     sys.exit("capture-forward: needs Python 3.10 or newer")
 
-DEFAULT_API = "http://127.0.0.1:7780/api/v1"
+API_PREFIX = "/api/v1"
+DEFAULT_API = "http://127.0.0.1:7780" + API_PREFIX
 DEFAULT_INTERVAL = 2
 MAX_LIMIT = 100
 # The longest the API holds a list call open (wait=).
@@ -189,11 +190,26 @@ def resolve_credentials(api_flag, data_dir_flag):
                 raise StartError(f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY); {path} holds none")
         if not api:
             api = str(saved.get("api") or "").strip()
-    api = (api or DEFAULT_API).rstrip("/")
+    api = api_base_of(api or DEFAULT_API)
     u = urllib.parse.urlsplit(api)
     if u.scheme not in ("http", "https") or not u.netloc:
         raise StartError(f"API URL {api!r}: want an absolute http:// or https:// URL ending in /api/v1")
     return api, key
+
+
+def api_base_of(raw):
+    """The API base URL raw names, without a trailing slash. A URL of the
+    server's root ("http://127.0.0.1:7780", with or without "/"), as other
+    tools' documentation has one set it, names the API mounted under it at
+    /api/v1, rather than routes that do not exist."""
+    base = raw.strip().rstrip("/")
+    try:
+        u = urllib.parse.urlsplit(base)
+    except ValueError:
+        return base
+    if u.netloc and not u.path and not u.query and not u.fragment and "?" not in base and "#" not in base:
+        base += API_PREFIX
+    return base
 
 
 def parse_target(s):
