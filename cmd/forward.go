@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capturedev/capture/cmd/started"
 	"github.com/capturedev/capture/forward"
@@ -40,9 +42,15 @@ the endpoint mid-run.`,
 		Example: `  capture forward --endpoint whe_… --to localhost:3000
   capture forward --endpoint whe_… --to http://127.0.0.1:8080/hooks --replay-last 5
   capture forward --endpoint whe_… --to localhost:3000 --output json`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("no arguments expected, got %q", args[0])
+			}
+			return nil
+		},
 		RunE: runForward,
 	}
+	c.SetFlagErrorFunc(forwardFlagError)
 	f := c.Flags()
 	f.String("endpoint", "", "webhook endpoint id (whe_…) to forward (required)")
 	f.String("to", "", "base URL of the local handler; the captured path is appended (required; no scheme means http://)")
@@ -51,6 +59,22 @@ the endpoint mid-run.`,
 	f.Int("replay-last", 0, "also deliver the N newest existing requests first, oldest first")
 	f.String("output", forward.OutputText, "output format: text or json (NDJSON)")
 	return c
+}
+
+// forwardFlagError says what a number flag wants in place of the parser's
+// own text (`invalid argument "1.5" for "--interval" flag:
+// strconv.ParseInt: …`). The Python client prints the same words.
+func forwardFlagError(_ *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		switch bad.GetFlag().Name {
+		case "interval":
+			return usagef("--interval %s: want a whole number of seconds from 1 to 60", bad.GetValue())
+		case "replay-last":
+			return usagef("--replay-last %s: want a whole number, 0 or more", bad.GetValue())
+		}
+	}
+	return usageError{err}
 }
 
 func runForward(c *cobra.Command, _ []string) error {
@@ -64,6 +88,8 @@ func runForward(c *cobra.Command, _ []string) error {
 	switch {
 	case endpoint == "":
 		return usagef("--endpoint is required (an endpoint id, whe_…; `capture endpoint list` shows them)")
+	case !strings.HasPrefix(endpoint, "whe_"):
+		return usagef("--endpoint %q: want an endpoint id (whe_…)", endpoint)
 	case to == "":
 		return usagef("--to is required (the local handler's base URL, e.g. localhost:3000)")
 	case interval < 1 || interval > 60:

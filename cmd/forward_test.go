@@ -5,11 +5,16 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capturedev/capture/forward"
 )
 
 // syncBuffer is written by a running command while the test reads it.
@@ -105,6 +110,72 @@ func TestForwardUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
+	}
+}
+
+// Every usage error of `capture forward` and of the Python client is one
+// line in the same words, naming the flag and pointing to --help, exit 2
+// (SPEC §1): the parsers' own texts (cobra's strconv errors, argparse's
+// usage block) never show.
+func TestForwardUsageSameInPython(t *testing.T) {
+	clearCaptureEnv(t)
+	base := []string{"--endpoint", "whe_x", "--to", "localhost"}
+	with := func(args ...string) []string { return append(append([]string(nil), base...), args...) }
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{with("--bogus"), "unknown flag: --bogus"},
+		{with("--bogus=1"), "unknown flag: --bogus"},
+		{with("-x"), "unknown shorthand flag: 'x' in -x"},
+		{with("extra-arg"), `no arguments expected, got "extra-arg"`},
+		{[]string{"--to", "localhost"}, "--endpoint is required (an endpoint id, whe_…; `capture endpoint list` shows them)"},
+		{[]string{"--endpoint", "whe_x"}, "--to is required (the local handler's base URL, e.g. localhost:3000)"},
+		{nil, "--endpoint is required (an endpoint id, whe_…; `capture endpoint list` shows them)"},
+		{[]string{"--endpoint", "x", "--to", "localhost"}, `--endpoint "x": want an endpoint id (whe_…)`},
+		{[]string{"--endpoint", "whe_x", "--to", "ftp://x"}, `--to: "ftp://x" is not an http:// or https:// URL of a local handler (e.g. localhost:3000)`},
+		{[]string{"--endpoint", "whe_x", "--to", "localhost:3000?x=1"}, `--to: "http://localhost:3000?x=1": give the handler's base URL without query, fragment or user info`},
+		{with("--interval", "0"), "--interval 0: want 1 to 60 seconds"},
+		{with("--interval", "61"), "--interval 61: want 1 to 60 seconds"},
+		// Both read a number as Go does: 0x3d is 61.
+		{with("--interval", "0x3d"), "--interval 61: want 1 to 60 seconds"},
+		{with("--interval", "1.5"), "--interval 1.5: want a whole number of seconds from 1 to 60"},
+		{with("--interval", "abc"), "--interval abc: want a whole number of seconds from 1 to 60"},
+		{with("--interval", "1__0"), "--interval 1__0: want a whole number of seconds from 1 to 60"},
+		{with("--interval"), "flag needs an argument: --interval"},
+		{with("--replay-last", "-1"), "--replay-last -1: want 0 or more"},
+		{with("--replay-last", "abc"), "--replay-last abc: want a whole number, 0 or more"},
+		{with("--output", "xml"), `--output "xml": want text or json`},
+	}
+	goLine := regexp.MustCompile(`^capture: (.*) \(see 'capture forward --help'\)\n$`)
+	pyLine := regexp.MustCompile(`^capture-forward\.py: (.*) \(see 'capture-forward\.py --help'\)\n$`)
+
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Log("python3 not found on PATH: the Python client's usage errors are NOT tested")
+	}
+	script := filepath.Join(t.TempDir(), forward.PythonClientName)
+	if err := os.WriteFile(script, forward.PythonClient, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		name := strings.Join(tt.args, " ")
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append([]string{"forward"}, tt.args...), nil, &stdout, &stderr)
+		if m := goLine.FindStringSubmatch(stderr.String()); code != 2 || m == nil || m[1] != tt.want {
+			t.Errorf("capture forward %s: exit %d, stderr %q; want 2 and one line %q", name, code, stderr.String(), tt.want)
+		}
+		if python == "" {
+			continue
+		}
+		cmd := exec.CommandContext(t.Context(), python, append([]string{script}, tt.args...)...)
+		cmd.Env = append(os.Environ(), "CAPTURE_DATA_DIR="+t.TempDir())
+		var pyOut, pyErr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &pyOut, &pyErr
+		cmd.Run()
+		if m := pyLine.FindStringSubmatch(pyErr.String()); cmd.ProcessState.ExitCode() != 2 || m == nil || m[1] != tt.want || pyOut.Len() != 0 {
+			t.Errorf("capture-forward.py %s: exit %d, stderr %q; want 2 and one line %q", name, cmd.ProcessState.ExitCode(), pyErr.String(), tt.want)
+		}
 	}
 }
 

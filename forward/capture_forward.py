@@ -58,9 +58,10 @@ def launched():
 LAUNCHED = launched()
 
 if sys.version_info < (3, 10):
-    sys.exit("capture-forward: needs Python 3.10 or newer")
+    sys.exit("capture-forward.py: needs Python 3.10 or newer")
 
-DEFAULT_API = "http://127.0.0.1:7780/api/v1"
+API_PREFIX = "/api/v1"
+DEFAULT_API = "http://127.0.0.1:7780" + API_PREFIX
 DEFAULT_INTERVAL = 2
 MAX_LIMIT = 100
 # The longest the API holds a list call open (wait=).
@@ -75,7 +76,9 @@ MAX_RESPONSE_DRAIN = 1 << 20
 MAX_TARGET_URL = 2 << 10
 MAX_ERROR = 4 << 10
 
+PROG = "capture-forward.py"
 EXIT_START = 2
+EXIT_USAGE = 2
 
 # Headers that describe one connection rather than the request; Host and
 # Content-Length follow the new target and body.
@@ -189,11 +192,26 @@ def resolve_credentials(api_flag, data_dir_flag):
                 raise StartError(f"no API key: set CAPTURE_API_KEY (or CAPTURE_KEY); {path} holds none")
         if not api:
             api = str(saved.get("api") or "").strip()
-    api = (api or DEFAULT_API).rstrip("/")
+    api = api_base_of(api or DEFAULT_API)
     u = urllib.parse.urlsplit(api)
     if u.scheme not in ("http", "https") or not u.netloc:
         raise StartError(f"API URL {api!r}: want an absolute http:// or https:// URL ending in /api/v1")
     return api, key
+
+
+def api_base_of(raw):
+    """The API base URL raw names, without a trailing slash. A URL of the
+    server's root ("http://127.0.0.1:7780", with or without "/"), as other
+    tools' documentation has one set it, names the API mounted under it at
+    /api/v1, rather than routes that do not exist."""
+    base = raw.strip().rstrip("/")
+    try:
+        u = urllib.parse.urlsplit(base)
+    except ValueError:
+        return base
+    if u.netloc and not u.path and not u.query and not u.fragment and "?" not in base and "#" not in base:
+        base += API_PREFIX
+    return base
 
 
 def parse_target(s):
@@ -208,45 +226,121 @@ def parse_target(s):
         host = u.hostname
         u.port  # noqa: B018 - raises on a bad port
     except ValueError:
-        raise ValueError(f"{s!r} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
+        raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
     if u.scheme not in ("http", "https") or not host:
-        raise ValueError(f"{s!r} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
+        raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
     if u.query or u.fragment or "?" in s or "@" in u.netloc:
-        raise ValueError(f"{s!r}: give the handler's base URL without query, fragment or user info")
+        raise ValueError(f"{go_quote(s)}: give the handler's base URL without query, fragment or user info")
     return s.rstrip("/")
 
 
+class Usage(Exception):
+    """A mistake in how the client was called; its text is the one line
+    shown, worded as `capture forward` words it."""
+
+
+def go_quote(s):
+    """s in double quotes, as the Go client quotes a value it names."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def underscores_ok(s):
+    """Whether the underscores in s stand only between digits, or between a
+    base prefix and a digit, as Go's number syntax wants them."""
+    t = s[1:] if s[:1] in ("+", "-") else s
+    i, saw, hexa = 0, "^", False
+    if len(t) >= 2 and t[0] == "0" and t[1].lower() in "box":
+        i, saw, hexa = 2, "0", t[1].lower() == "x"
+    for c in t[i:]:
+        if "0" <= c <= "9" or hexa and "a" <= c.lower() <= "f":
+            saw = "0"
+        elif c == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
+def whole_number(s):
+    """s read as the Go client reads a number flag (Go's
+    strconv.ParseInt(s, 0, 64)): an optional sign, then decimal, 0x hex, 0o
+    or 0 octal, or 0b binary, with _ between digits; None if it is none."""
+    sign, t = 1, s
+    if t[:1] in ("+", "-"):
+        sign, t = -1 if t[0] == "-" else 1, t[1:]
+    base = 10
+    if len(t) > 1 and t[0] == "0":
+        if len(t) >= 3 and t[1].lower() in "box":
+            base, t = {"b": 2, "o": 8, "x": 16}[t[1].lower()], t[2:]
+        else:
+            base, t = 8, t[1:]
+    digits = t.replace("_", "").lower()
+    if not digits or any(c not in "0123456789abcdef"[:base] for c in digits) or not underscores_ok(s):
+        return None
+    n = sign * int(digits, base)
+    return n if -(1 << 63) <= n < (1 << 63) else None
+
+
 def interval_arg(v):
-    try:
-        n = int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{v!r}: want a whole number of seconds")
-    if n < 1 or n > 60:
-        raise argparse.ArgumentTypeError(f"{n}: want 1 to 60 seconds")
+    n = whole_number(v)
+    if n is None:
+        raise Usage(f"--interval {v}: want a whole number of seconds from 1 to 60")
     return n
 
 
 def replay_arg(v):
-    try:
-        n = int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{v!r}: want a whole number")
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n}: want 0 or more")
+    n = whole_number(v)
+    if n is None:
+        raise Usage(f"--replay-last {v}: want a whole number, 0 or more")
     return n
 
 
-def to_arg(v):
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line, in the Go client's words,
+    rather than a usage block."""
+
+    def error(self, message):
+        words = message.split()
+        if message.endswith("expected one argument") and len(words) > 1:
+            raise Usage("flag needs an argument: " + words[1].split("/")[-1].rstrip(":"))
+        raise Usage(message)
+
+
+def unknown_flag(arg):
+    if arg.startswith("--"):
+        return "unknown flag: " + arg.split("=", 1)[0]
+    return f"unknown shorthand flag: '{arg[1]}' in {arg}"
+
+
+def parse_args(argv=None):
+    """The flags, checked in the Go client's order; raises Usage."""
+    args, extra = parser().parse_known_args(argv)
+    flags = [a for a in extra if a.startswith("-") and a != "-"]
+    if flags:
+        raise Usage(unknown_flag(flags[0]))
+    if extra:
+        raise Usage(f"no arguments expected, got {go_quote(extra[0])}")
+    if args.endpoint == "":
+        raise Usage("--endpoint is required (an endpoint id, whe_…; `capture endpoint list` shows them)")
+    if not args.endpoint.startswith("whe_"):
+        raise Usage(f"--endpoint {go_quote(args.endpoint)}: want an endpoint id (whe_…)")
+    if args.to == "":
+        raise Usage("--to is required (the local handler's base URL, e.g. localhost:3000)")
+    if not 1 <= args.interval <= 60:
+        raise Usage(f"--interval {args.interval}: want 1 to 60 seconds")
+    if args.replay_last < 0:
+        raise Usage(f"--replay-last {args.replay_last}: want 0 or more")
+    if args.output not in ("text", "json"):
+        raise Usage(f"--output {go_quote(args.output)}: want text or json")
     try:
-        return parse_target(v)
+        args.to = parse_target(args.to)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e))
-
-
-def endpoint_arg(v):
-    if not v.startswith("whe_"):
-        raise argparse.ArgumentTypeError(f"{v!r}: want an endpoint id (whe_...)")
-    return v
+        raise Usage(f"--to: {e}")
+    return args
 
 
 # --------------------------------------------------------------- API client
@@ -477,6 +571,10 @@ def forward_headers(headers):
     return out
 
 
+def has_header(headers, name):
+    return any(n.lower() == name for n in headers)
+
+
 def dot_segment(seg):
     """1 for ".", 2 for "..", 0 otherwise, reading %2e as "."."""
     s = seg.lower().replace("%2e", ".")
@@ -515,8 +613,12 @@ def clip(s, n):
     return b[:max(n - 3, 0)].decode("utf-8", "ignore") + "..."
 
 
-def deliver_http(to, method, target, headers, body):
-    """Sends one request; returns (status, reason). Raises on no answer."""
+def deliver_http(to, method, target, headers, body, had_length):
+    """Sends one request; returns (status, reason). Raises on no answer.
+
+    An empty body is sent with "Content-Length: 0" exactly when the capture
+    had one (had_length), whatever the method, but never on a GET or HEAD:
+    the Go client cannot send one there, and both send the same."""
     u = urllib.parse.urlsplit(to)
     port = u.port
     if u.scheme == "https":
@@ -531,7 +633,7 @@ def deliver_http(to, method, target, headers, body):
         conn.putheader("Host", u.netloc)
         for name, value in headers:
             conn.putheader(name, value)
-        if body or method not in ("GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT"):
+        if body or (had_length and method not in ("GET", "HEAD")):
             conn.putheader("Content-Length", str(len(body)))
         conn.endheaders(body if body else None)
         resp = conn.getresponse()
@@ -805,7 +907,8 @@ class Forwarder:
         headers = forward_headers(req.get("headers") or {})
         start = time.monotonic()
         try:
-            res["status"], res["reason"] = deliver_http(self.to, req["method"], sent, headers, body)
+            res["status"], res["reason"] = deliver_http(self.to, req["method"], sent, headers, body,
+                                                        has_header(req.get("headers") or {}, "content-length"))
         except Exception as e:  # every failure to get an answer is reported, never retried
             res["class"] = classify(e)
             res["error"] = f"no answer within {int(DELIVERY_TIMEOUT)}s" if res["class"] == "timeout" else (
@@ -855,25 +958,30 @@ class Forwarder:
 
 
 def parser():
-    p = argparse.ArgumentParser(
-        prog="capture-forward.py",
+    p = Parser(
+        prog=PROG,
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # Like the Go client, no abbreviated flags: --end is no --endpoint.
+        allow_abbrev=False,
     )
-    p.add_argument("--endpoint", required=True, type=endpoint_arg, metavar="whe_ID",
+    # Required flags and the values' ranges are checked after parsing, in
+    # the Go client's order and words (parse_args).
+    p.add_argument("--endpoint", default="", metavar="whe_ID",
                    help="webhook endpoint id to forward (required)")
-    p.add_argument("--to", required=True, type=to_arg, metavar="URL",
+    p.add_argument("--to", default="", metavar="URL",
                    help="base URL of the local handler; the captured path is appended, so do not repeat "
                         "the handler path (required; no scheme means http://)")
     p.add_argument("--api", default="", metavar="URL",
-                   help=f"read API base URL (default from credentials.json, else {DEFAULT_API})")
+                   help=f"read API base URL (default from credentials.json, else {DEFAULT_API}; "
+                        "the server's root means /api/v1 under it)")
     p.add_argument("--interval", type=interval_arg, default=DEFAULT_INTERVAL, metavar="SECONDS",
                    help="seconds between pulls while idle, 1 to 60 (default 2); each pull waits up to that "
                         "long (30 at most) for a new request, which is delivered at once")
     p.add_argument("--replay-last", type=replay_arg, default=0, metavar="N",
                    help="also deliver the N newest existing requests first, oldest first")
-    p.add_argument("--output", choices=("text", "json"), default="text",
+    p.add_argument("--output", default="text", metavar="{text,json}",
                    help="text lines, or NDJSON on stdout for scripts and agents (default text)")
     p.add_argument("--data-dir", default="", metavar="DIR",
                    help="capture's data dir, where credentials.json is looked for")
@@ -881,7 +989,13 @@ def parser():
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except Usage as e:
+        # One line naming what was wrong and where the usage is, as
+        # `capture forward` prints it.
+        print(f"{PROG}: {e} (see '{PROG} --help')", file=sys.stderr)
+        return EXIT_USAGE
     printer = Printer(args.output)
 
     def stop(signum, frame):
@@ -896,7 +1010,7 @@ def main(argv=None):
         fwd = Forwarder(args, API(api, key), printer)
         fwd.start()
     except StartError as e:
-        print(f"capture-forward: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_START
     except Stop:
         return 0
@@ -906,7 +1020,7 @@ def main(argv=None):
     except Stop:
         pass
     except RuntimeError as e:
-        print(f"capture-forward: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         code = 1
     try:
         printer.summary(fwd.stats, time.monotonic() - fwd.started)

@@ -656,3 +656,23 @@ func TestDownload(t *testing.T) {
 		}
 	}
 }
+
+// --api naming the server's root, as one sets it for other tools, reaches
+// the API under it at /api/v1 in both clients.
+func TestForwardAPIAtServerRoot(t *testing.T) {
+	srv := capturetest.Start(t)
+	for _, api := range []string{srv.HTTPBase, srv.HTTPBase + "/"} {
+		t.Run(api, func(t *testing.T) {
+			both(t, func(t *testing.T, c client) {
+				h := newHandler(t, nil)
+				s := c.start(t, opts{api: api, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+				if ready := s.ready(t); ready["api"] != srv.APIBase {
+					t.Errorf("ready api = %v, want %s", ready["api"], srv.APIBase)
+				}
+				if code := s.stop(t); code != 0 {
+					t.Errorf("exit code %d; stderr:\n%s", code, s.stderr)
+				}
+			})
+		})
+	}
+}

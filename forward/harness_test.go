@@ -223,10 +223,29 @@ func (s *session) deliveries(t *testing.T) []event {
 	return out
 }
 
+// ready waits for the ready object, and fails at once if the client exits
+// without one.
 func (s *session) ready(t *testing.T) event {
 	t.Helper()
-	s.stdout.waitFor(t, "ready object", func(out string) bool { return strings.Contains(out, `"type":"ready"`) })
-	return s.events(t)[0]
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		s.stdout.mu.Lock()
+		out, changed := s.stdout.buf.String(), s.stdout.changed
+		s.stdout.mu.Unlock()
+		if strings.Contains(out, `"type":"ready"`) {
+			return s.events(t)[0]
+		}
+		select {
+		case <-changed:
+		case <-s.exited:
+			if !strings.Contains(s.stdout.String(), `"type":"ready"`) {
+				t.Fatalf("client exited %d before it was ready; stderr:\n%s", s.code, s.stderr)
+			}
+		case <-deadline.C:
+			t.Fatalf("no ready object within %s; stderr:\n%s", waitTimeout, s.stderr)
+		}
+	}
 }
 
 // waitDeliveries waits for n delivery objects.

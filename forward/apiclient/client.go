@@ -37,12 +37,26 @@ type Client struct {
 }
 
 // New returns a client of the API at baseURL (…/api/v1, a trailing slash
-// is fine). A nil hc means http.DefaultClient.
+// is fine; the server's root means the API under it, see BaseURLOf). A nil
+// hc means http.DefaultClient.
 func New(baseURL, key string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), key: key, http: hc}
+	return &Client{base: BaseURLOf(baseURL), key: key, http: hc}
+}
+
+// BaseURLOf returns the API base URL that raw names, without a trailing
+// slash. A URL of the server's root ("http://127.0.0.1:7780", with or
+// without "/"), as other tools' documentation has one set it, names the
+// API mounted under it at /api/v1, rather than routes that do not exist.
+func BaseURLOf(raw string) string {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
+	u, err := url.Parse(base)
+	if err == nil && u.Host != "" && u.Path == "" && u.Opaque == "" && !u.ForceQuery && u.RawQuery == "" && u.Fragment == "" {
+		base += contract.Prefix
+	}
+	return base
 }
 
 // BaseURL is the API base URL, without a trailing slash.

@@ -33,6 +33,15 @@ func TestClientAgainstServer(t *testing.T) {
 		t.Errorf("Me = %+v", me)
 	}
 
+	// The server's root, as a user of other tools would give it, reaches
+	// the API under it.
+	for _, base := range []string{srv.HTTPBase, srv.HTTPBase + "/"} {
+		atRoot := apiclient.New(base, srv.Key, nil)
+		if got, err := atRoot.Me(ctx); err != nil || got.Project.ID != srv.ProjectID || atRoot.BaseURL() != srv.APIBase {
+			t.Errorf("New(%q): Me = %+v, %v; base %q, want %q", base, got, err, atRoot.BaseURL(), srv.APIBase)
+		}
+	}
+
 	inboxes, err := c.Inboxes(ctx, apiclient.Page{})
 	if err != nil || len(inboxes.Items) != 1 || inboxes.Items[0].ID != srv.InboxID || inboxes.Next != "" {
 		t.Errorf("Inboxes = %+v, %v", inboxes, err)
@@ -240,6 +249,10 @@ func TestResolve(t *testing.T) {
 	if err := datadir.WriteCredentials(dir, datadir.Credentials{API: "http://127.0.0.1:9999/api/v1/", Key: "cap_file"}); err != nil {
 		t.Fatal(err)
 	}
+	root := t.TempDir()
+	if err := datadir.WriteCredentials(root, datadir.Credentials{API: "https://capture.test/", Key: "cap_file"}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name            string
 		apiKey, key     string
@@ -254,6 +267,15 @@ func TestResolve(t *testing.T) {
 		{name: "flag over file", apiFlag: "http://example.test/api/v1/", data: dir,
 			want: datadir.Credentials{API: "http://example.test/api/v1", Key: "cap_file"}},
 		{name: "default URL", apiKey: "cap_a", data: empty, want: datadir.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
+		// The server's root, as other tools document their URL, means
+		// the API under it.
+		{name: "server root", apiKey: "cap_a", apiFlag: "http://127.0.0.1:7780", data: empty,
+			want: datadir.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
+		{name: "server root with slash", apiKey: "cap_a", apiFlag: "http://127.0.0.1:7780/", data: empty,
+			want: datadir.Credentials{API: apiclient.DefaultAPI, Key: "cap_a"}},
+		{name: "server root from the file", data: root, want: datadir.Credentials{API: "https://capture.test/api/v1", Key: "cap_file"}},
+		{name: "other path kept", apiKey: "cap_a", apiFlag: "http://proxy.test/capture/api/v1", data: empty,
+			want: datadir.Credentials{API: "http://proxy.test/capture/api/v1", Key: "cap_a"}},
 		{name: "no key", data: empty, wantErrContains: "with `capture key create --save`"},
 		{name: "bad URL", apiKey: "cap_a", apiFlag: "localhost:7780", data: empty, wantErrContains: "want an absolute"},
 	}

@@ -22,8 +22,8 @@ const (
 // Resolve finds the API base URL and key the way every client of a local
 // capture does. The key comes from $CAPTURE_API_KEY, else $CAPTURE_KEY,
 // else credentials.json in the data dir; the URL from apiFlag, else
-// credentials.json, else DefaultAPI. The URL comes back without a trailing
-// slash.
+// credentials.json, else DefaultAPI. The URL comes back as BaseURLOf makes
+// it: the server's root means /api/v1 under it, and no trailing slash.
 func Resolve(apiFlag, dataDirFlag string) (datadir.Credentials, error) {
 	var c datadir.Credentials
 	c.Key = strings.TrimSpace(os.Getenv(EnvAPIKey))
@@ -64,7 +64,7 @@ func Resolve(apiFlag, dataDirFlag string) (datadir.Credentials, error) {
 	if c.API == "" {
 		c.API = DefaultAPI
 	}
-	c.API = strings.TrimRight(c.API, "/")
+	c.API = BaseURLOf(c.API)
 	u, err := url.Parse(c.API)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return datadir.Credentials{}, fmt.Errorf("API URL %q: want an absolute http:// or https:// URL ending in /api/v1", c.API)
