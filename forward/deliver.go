@@ -65,7 +65,8 @@ func (f *forwarder) send(ctx context.Context, req contract.Request) result {
 		return r.failed(err)
 	}
 	if len(body) == 0 {
-		frameEmpty(out, captured)
+		_, hadLength := captured["Content-Length"]
+		resend.FrameEmpty(out, hadLength)
 	}
 
 	start := time.Now()
@@ -92,26 +93,6 @@ func (f *forwarder) send(ctx context.Context, req contract.Request) result {
 	}
 	r.Reason = strings.TrimSpace(r.Reason)
 	return r
-}
-
-// frameEmpty makes an empty delivery carry a "Content-Length: 0" exactly
-// when the capture did. Left alone, net/http adds one to every empty POST,
-// PUT and PATCH and to no other method. An explicit "identity" transfer
-// coding is net/http's documented way to say "no chunking, length as
-// given": with a length of 0 it writes "Content-Length: 0" for any method
-// but GET and HEAD, and with an unknown length and an empty body it writes
-// no framing header at all, which HTTP/1.1 reads as no body (RFC 9112
-// §6.3). A GET or HEAD is never sent with "Content-Length: 0"; the Python
-// client does the same, and the README says so.
-func frameEmpty(out *http.Request, captured http.Header) {
-	out.TransferEncoding = []string{"identity"}
-	if _, had := captured["Content-Length"]; had {
-		return // http.NoBody and a length of 0: "Content-Length: 0"
-	}
-	// A body that is not http.NoBody with a length of 0 is one of unknown
-	// length, which the identity coding keeps from being chunked.
-	out.Body = io.NopCloser(strings.NewReader(""))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("")), nil }
 }
 
 func (r result) failed(err error) result {

@@ -69,12 +69,14 @@ func (h *rawHandler) serve(conn net.Conn) {
 	if _, err := io.ReadFull(r.R, body); err != nil {
 		return
 	}
-	io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	// Recorded before it is answered: the client sends the next request
+	// only then, so hits stay in the order the requests were sent.
 	h.mu.Lock()
 	h.hits = append(h.hits, rawHit{line, header, body})
 	close(h.more)
 	h.more = make(chan struct{})
 	h.mu.Unlock()
+	io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 }
 
 func (h *rawHandler) waitFor(t *testing.T, n int) []rawHit {

@@ -69,6 +69,9 @@ type Sent struct {
 	// path and rawQuery are the captured ones, edited, to join to the
 	// target's.
 	path, rawQuery string
+	// lengthWhenEmpty: the capture carried a Content-Length, which an
+	// empty body is then sent with too (and only then).
+	lengthWhenEmpty bool
 }
 
 // Response is what the target answered.
@@ -185,6 +188,7 @@ func build(req store.Request, ed contract.ReplayEdits) (*Sent, error) {
 		captured[name] = append(captured[name], h.Values...)
 	}
 	out.Header = resend.Header(captured)
+	_, out.lengthWhenEmpty = captured["Content-Length"]
 	for name, edit := range ed.Headers {
 		field := "headers." + name
 		if !store.ValidHeaderName(name) {
@@ -231,6 +235,9 @@ func (r *Replayer) send(ctx context.Context, out *Sent) (*Response, error) {
 	req, err := resend.NewRequest(ctx, out.Method, out.url, out.Header, out.Body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if len(out.Body) == 0 {
+		resend.FrameEmpty(req, out.lengthWhenEmpty)
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {

@@ -1,8 +1,10 @@
 package replay_test
 
 import (
+	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,5 +102,70 @@ func TestReplay(t *testing.T) {
 	if e := *res.Delivery.Error; !(strings.HasPrefix(e, "dial tcp ") && strings.Contains(e, "connection refused")) &&
 		e != "the target closed the connection without an answer" {
 		t.Errorf("error %q, want what happened in words", e)
+	}
+}
+
+// An empty body is replayed with "Content-Length: 0" exactly when the
+// capture carried one: net/http would add it to every empty POST, PUT and
+// PATCH, a header the original lacked.
+func TestReplayEmptyBodyFraming(t *testing.T) {
+	ctx := t.Context()
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The target reads each request's head off the wire, as sent.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	heads := make(chan string, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(c)
+			var head strings.Builder
+			for {
+				line, err := br.ReadString('\n')
+				head.WriteString(line)
+				if err != nil || line == "\r\n" {
+					break
+				}
+			}
+			heads <- head.String()
+			io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+			c.Close()
+		}
+	}()
+	target := "http://" + ln.Addr().String()
+	if _, err := st.UpdateEndpoint(ctx, boot.Endpoint.ID, store.EndpointUpdate{Target: &target}); err != nil {
+		t.Fatal(err)
+	}
+	r := replay.New(st, nil)
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "PURGE"} {
+		for _, hadLength := range []bool{false, true} {
+			var headers []store.Header
+			if hadLength {
+				headers = []store.Header{{Name: "Content-Length", Values: []string{"0"}}}
+			}
+			id, err := st.InsertRequest(ctx, &store.NewRequest{EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(),
+				Method: method, Path: "/", RemoteAddr: "127.0.0.1:1", Headers: headers, Body: []byte{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{}); err != nil {
+				t.Fatal(err)
+			}
+			head := strings.ToLower(<-heads)
+			sent := strings.Contains(head, "\r\ncontent-length: 0\r\n")
+			if sent != hadLength || strings.Contains(head, "transfer-encoding") {
+				t.Errorf("%s, captured with Content-Length: %v: sent %q", method, hadLength, head)
+			}
+		}
 	}
 }

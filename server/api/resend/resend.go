@@ -175,6 +175,26 @@ func NewRequest(ctx context.Context, method string, u *url.URL, header http.Head
 	return req, nil
 }
 
+// FrameEmpty makes a request of NewRequest with an empty body carry
+// "Content-Length: 0" exactly when withLength says the capture did. Left
+// alone, net/http adds one to every empty POST, PUT and PATCH and to no
+// other method. An explicit "identity" transfer coding is net/http's
+// documented way to say "no chunking, length as given": with a length of 0
+// it writes "Content-Length: 0" for any method but GET and HEAD, and with
+// an unknown length and an empty body it writes no framing header at all,
+// which HTTP/1.1 reads as no body (RFC 9112 §6.3). A GET or HEAD is never
+// sent with "Content-Length: 0".
+func FrameEmpty(req *http.Request, withLength bool) {
+	req.TransferEncoding = []string{"identity"}
+	if withLength {
+		return // http.NoBody and a length of 0: "Content-Length: 0"
+	}
+	// A body that is not http.NoBody with a length of 0 is one of unknown
+	// length, which the identity coding keeps from being chunked.
+	req.Body = io.NopCloser(strings.NewReader(""))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("")), nil }
+}
+
 // Transport sends without adding anything: no Accept-Encoding of its own,
 // and so no transparent gunzip of the answer, whose bytes stay as the
 // target sent them. proxy is http.ProxyFromEnvironment or nil for none.
