@@ -36,6 +36,10 @@ func database(c *cobra.Command) (string, error) {
 	if url != "" && !store.IsPostgresURL(url) {
 		return "", usagef("--database: want a postgres:// URL (or none for the data dir's SQLite database)")
 	}
+	if url != "" && !store.ValidPostgresURL(url) {
+		// Not the URL itself: it may hold a password.
+		return "", usagef("--database: not a valid postgres:// URL")
+	}
 	return url, nil
 }
 

@@ -42,3 +42,18 @@ func TestAdminOnPostgres(t *testing.T) {
 		t.Errorf("the data dir got %v", entries)
 	}
 }
+
+// A --database the driver cannot read is a usage error, as one of another
+// scheme is, and its message does not repeat the URL (it may hold a
+// password). Needs no PostgreSQL server.
+func TestUnreadableDatabaseURLIsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"project", "list", "--database", "postgres://u:s3cret@%zz/db"},
+		{"serve", "--database", "postgres://u:s3cret@%zz/db", "--data-dir", t.TempDir()},
+	} {
+		r := capture(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--database: not a valid postgres:// URL") || strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("%s: %+v, want exit 2 naming --database without the URL", args[0], r)
+		}
+	}
+}

@@ -25,6 +25,16 @@ func IsPostgresURL(database string) bool {
 	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
+// ValidPostgresURL reports whether database is a postgres:// URL the
+// driver can read (it may still name a server that cannot be reached).
+func ValidPostgresURL(database string) bool {
+	if !IsPostgresURL(database) {
+		return false
+	}
+	_, err := pgx.ParseConfig(database)
+	return err == nil
+}
+
 // postgresDB is the PostgreSQL backend: any number of processes share the
 // database, each with its own writer committing its captures.
 type postgresDB struct {
