@@ -11,10 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/term"
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server/api/contract"
@@ -429,9 +433,20 @@ func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) er
 	if err != nil {
 		return &Error{Code: ExitUsage, Err: err}
 	}
-	// The body byte for byte, so that `> file` keeps a binary one whole.
+	// The body byte for byte, so that `> file` keeps it whole (a signature
+	// over it still checks); on a terminal a text body ends its line, or
+	// the shell's prompt would run on after it.
+	if len(body) > 0 && body[len(body)-1] != '\n' && utf8.Valid(body) && isTerminal(c.Stdout) {
+		body = append(body, '\n')
+	}
 	_, err = c.Stdout.Write(body)
 	return err
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // printWhole prints a capture as the API wrote it, every field kept.
