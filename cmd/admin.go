@@ -75,7 +75,7 @@ func newProjectCmd() *cobra.Command {
 	jsonFlag(create)
 
 	list := &cobra.Command{
-		Use: "list", Short: "List projects", Args: cobra.NoArgs,
+		Use: "list", Short: "List projects", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				ps, err := st.Projects(c.Context())
@@ -134,7 +134,7 @@ func newKeyCmd() *cobra.Command {
 	c := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys"}
 
 	create := &cobra.Command{
-		Use: "create", Short: "Create an API key (shown once)", Args: cobra.NoArgs,
+		Use: "create", Short: "Create an API key (shown once)", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
@@ -174,7 +174,7 @@ func newKeyCmd() *cobra.Command {
 	create.Flags().Bool("save", false, "write the new key into the data dir's credentials.json, for tui, forward and mcp")
 
 	list := &cobra.Command{
-		Use: "list", Short: "List a project's API keys", Args: cobra.NoArgs,
+		Use: "list", Short: "List a project's API keys", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
@@ -274,7 +274,7 @@ func newInboxCmd() *cobra.Command {
 	c := &cobra.Command{Use: "inbox", Short: "Create and list inboxes, reveal or rotate SMTP passwords"}
 
 	create := &cobra.Command{
-		Use: "create", Short: "Create an inbox", Args: cobra.NoArgs,
+		Use: "create", Short: "Create an inbox", Args: noArgs,
 		Example: "  capture inbox create --name signup-tests --json",
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
@@ -312,7 +312,7 @@ func newInboxCmd() *cobra.Command {
 	jsonFlag(create)
 
 	list := &cobra.Command{
-		Use: "list", Short: "List a project's inboxes", Args: cobra.NoArgs,
+		Use: "list", Short: "List a project's inboxes", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
@@ -374,7 +374,7 @@ func newEndpointCmd() *cobra.Command {
 	c := &cobra.Command{Use: "endpoint", Short: "Create, list and configure webhook endpoints"}
 
 	create := &cobra.Command{
-		Use: "create", Short: "Create a webhook endpoint", Args: cobra.NoArgs,
+		Use: "create", Short: "Create a webhook endpoint", Args: noArgs,
 		Example: "  capture endpoint create --name stripe --target http://localhost:3000 --json",
 		RunE: func(c *cobra.Command, _ []string) error {
 			var target *string
@@ -420,7 +420,7 @@ func newEndpointCmd() *cobra.Command {
 	jsonFlag(create)
 
 	list := &cobra.Command{
-		Use: "list", Short: "List a project's endpoints", Args: cobra.NoArgs,
+		Use: "list", Short: "List a project's endpoints", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)

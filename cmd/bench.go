@@ -28,7 +28,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	c.PersistentFlags().Int("replicas", 1, "servers sharing the --database (an empty postgres:// database) that smtp and webhook spread their load over")
 
 	smtp := &cobra.Command{
-		Use: "smtp", Short: "SMTP ingest over STARTTLS + AUTH (or --mode tls)", Args: cobra.NoArgs,
+		Use: "smtp", Short: "SMTP ingest over STARTTLS + AUTH (or --mode tls)", Args: noArgs,
 		Example: "  capture bench smtp --conns 8 --msgs 20000 --size 2048",
 		RunE: func(c *cobra.Command, _ []string) error {
 			conns, _ := c.Flags().GetInt("conns")
@@ -64,7 +64,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	smtp.Flags().String("mode", "starttls", "starttls or tls")
 
 	webhook := &cobra.Command{
-		Use: "webhook", Short: "Webhook ingest: keep-alive POSTs of a JSON body", Args: cobra.NoArgs,
+		Use: "webhook", Short: "Webhook ingest: keep-alive POSTs of a JSON body", Args: noArgs,
 		Example: "  capture bench webhook --conns 64 --duration 10s",
 		RunE: func(c *cobra.Command, _ []string) error {
 			conns, _ := c.Flags().GetInt("conns")
@@ -95,7 +95,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	webhook.Flags().Int("size", 1024, "JSON body bytes")
 
 	wait := &cobra.Command{
-		Use: "wait", Short: "Wake-up latency: capture acknowledged → waiting list call returns", Args: cobra.NoArgs,
+		Use: "wait", Short: "Wake-up latency: capture acknowledged → waiting list call returns", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, _ := c.Flags().GetInt("n")
 			if n < 1 {
@@ -111,7 +111,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	wait.Flags().Int("n", 200, "captures to wait for")
 
 	list := &cobra.Command{
-		Use: "list", Short: "List latency: newest page of an endpoint", Args: cobra.NoArgs,
+		Use: "list", Short: "List latency: newest page of an endpoint", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, _ := c.Flags().GetInt("n")
 			conns, _ := c.Flags().GetInt("conns")
@@ -131,7 +131,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	list.Flags().Int("captures", 1000, "captures stored before listing")
 
 	forward := &cobra.Command{
-		Use: "forward", Short: "Forwarding latency: capture acknowledged → delivered to a local handler", Args: cobra.NoArgs,
+		Use: "forward", Short: "Forwarding latency: capture acknowledged → delivered to a local handler", Args: noArgs,
 		Example: "  capture bench forward --client both --n 100",
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, _ := c.Flags().GetInt("n")
@@ -162,7 +162,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	slowread := &cobra.Command{
 		Use:     "slowread",
 		Short:   "Memory under API clients that request a large message and never read the answer",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		Example: "  capture bench slowread --clients 60 --size 7500000 --links 200000",
 		RunE: func(c *cobra.Command, _ []string) error {
 			clients, _ := c.Flags().GetInt("clients")
@@ -187,7 +187,7 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 	disk := &cobra.Command{
 		Use:     "disk",
 		Short:   "Disk taken by many small messages (data dir after a clean stop), and how fast and exactly they read back",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		Example: "  capture bench disk --msgs 200000 --size 2048 --probes 60",
 		RunE: func(c *cobra.Command, _ []string) error {
 			conns, _ := c.Flags().GetInt("conns")

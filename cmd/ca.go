@@ -25,7 +25,7 @@ Python (and other OpenSSL-based tools) the system's CAs and capture's:
 
   cat /etc/ssl/certs/ca-certificates.crt capture-ca.pem > ca-bundle.pem
   SSL_CERT_FILE=$PWD/ca-bundle.pem python app.py`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			url, err := database(c)
 			if err != nil {

@@ -42,12 +42,7 @@ the endpoint mid-run.`,
 		Example: `  capture forward --endpoint whe_… --to localhost:3000
   capture forward --endpoint whe_… --to http://127.0.0.1:8080/hooks --replay-last 5
   capture forward --endpoint whe_… --to localhost:3000 --output json`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("no arguments expected, got %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: runForward,
 	}
 	c.SetFlagErrorFunc(forwardFlagError)
@@ -74,7 +69,7 @@ func forwardFlagError(_ *cobra.Command, err error) error {
 			return usagef("--replay-last %s: want a whole number, 0 or more", bad.GetValue())
 		}
 	}
-	return usageError{err}
+	return flagError(nil, err)
 }
 
 func runForward(c *cobra.Command, _ []string) error {

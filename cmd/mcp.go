@@ -31,7 +31,7 @@ or rejected key, or an API that does not answer, ends the command with exit code
 Bearer token.`,
 		Example: `  capture mcp
   CAPTURE_API_KEY=cap_… capture mcp --api http://127.0.0.1:7780/api/v1`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: runMCP,
 	}
 	apiFlag(c)

@@ -116,7 +116,11 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
 		{[]string{"help", "frob"}, 2, "capture: unknown help topic \"frob\" for \"capture\" (see 'capture --help')\n"},
 		{[]string{"key", "revoke"}, 2, "capture: accepts 1 arg(s), received 0 (see 'capture key revoke --help')\n"},
-		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2, "--response-status"},
+		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2,
+			"capture: --response-status abc: want a whole number (see 'capture endpoint set --help')\n"},
+		{[]string{"serve", "extra", "--data-dir", dir}, 2, "capture: no arguments expected, got \"extra\" (see 'capture serve --help')\n"},
+		{[]string{"wait", "email", "--timeout", "1.5"}, 2,
+			"capture: --timeout 1.5: want a duration such as 30s, 2m or 1h30m (see 'capture wait email --help')\n"},
 		{[]string{"key", "revoke", "key_nope", "--data-dir", dir}, 1, "capture: not found: no key \"key_nope\"\n"},
 	} {
 		r := capture(t, tt.args...)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // usageError marks a mistake in how the command was called: bad flags or
@@ -138,7 +139,7 @@ Then point your app's SMTP settings and webhook URLs at the addresses it prints.
 	}
 	root.PersistentFlags().String("data-dir", "", "data directory (default $CAPTURE_DATA_DIR, else $XDG_DATA_HOME/capture, else ~/.local/share/capture)")
 	root.PersistentFlags().String("database", "", "postgres://… database to serve and administer instead of the data dir's SQLite one (default $"+databaseEnv+")")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	// `capture help TOPIC` for a topic that is no command is a usage error,
 	// as `capture TOPIC` is, rather than the root's help and exit 0.
 	root.SetHelpCommand(&cobra.Command{
@@ -198,4 +199,38 @@ func addArgsCheck(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		addArgsCheck(sub)
 	}
+}
+
+// noArgs is cobra.NoArgs in the words of the other usage errors: cobra's
+// own, `unknown command "x" for "capture serve"`, reads as if a
+// subcommand had been mistyped.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("no arguments expected, got %q", args[0])
+	}
+	return nil
+}
+
+// flagError says what a flag's value should be in place of the parser's
+// own text (`invalid argument "1.5" for "--timeout" flag: time: invalid
+// duration "1.5"`).
+func flagError(_ *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return usageError{err}
+	}
+	want := ""
+	switch bad.GetFlag().Value.Type() {
+	case "int", "int64", "int32", "uint", "uint64":
+		want = "a whole number"
+	case "duration":
+		want = "a duration such as 30s, 2m or 1h30m"
+	case "bool":
+		want = "true or false"
+	case "float64":
+		want = "a number"
+	default:
+		return usageError{err}
+	}
+	return usagef("--%s %s: want %s", bad.GetFlag().Name, bad.GetValue(), want)
 }

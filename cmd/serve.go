@@ -44,7 +44,7 @@ root are skipped with a warning; 465 is then replaced by 2465.`,
 		Example: `  capture serve
   capture serve --data-dir ./.capture --http 127.0.0.1:8025
   capture serve --database postgres://capture@db.internal/capture --http 0.0.0.0:7780`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: runServe,
 	}
 	f := c.Flags()

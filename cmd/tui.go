@@ -28,7 +28,7 @@ r replays a request, d deletes, o opens a link, a saves an attachment,
 ? shows every key, q quits.`,
 		Example: `  capture tui
   CAPTURE_API_KEY=cap_… capture tui --api https://capture.example.com/api/v1`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: runTUI,
 	}
 	apiFlag(c)

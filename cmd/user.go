@@ -27,7 +27,7 @@ func newUserCmd() *cobra.Command {
 8 characters). From a terminal it asks twice without echo; otherwise it reads
 the first line of stdin. Browsers signed in with the old password sign in again.`,
 		Example: "  capture user set-password\n  printf '%s\\n' \"$PASSWORD\" | capture user set-password",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			password, err := readNewPassword(c)
 			if err != nil {
@@ -50,7 +50,7 @@ the first line of stdin. Browsers signed in with the old password sign in again.
 	loginLink := &cobra.Command{
 		Use:   "login-link",
 		Short: "Print a one-time sign-in link for the web interface (valid 15 min)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withStore(c, func(st *store.Store) error {
 				addrs, ok, err := st.Addresses(c.Context())

@@ -34,7 +34,7 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		Run: func(c *cobra.Command, _ []string) {
 			fprintf(c.OutOrStdout(), "capture %s\n", versionString())
 		},

@@ -46,7 +46,7 @@ from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;
 		Example: `  capture wait email --to alice@example.com
   capture wait email --to alice@example.com --print link --match /confirm --kind verify
   capture wait email --inbox signup --subject "Your code" --print code --since 10m`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runWait(c, wait.Email) },
 	}
 	f := email.Flags()
@@ -63,7 +63,7 @@ from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;
 		Short: "Wait for a webhook request and print its id, path, body or JSON",
 		Example: `  capture wait request --path /ci/42/
   capture wait request --endpoint stripe --method POST --print body`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runWait(c, wait.Request) },
 	}
 	f = request.Flags()
