@@ -30,15 +30,16 @@ const databaseEnv = "CAPTURE_DATABASE_URL"
 // give, or "" for the data dir's SQLite database.
 func database(c *cobra.Command) (string, error) {
 	url, _ := c.Flags().GetString("database")
+	from := "--database"
 	if url == "" {
-		url = os.Getenv(databaseEnv)
+		url, from = os.Getenv(databaseEnv), "$"+databaseEnv
 	}
 	if url != "" && !store.IsPostgresURL(url) {
-		return "", usagef("--database: want a postgres:// URL (or none for the data dir's SQLite database)")
+		return "", usagef("%s: want a postgres:// URL (or none for the data dir's SQLite database)", from)
 	}
 	if url != "" && !store.ValidPostgresURL(url) {
 		// Not the URL itself: it may hold a password.
-		return "", usagef("--database: not a valid postgres:// URL")
+		return "", usagef("%s: not a valid postgres:// URL", from)
 	}
 	return url, nil
 }

@@ -56,4 +56,15 @@ func TestUnreadableDatabaseURLIsUsage(t *testing.T) {
 			t.Errorf("%s: %+v, want exit 2 naming --database without the URL", args[0], r)
 		}
 	}
+	// The environment's URL is named as such.
+	t.Setenv("CAPTURE_DATABASE_URL", "postgres://u:s3cret@%zz/db")
+	if r := capture(t, "project", "list"); r.code != 2 || !strings.Contains(r.stderr, "$CAPTURE_DATABASE_URL: not a valid postgres:// URL") {
+		t.Errorf("from the environment: %+v", r)
+	}
+	// A well-formed URL naming a certificate file that is missing is not a
+	// usage error: opening it says what is wrong.
+	t.Setenv("CAPTURE_DATABASE_URL", "postgres://u:s3cret@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")
+	if r := capture(t, "project", "list"); r.code != 1 || !strings.Contains(r.stderr, "/nonexistent/ca.pem") || strings.Contains(r.stderr, "s3cret") {
+		t.Errorf("a missing certificate file: %+v, want exit 1 naming it", r)
+	}
 }

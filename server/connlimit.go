@@ -110,14 +110,21 @@ func envelopedProtocolError(p []byte) (string, bool) {
 // expectationFailed reports whether p is net/http's own answer to an
 // Expect header other than 100-continue: a 417 with no body that closes
 // the connection. Of serve's handlers, only an endpoint's custom response
-// set to exactly that (status 417, Connection: close, no body) looks the
-// same, and it would then go out in the envelope.
+// set to exactly that (status 417, Connection: close as its one header, no
+// body) looks the same, and it would then go out in the envelope.
 func expectationFailed(p []byte) bool {
 	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 417 Expectation Failed\r\n"))
 	if !ok {
 		rest, ok = bytes.CutPrefix(p, []byte("HTTP/1.0 417 Expectation Failed\r\n"))
 	}
-	return ok && bytes.HasPrefix(rest, []byte("Connection: close\r\n")) && bytes.HasSuffix(rest, []byte("\r\nContent-Length: 0\r\n\r\n"))
+	// Exactly its three headers: a custom 417 with other headers of its
+	// own is the endpoint's answer and passes.
+	rest, ok = bytes.CutPrefix(rest, []byte("Connection: close\r\nDate: "))
+	if !ok {
+		return false
+	}
+	date, ok := bytes.CutSuffix(rest, []byte("\r\nContent-Length: 0\r\n\r\n"))
+	return ok && !bytes.Contains(date, []byte("\r\n"))
 }
 
 // closingReply is a whole answer written straight to a connection that

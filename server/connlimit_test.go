@@ -231,6 +231,11 @@ func TestProtocolErrorsAreEnveloped(t *testing.T) {
 			t.Errorf("%s: %d %v %q", tt.name, resp.StatusCode, resp.Header, body)
 		}
 	}
+	// A 417 of the handler's own, with a header more, passes untouched.
+	if reply, ok := envelopedProtocolError([]byte("HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\nContent-Type: text/plain\r\n" +
+		"Date: Tue, 24 Nov 2026 10:12:24 GMT\r\nContent-Length: 0\r\n\r\n")); ok {
+		t.Errorf("a custom 417 was taken for net/http's own: %q", reply)
+	}
 	resp, body := exchange("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != http.StatusTeapot || body != "the handler's own words\n" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("a handler's answer was changed: %d %v %q", resp.StatusCode, resp.Header, body)

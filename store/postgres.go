@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,13 +26,14 @@ func IsPostgresURL(database string) bool {
 	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
-// ValidPostgresURL reports whether database is a postgres:// URL the
-// driver can read (it may still name a server that cannot be reached).
+// ValidPostgresURL reports whether database is a well-formed postgres://
+// URL. Only its form: it may still name a server that cannot be reached,
+// or certificate files that cannot be read, which opening it reports.
 func ValidPostgresURL(database string) bool {
 	if !IsPostgresURL(database) {
 		return false
 	}
-	_, err := pgx.ParseConfig(database)
+	_, err := url.Parse(database)
 	return err == nil
 }
 
@@ -54,13 +56,42 @@ type postgresDB struct {
 // busy timeout does.
 const lockTimeout = 5 * time.Second
 
+// parsePostgresURL reads a postgres:// URL into the driver's
+// configuration, which also reads the certificate files it names. Its
+// error says why without the URL, which may hold a password.
+func parsePostgresURL(database string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(database)
+	if err == nil {
+		return cfg, nil
+	}
+	why := ""
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		// "cannot parse `<the URL, its password masked>`: <why>"
+		_, why, _ = strings.Cut(err.Error(), "`: ")
+	}
+	if u, perr := url.Parse(database); why == "" || perr == nil && leaks(why, u) {
+		return nil, errors.New("the database URL is not a valid postgres:// URL")
+	}
+	return nil, fmt.Errorf("the database URL: %s", why)
+}
+
+// leaks reports whether msg holds the password of u, in its user info or
+// its query.
+func leaks(msg string, u *url.URL) bool {
+	pw, _ := u.User.Password()
+	if q := u.Query().Get("password"); q != "" {
+		pw = q
+	}
+	return pw != "" && strings.Contains(msg, pw)
+}
+
 // OpenPostgres opens the PostgreSQL database at url (postgres://…) and
 // brings its schema up to date; replicas starting together migrate once.
 func OpenPostgres(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := parsePostgresURL(url)
 	if err != nil {
-		// pgx's message may quote the URL, password and all.
-		return nil, errors.New("--database: not a valid postgres:// URL")
+		return nil, err
 	}
 	where := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	fail := func(err error) (*Store, error) { return nil, fmt.Errorf("open database %s: %w", where, err) }
@@ -117,9 +148,9 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 // PostgresHasData says whether the database at url holds capture's schema
 // (a serve has run on it), without changing anything.
 func PostgresHasData(ctx context.Context, url string) (bool, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := parsePostgresURL(url)
 	if err != nil {
-		return false, errors.New("--database: not a valid postgres:// URL")
+		return false, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
