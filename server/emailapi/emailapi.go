@@ -271,12 +271,15 @@ type budget struct {
 
 func newBudget(plan store.Plan) *budget { return &budget{left: 2 * plan.MessageBytes, plan: plan} }
 
-// spend counts a written message against the budget.
+// spend counts a written message against the budget; one that does not
+// fit is refused and spends nothing, so a smaller one after it may fit.
 func (b *budget) spend(o *outgoing) *apiError {
-	if b.left -= int64(len(o.raw)); b.left < 0 {
+	n := int64(len(o.raw))
+	if n > b.left {
 		return &apiError{kind: tooLarge, msg: fmt.Sprintf("the messages of this request total more than %d bytes, "+
-			"twice the message limit of the %s plan; send fewer recipients per request", 2*b.plan.MessageBytes, b.plan.Name)}
+			"twice the message limit of the %s plan; send fewer or smaller messages per request", 2*b.plan.MessageBytes, b.plan.Name)}
 	}
+	b.left -= n
 	return nil
 }
 

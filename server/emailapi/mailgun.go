@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/mail"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -365,19 +366,37 @@ func decodeMailgunMIME(r *http.Request, body []byte, _ *budget) ([]*outgoing, *a
 	for _, h := range e.Capture {
 		writeField(&b, h.Name, h.Value)
 	}
-	writeAddresses(&b, "Reply-To", e.ReplyTo)
-	for _, h := range e.Headers {
-		writeField(&b, h.Name, h.Value)
+	// A field a message holds at most once (RFC 5322 3.6) that the
+	// message has already is its own: an h: option of that name would make
+	// it twice.
+	ownField := func(name string) bool {
+		return onceFields[textproto.CanonicalMIMEHeaderKey(name)] && len(msg.Header[textproto.CanonicalMIMEHeaderKey(name)]) > 0
 	}
-	// The sender's Message-Id, in h:Message-Id or the message, is kept.
+	if !ownField("Reply-To") {
+		writeAddresses(&b, "Reply-To", e.ReplyTo)
+	}
+	for _, h := range e.Headers {
+		if !ownField(h.Name) {
+			writeField(&b, h.Name, h.Value)
+		}
+	}
+	// The sender's Message-Id, the message's own or else h:Message-Id, is
+	// kept; without one, Mailgun's is written.
 	id, messageID := e.mailgunMessageID(domain)
-	if own := msg.Header.Get("Message-Id"); id != "" && own != "" {
+	if own := msg.Header.Get("Message-Id"); own != "" {
 		id, messageID = "", own
 	} else if id != "" {
 		writeField(&b, "Message-Id", messageID)
 	}
 	b.Write(data)
 	return []*outgoing{{raw: b.Bytes(), from: e.From.Address, to: e.envelope(), id: id, echo: messageID}}, nil
+}
+
+// onceFields are the header fields a message holds at most once (RFC 5322
+// 3.6), canonical.
+var onceFields = map[string]bool{
+	"Date": true, "From": true, "Sender": true, "Reply-To": true, "To": true, "Cc": true, "Bcc": true,
+	"Message-Id": true, "In-Reply-To": true, "References": true, "Subject": true,
 }
 
 // mailgunBatch is Mailgun's batch sending: with recipient-variables, each

@@ -95,6 +95,20 @@ func TestResendBatchRefusals(t *testing.T) {
 	wantJSON(t, r, 200, `{"data":[{"id":"`+ms[0].ID+`"},{"id":"`+ms[1].ID+`"}],"errors":[{"index":1,"message":`+
 		"\"emails[1]: Invalid `from` field. The email address needs to follow the `email@example.com` or `Name <email@example.com>` format.\"}]}")
 
+	// An email past what one request may store is refused alone: the
+	// smaller ones after it still fit.
+	for _, m := range ms {
+		if err := e.st.DeleteMessage(t.Context(), e.boot.Project.ID, m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := `{"from":"a@example.com","to":"b@example.com","subject":"big","text":"` + strings.Repeat("=", 3<<20) + `"}`
+	r = e.resendBatch("["+big+","+big+","+big+","+valid+"]", "X-Batch-Validation", "permissive")
+	if ms := e.messages(); len(ms) != 3 || !strings.Contains(string(r.body), `"index":2`) || strings.Contains(string(r.body), `"index":3`) ||
+		!strings.Contains(string(r.body), "fewer or smaller messages") {
+		t.Errorf("permissive batch over the request's budget: %d stored, %d %.300s", len(ms), r.status, r.body)
+	}
+
 	if r := e.post("/emails/batch", nil, []byte("["+valid+"]")); r.status != 401 {
 		t.Errorf("no key: %d %s", r.status, r.body)
 	}
@@ -167,6 +181,23 @@ func TestMailgunMIME(t *testing.T) {
 	wantJSON(t, r, 200, `{"id":"<own@app.example.com>","message":"Queued. Thank you."}`)
 	if ms := e.messages(); len(ms) != 2 || ms[1].MessageID != "own@app.example.com" || len(header(ms[1], "Message-Id")) != 1 {
 		t.Errorf("own Message-Id: %+v", ms[len(ms)-1].Headers)
+	}
+	// An h: option for a field the message already has once is dropped:
+	// the message keeps its own, never two.
+	r = e.mailgunMIME([][2]string{{"to", "a@example.com"}, {"h:Message-Id", "<h@x.example.com>"}, {"h:Reply-To", "h@x.example.com"},
+		{"h:In-Reply-To", "<h-parent@x.example.com>"}},
+		"Message-Id: <own2@app.example.com>\r\nReply-To: own@app.example.com\r\nIn-Reply-To: <parent@app.example.com>\r\n"+mime)
+	wantJSON(t, r, 200, `{"id":"<own2@app.example.com>","message":"Queued. Thank you."}`)
+	ms := e.messages()
+	last := ms[len(ms)-1]
+	if got := header(last, "Message-Id"); len(got) != 1 || got[0] != "<own2@app.example.com>" {
+		t.Errorf("Message-Id fields %q, want the message's own once", got)
+	}
+	if got := header(last, "Reply-To"); len(got) != 1 || got[0] != "own@app.example.com" {
+		t.Errorf("Reply-To fields %q, want the message's own once", got)
+	}
+	if got := header(last, "In-Reply-To"); len(got) != 1 || got[0] != "<parent@app.example.com>" {
+		t.Errorf("In-Reply-To fields %q, want the message's own once", got)
 	}
 }
 
