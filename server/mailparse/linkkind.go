@@ -232,8 +232,8 @@ type linkKinds struct {
 //     to explain ("Learn how to verify your account"), is other;
 //   - a link that carries a credential (a random token, or a value under a
 //     name such as token or code) does what its words say: the anchor's own
-//     words first, then the URL's, then, for an anchor that says nothing
-//     ("click here"), the text before it;
+//     words first, then the URL's; for an anchor that says nothing ("click
+//     here", the URL itself) the text before it, then the URL's;
 //   - a link without one does what its anchor says only if its URL says
 //     the same ("Reset your password" to /password-reset) and is not a
 //     page's title or a help site's, and signs in only if it says it is a
@@ -265,7 +265,15 @@ func (k *linkKinds) kind(u *url.URL, cue linkCue) string {
 		return KindOther
 	}
 	if hasCredential(u) {
-		for _, s := range said {
+		order := said
+		if generic {
+			// Under "click here", or a URL written out in plain text, the
+			// sentence before it is what the reader goes by: "click the
+			// link below to verify your email address" over the words of
+			// a path such as Keycloak's /login-actions/action-token.
+			order = [3]phraseSet{said[0], said[2], said[1]}
+		}
+		for _, s := range order {
 			if kind := actionKind(s); kind != "" {
 				return kind
 			}

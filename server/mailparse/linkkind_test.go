@@ -154,3 +154,20 @@ Content-Type: text/html; charset=utf-8
 		t.Errorf("%d links: %+v", len(m.Links), m.Links)
 	}
 }
+
+// Keycloak's plain-text mails put every action under /login-actions/: the
+// sentence before a URL written out says what it does.
+func TestLinkKindsKeycloakText(t *testing.T) {
+	for lead, want := range map[string]string{
+		"Someone has created a Acme account with this email address. If this was you, click the link below to verify your email address": KindVerify,
+		"Someone just requested to change your Acme account's credentials. If this was you, click on the link below to reset them.":      KindReset,
+	} {
+		raw := crlf("From: keycloak@acme.test\nTo: alice@example.com\nSubject: Acme\nContent-Type: text/plain; charset=utf-8\n\n" +
+			lead + "\n\nhttp://localhost:8080/realms/acme/login-actions/action-token?key=eyJhbGciOiJIUzUxMiJ9.eyJleHAiOjE3MzI0NTAwMDB9.sg2&client_id=account-console&tab_id=T3xt01\n\n" +
+			"This link will expire within 5 minutes.\n")
+		m := Parse(raw)
+		if len(m.Links) != 1 || m.Links[0].Kind != want {
+			t.Errorf("%q: links %+v, want one of kind %s", lead[len(lead)-40:], m.Links, want)
+		}
+	}
+}
