@@ -858,7 +858,25 @@ func (f *codeFinder) alone(c candidate) bool {
 		}
 		return true
 	}
-	return bare(f.src[lineStart:c.start]) && bare(f.src[c.end:lineEnd])
+	return bare(withoutCodePrefix(f.src[lineStart:c.start])) && bare(f.src[c.end:lineEnd])
+}
+
+// withoutCodePrefix drops the sender's prefix that may stand before a code
+// ("G-" of G-482913, "ACM-"): one to five capital letters and a hyphen
+// that end before.
+func withoutCodePrefix(before string) string {
+	rest, ok := strings.CutSuffix(before, "-")
+	if !ok {
+		return before
+	}
+	i := len(rest)
+	for i > 0 && 'A' <= rest[i-1] && rest[i-1] <= 'Z' {
+		i--
+	}
+	if n := len(rest) - i; n < 1 || n > 5 || i > 0 && wordBefore([]byte(rest), i) {
+		return before
+	}
+	return rest[:i]
 }
 
 // score weighs a candidate against the cues around it: the strength of the
