@@ -239,9 +239,34 @@ class Usage(Exception):
     shown, worded as `capture forward` words it."""
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
 def go_quote(s):
-    """s in double quotes, as the Go client quotes a value it names."""
-    return json.dumps(s, ensure_ascii=False)
+    """s in double quotes, as the Go client quotes a value it names (Go's
+    %q: printable characters as they are, the usual escapes, \\xNN for
+    other control bytes, \\uNNNN or \\UNNNNNNNN for other unprintable
+    characters)."""
+    out = ['"']
+    for c in s:
+        n = ord(c)
+        if c in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[c])
+        elif n < 0x20 or n == 0x7F:
+            out.append("\\x%02x" % n)
+        elif 0xDC80 <= n <= 0xDCFF:
+            # A byte of the command line that was not UTF-8, which Python
+            # keeps as a lone surrogate: Go shows the byte.
+            out.append("\\x%02x" % (n - 0xDC00))
+        elif c.isprintable() or c == " ":
+            out.append(c)
+        elif n < 0x10000:
+            out.append("\\u%04x" % n)
+        else:
+            out.append("\\U%08x" % n)
+    out.append('"')
+    return "".join(out)
 
 
 def underscores_ok(s):

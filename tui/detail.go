@@ -393,7 +393,8 @@ func (m *Model) formatBody(b []byte, contentType string, raw bool, w int) (label
 
 // hexDump is laid out as `hexdump -C` does, with as many bytes a row as
 // fit in w columns (16, 8 or 4), so that no row wraps and its ASCII column
-// stays beside its bytes.
+// stays beside its bytes; on a pane narrower than a row of 4 (29 columns)
+// rows run past its edge.
 func hexDump(b []byte, w int) string {
 	perRow := 16
 	for perRow > 4 && hexRowWidth(perRow) > w {
