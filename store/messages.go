@@ -113,7 +113,11 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	for i, a := range m.Attachments {
 		attNames[i] = a.Filename
 	}
-	tokens := searchTokens(messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames))
+	fields := messageSearchFields(m.Subject, m.From, m.To, m.Cc, m.Text, m.HTML, attNames)
+	for _, c := range m.Codes {
+		fields = append(fields, c.Value)
+	}
+	tokens := searchTokens(fields)
 	content := pack(bytesSection(appendHeaders(nil, m.Headers)), bytesSection(links),
 		optionalText(m.Text), optionalText(m.HTML), bytesSection(m.Raw))
 

@@ -15,7 +15,9 @@ import (
 // Full-text search (MessageFilter.Q, RequestFilter.Q).
 //
 // What matches: a query is words and "quoted phrases", all of which a
-// capture must contain. Text is compared folded (lower case, accents and
+// capture must contain. A message's fields include the values of the
+// verification codes found in it (§15), so that the value `codes` gives
+// finds the message however the code was set out ("582 931"). Text is compared folded (lower case, accents and
 // other combining marks removed, compatibility forms decomposed) with every
 // run of characters that are not letters or digits read as one space; a
 // word or phrase matches when its folded text is a substring of a field's
@@ -434,7 +436,8 @@ func (p searchPlan) matches(fields []string) bool {
 // summary.
 func messageCheckCols(b backend) string {
 	return `messages.content,
-	(SELECT ` + b.jsonGroupArray("filename", "position") + ` FROM attachments WHERE message_seq = messages.seq)`
+	(SELECT ` + b.jsonGroupArray("filename", "position") + ` FROM attachments WHERE message_seq = messages.seq),
+	messages.codes`
 }
 
 // searchedBodies reads from a message's pack what search reads of its
@@ -511,13 +514,13 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 	return func(r *sql.Rows, base *row) (MessageSummary, error) {
 		var toks string
 		var content []byte
-		var attachments string
+		var attachments, codes string
 		var extra []any
 		if tokens {
 			extra = append(extra, &toks)
 		}
 		if check {
-			extra = append(extra, &content, &attachments)
+			extra = append(extra, &content, &attachments, &codes)
 		}
 		m, err := scanMessageSummary(r, base, nil, extra...)
 		if err != nil || (tokens && !stagedMatch(toks, staged)) {
@@ -534,7 +537,15 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 		if err != nil {
 			return m, fmt.Errorf("message %s: %w", m.ID, err)
 		}
-		if !plan.matches(messageSearchFields(m.Subject, m.From, m.To, m.Cc, text, html, names)) {
+		var found []storedCode
+		if err := json.Unmarshal([]byte(codes), &found); err != nil {
+			return m, fmt.Errorf("message %s codes: %w", m.ID, err)
+		}
+		fields := messageSearchFields(m.Subject, m.From, m.To, m.Cc, text, html, names)
+		for _, c := range found {
+			fields = append(fields, c.Value)
+		}
+		if !plan.matches(fields) {
 			return m, errSkipRow
 		}
 		return m, nil

@@ -174,6 +174,9 @@ func TestSearchMessages(t *testing.T) {
 		many = append(many, fmt.Sprintf("a%dqxz", i))
 	}
 	f.message("many", NewMessage{Subject: "Many", EnvelopeFrom: "a@b.example", Text: ptr(strings.Join(many, " "))})
+	// A code set out in groups is found by the value its codes give.
+	f.message("code", NewMessage{Subject: "Dein Code", EnvelopeFrom: "a@b.example",
+		Text: ptr("Dein Bestätigungscode: 582 931. Oder K7P-2QX."), Codes: []Code{{Value: "582931"}, {Value: "K7P2QX"}}})
 
 	cases := []struct {
 		q    string
@@ -222,6 +225,13 @@ func TestSearchMessages(t *testing.T) {
 		{"qxz", []string{"many"}},             // too many tokens: checked in the text
 		{"1qxz", []string{"many"}},
 		{"99qxz many", []string{"many"}},
+		{"582931", []string{"code"}}, // a code's value
+		{"k7p2qx", []string{"code"}},
+		{"582 931", []string{"code"}}, // and the text as it is
+		{`"582 931"`, []string{"code"}},
+		{"582931 dein", []string{"code"}},
+		{"582931 de", []string{"code"}},          // a short word: checked in the text and the codes
+		{`582931 "dein code"`, []string{"code"}}, // a phrase: the same
 	}
 	f.bothWays(func(t *testing.T) {
 		for _, tc := range cases {
