@@ -17,10 +17,11 @@ import (
 // What matches: a query is words and "quoted phrases", all of which a
 // capture must contain. A message's fields include the values of the
 // verification codes found in it (§15), so that the value `codes` gives
-// finds the message however the code was set out ("582 931"). Text is compared folded (lower case, accents and
-// other combining marks removed, compatibility forms decomposed) with every
-// run of characters that are not letters or digits read as one space; a
-// word or phrase matches when its folded text is a substring of a field's
+// finds the message however the code was set out ("582 931"). Text is
+// compared folded (lower case, accents and other combining marks removed,
+// compatibility forms decomposed) with every run of characters that are
+// not letters or digits read as one space; a word or phrase matches when
+// its folded text is a substring of a field's
 // (searchtext.go has the fields and the folding). So "abc12" finds
 // "xyzabc123", "élan" finds "Elan", and "user@example.com" finds the
 // address however it is punctuated.
