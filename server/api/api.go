@@ -232,12 +232,14 @@ func (a *API) acquireWait(ctx context.Context, project store.Project, hold time.
 	a.waits[project.ID]++
 	a.mu.Unlock()
 	return func() {
+		// The slot first: once the count says a wait has ended, a new one
+		// finds its slot free.
+		free()
 		a.mu.Lock()
 		if a.waits[project.ID]--; a.waits[project.ID] <= 0 {
 			delete(a.waits, project.ID)
 		}
 		a.mu.Unlock()
-		free()
 	}, true, nil
 }
 
