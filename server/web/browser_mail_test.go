@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,4 +257,32 @@ func TestBrowserCodesAndLinkKinds(t *testing.T) {
 	}
 	shoot(t, b, os.Getenv("CAPTURE_SCREENSHOTS"), "desktop-light", "20-message-links-verify")
 	b.checkClean()
+}
+
+// A list in a tab that is not looked at gives up its stream (a browser
+// holds at most six connections to a server), and catches up, from the
+// last message it showed, when it is looked at again.
+func TestBrowserLiveListPausesWhileHidden(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	b.open("/projects/" + e.boot.Project.ID + "/inboxes/" + e.boot.Inbox.ID)
+	b.waitFor(`!document.querySelector("[data-live-status]").hidden`)
+	mail := func(subject string) {
+		e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"}, "Subject: "+subject+"\n\nbody\n")
+	}
+	mail("first")
+	b.waitFor(`[...document.querySelectorAll("a.row .subj")].some(s => s.textContent === "first")`)
+
+	setHidden := func(hidden bool) {
+		eval[bool](b, `Object.defineProperty(document, "hidden", {value: `+strconv.FormatBool(hidden)+`, configurable: true}),
+			document.dispatchEvent(new Event("visibilitychange")), true`)
+	}
+	setHidden(true)
+	b.waitFor(`document.querySelector("[data-live-status]").hidden`)
+	mail("second")
+	mail("third")
+	setHidden(false)
+	b.waitFor(`[...document.querySelectorAll("a.row .subj")].map(s => s.textContent).join() === "third,second,first"`)
+	b.waitFor(`!document.querySelector("[data-live-status]").hidden`)
 }

@@ -184,10 +184,7 @@
     const countEl = document.querySelector("[data-count]");
     // The sidebar's count of this inbox or endpoint, bumped with it.
     const sideCount = countEl && document.querySelector(".side a[aria-current=page] .count");
-    const source = new EventSource(list.dataset.live);
-    source.addEventListener("open", () => { if (dot) dot.hidden = false; });
-    source.addEventListener("error", () => { if (dot) dot.hidden = true; });
-    source.addEventListener("row", (ev) => {
+    const onRow = (ev) => {
       const tpl = document.createElement("template");
       tpl.innerHTML = ev.data.trim();
       const item = tpl.content.firstElementChild;
@@ -208,9 +205,9 @@
       if (sideCount && /^\d+$/.test(sideCount.textContent)) {
         sideCount.textContent = String(Number(sideCount.textContent) + 1);
       }
-    });
+    };
     // A row's mark (a request's last delivery) changed after it arrived.
-    source.addEventListener("mark", (ev) => {
+    const onMark = (ev) => {
       const { id, html } = JSON.parse(ev.data);
       const cell = list.querySelector(`[data-id="${CSS.escape(id)}"] [data-mark]`);
       if (!cell) return;
@@ -221,8 +218,37 @@
       if (tpl.innerHTML === cell.innerHTML) return;
       cell.replaceChildren(tpl.content);
       cell.firstElementChild?.classList.add("changed");
-    });
-    source.addEventListener("reload", () => location.reload());
+    };
+    // A browser opens at most six connections to a server over HTTP/1.1,
+    // and each open stream holds one: a tab in the background gives its
+    // stream up, and takes it again, from the last capture it showed,
+    // when it is looked at.
+    let source = null;
+    let lastID = "";
+    const open = () => {
+      if (source || document.hidden) return;
+      const url = new URL(list.dataset.live, location.href);
+      if (lastID) url.searchParams.set("after", lastID);
+      source = new EventSource(url);
+      source.addEventListener("open", () => { if (dot) dot.hidden = false; });
+      source.addEventListener("error", () => { if (dot) dot.hidden = true; });
+      source.addEventListener("row", (ev) => {
+        if (ev.lastEventId) lastID = ev.lastEventId;
+        onRow(ev);
+      });
+      source.addEventListener("mark", onMark);
+      source.addEventListener("reload", () => location.reload());
+    };
+    const close = () => {
+      if (!source) return;
+      source.close();
+      source = null;
+      if (dot) dot.hidden = true;
+    };
+    document.addEventListener("visibilitychange", () => (document.hidden ? close() : open()));
+    window.addEventListener("pagehide", close);
+    window.addEventListener("pageshow", open);
+    open();
   }
 
   // Keyboard: "/" searches, j and k move through a list, Enter opens
