@@ -95,6 +95,23 @@ func TestBrowserKeys(t *testing.T) {
 	if status := apiStatus(t, e, secret); status != http.StatusOK {
 		t.Errorf("new key: %d", status)
 	}
+	// Reloading the page that showed it creates no other key (on a plan
+	// that would allow one).
+	if _, err := e.st.SetPlan(t.Context(), pid, "pro"); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.st.Keys(t.Context(), pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](b, `location.pathname`); got != "/projects/"+pid+"/keys" {
+		t.Errorf("the page that shows a new key is at %q", got)
+	}
+	b.do(chromedp.Reload())
+	b.waitFor(`document.readyState === "complete" && !document.querySelector("#new-key-value")`)
+	if again, err := e.st.Keys(t.Context(), pid); err != nil || len(again) != len(keys) {
+		t.Errorf("after a reload %d keys, before %d (%v): the reload created one", len(again), len(keys), err)
+	}
 	b.open("/projects/" + pid + "/keys")
 	if html := eval[string](b, `document.documentElement.outerHTML`); strings.Contains(html, secret) {
 		t.Error("the key is shown again after the page that created it")

@@ -286,3 +286,29 @@ func TestBrowserLiveListPausesWhileHidden(t *testing.T) {
 	b.waitFor(`[...document.querySelectorAll("a.row .subj")].map(s => s.textContent).join() === "third,second,first"`)
 	b.waitFor(`!document.querySelector("[data-live-status]").hidden`)
 }
+
+// A tab opened from the keyboard (Enter or Space) loads its part with the
+// focus on the tab, not at the top of the page; so does Load images, whose
+// button goes away.
+func TestBrowserTabsKeepTheFocus(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"},
+		"Subject: tabs\nMIME-Version: 1.0\nContent-Type: text/html\n\n<p>hi <img src=\"http://192.0.2.1/x.png\" alt=\"x\"></p>\n")
+	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("messages: %v %v", list.Items, err)
+	}
+	b.open("/projects/" + e.boot.Project.ID + "/messages/" + list.Items[0].ID)
+	b.do(chromedp.Focus(chromedp.CSS(`#tab-html`)), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight))
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`location.search.includes("tab=headers") && document.activeElement.id === "tab-headers"`)
+	b.do(chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(" "))
+	b.waitFor(`location.search.includes("tab=source") && document.activeElement.id === "tab-source"`)
+
+	b.do(chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`location.search.includes("tab=html") && document.activeElement.id === "tab-html"`)
+	b.click("button", "Load images")
+	b.waitFor(`document.activeElement.id === "tab-html" && location.search.includes("images=1")`)
+}

@@ -148,7 +148,7 @@ func populate(t *testing.T, e *env) screens {
 <img src="https://images.acme.test/banner.png" width="496" height="120" alt="Acme banner" style="display:block;max-width:100%">
 <p style="color:#888;font-size:12px;margin-top:28px">You got this because you signed up at acme.test. <a href="https://acme.test/unsubscribe">Unsubscribe</a></p>
 </td></tr></table></td></tr></table></body></html>`
-	e.sendMail(t, in, "app@acme.test", []string{"erin@example.com"}, mimeWithAttachment("Welcome to Acme, Erin!", html, "terms.pdf", "%PDF-1.4 terms"))
+	e.sendMail(t, in, "app@acme.test", []string{"erin@example.com"}, mimeWithAttachment("Welcome to Acme, Erin!", html, "Acme_Terms_of_Service_and_Privacy_Policy_2026_11_24_final.pdf", "%PDF-1.4 terms"))
 
 	post := func(path, contentType, body string) {
 		resp, err := http.Post("http://"+e.srv.CaptureAddr().String()+"/"+stripe.ID+path, contentType, strings.NewReader(body))
@@ -206,4 +206,37 @@ func populate(t *testing.T, e *env) screens {
 		{name: "request-binary", path: "/projects/" + pid + "/requests/" + reqs.Items[0].ID},
 		{name: "not-found", path: base + "/messages/msg_nothere", status: http.StatusNotFound},
 	}}
+}
+
+// On a phone a hex dump keeps its columns (it scrolls within itself), and
+// captured text that carries bidi controls cannot reorder the text after
+// it in a list row.
+func TestBrowserHexDumpAndBidiIsolation(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, viewport{width: 360, height: 800, mobile: true})
+	b.signIn()
+	pid := e.boot.Project.ID
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"},
+		"Subject: \u202eRLO override gnp.exe\nContent-Type: text/plain; charset=utf-8\n\nsnippet after the override\n")
+	b.open("/projects/" + pid + "/inboxes/" + e.boot.Inbox.ID)
+	if got := eval[string](b, `getComputedStyle(document.querySelector("a.row .snip")).unicodeBidi`); got != "isolate" {
+		t.Errorf("a row's snippet is not isolated from the subject's bidi controls: unicode-bidi %q", got)
+	}
+	resp, err := http.Post("http://"+e.srv.CaptureAddr().String()+"/"+e.boot.Endpoint.ID+"/bin", "application/octet-stream",
+		strings.NewReader(strings.Repeat("\x00\x01\x02\xff binary payload ", 8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	reqs, err := e.st.Requests(t.Context(), e.boot.Endpoint.ID, store.RequestFilter{}, store.Page{})
+	if err != nil || len(reqs.Items) != 1 {
+		t.Fatalf("requests: %v %v", reqs, err)
+	}
+	b.open("/projects/" + pid + "/requests/" + reqs.Items[0].ID)
+	if got := eval[string](b, `getComputedStyle(document.querySelector("pre.hexdump")).whiteSpace`); got != "pre" {
+		t.Errorf("the hex dump wraps its lines: white-space %q", got)
+	}
+	if overflow := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
+		t.Errorf("the request page scrolls sideways by %d px", overflow)
+	}
 }

@@ -38,6 +38,18 @@
     if (c.top < s.top || c.bottom > s.bottom) strip.scrollTop += c.top - s.top - 12;
   }
 
+  // A tab, or a choice of view, opens a page of its own: focus comes back
+  // to it there, as if the page had not changed under the keyboard.
+  const refocus = sessionStorage.getItem("capture-refocus");
+  if (refocus) {
+    sessionStorage.removeItem("capture-refocus");
+    document.getElementById(refocus)?.focus();
+  }
+  document.addEventListener("click", (e) => {
+    const el = e.target.closest?.("[data-tablist] [role=tab], [data-refocus]");
+    if (el?.id) sessionStorage.setItem("capture-refocus", el.id);
+  });
+
   // A tab list is one stop in the Tab order, at its selected tab; arrow
   // keys move within it (below). Without this script every tab is a link
   // of its own, reached with Tab.
@@ -167,6 +179,8 @@
     url.searchParams.set("images", "1");
     frame.src = url.toString();
     form.hidden = true;
+    // The button is gone: focus goes to the tab of what it changed.
+    document.querySelector("[data-tablist] [aria-selected=true]")?.focus();
     const page = new URL(location.href);
     page.searchParams.set("tab", "html");
     page.searchParams.set("images", "1");
@@ -260,6 +274,16 @@
       if (e.key === "Escape") e.target.blur();
       return;
     }
+    if (e.key === "Escape") {
+      // Escape closes an open menu (the project switcher), its summary
+      // keeping the focus.
+      const menu = document.querySelector("details.menu[open]");
+      if (menu) {
+        menu.open = false;
+        menu.querySelector("summary")?.focus();
+        return;
+      }
+    }
     if (e.key === "/") {
       const search = document.querySelector("[data-search]");
       if (search) {
@@ -270,6 +294,12 @@
       return;
     }
     const tab = e.target.closest?.("[data-tablist] [role=tab]");
+    if (tab && e.key === " ") {
+      // Space activates a tab, as Enter does.
+      e.preventDefault();
+      tab.click();
+      return;
+    }
     if (tab && ["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) {
       // Arrow keys move between the tabs; Enter opens one (each is a link).
       const tabs = [...tab.parentElement.querySelectorAll("[role=tab]")];
