@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/capturedev/capture/store"
 )
@@ -239,4 +240,9 @@ func TestBrowserHexDumpAndBidiIsolation(t *testing.T) {
 	if overflow := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
 		t.Errorf("the request page scrolls sideways by %d px", overflow)
 	}
+	// Escape closes the project menu, its button keeping the focus.
+	b.do(chromedp.Click(chromedp.CSS(`details.project-menu summary`)))
+	b.waitFor(`document.querySelector("details.project-menu").open`)
+	b.do(chromedp.KeyEvent(kb.Escape))
+	b.waitFor(`!document.querySelector("details.project-menu").open && document.activeElement.matches("details.project-menu summary")`)
 }
