@@ -206,7 +206,7 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		}
 	case "attachments":
 		for _, a := range m.Attachments {
-			v.Attachments = append(v.Attachments, attachmentRow{Filename: attachmentName(a), ContentType: a.ContentType,
+			v.Attachments = append(v.Attachments, attachmentRow{Filename: shownFilename(a), ContentType: a.ContentType,
 				Size: size(a.Size), URL: base + "/attachments/" + url.PathEscape(a.ID), Inline: a.Inline})
 		}
 	}
@@ -394,6 +394,22 @@ func safeFilename(name, fallback string) string {
 	name = strings.Trim(name, ". ")
 	if name == "" || !utf8.ValidString(name) {
 		return fallback
+	}
+	return name
+}
+
+// shownFilename is an attachment's name as the page shows it: the
+// sender's own (the page escapes it), control characters aside; the
+// download's name (attachmentName) is made safe for a file system.
+func shownFilename(a store.Attachment) string {
+	name := strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, a.Filename))
+	if name == "" || !utf8.ValidString(name) {
+		return attachmentName(a)
 	}
 	return name
 }

@@ -355,3 +355,29 @@ func TestUnnamedAttachmentDownloadName(t *testing.T) {
 		t.Errorf("download: %d Content-Disposition %q, want %s", resp.StatusCode, resp.Header.Get("Content-Disposition"), want)
 	}
 }
+
+// The page shows an attachment's name as the sender wrote it (escaped);
+// only the download's name is made safe for a file system.
+func TestAttachmentNameShownAsSent(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"},
+		mimeWithAttachment("quotes", "<p>hi</p>", `invoice \"<x>\".pdf`, "%PDF"))
+	msgs, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(msgs.Items) != 1 {
+		t.Fatalf("messages: %v %v", msgs, err)
+	}
+	m, _ := e.st.Message(t.Context(), e.boot.Project.ID, msgs.Items[0].ID)
+	if len(m.Attachments) != 1 || m.Attachments[0].Filename != `invoice "<x>".pdf` {
+		t.Fatalf("attachments: %+v", m.Attachments)
+	}
+	page := c.get("/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "?tab=attachments")
+	if !strings.Contains(page.body, `<td>invoice &#34;&lt;x&gt;&#34;.pdf`) || strings.Contains(page.body, "<x>") {
+		t.Errorf("attachment row: %s", page.body)
+	}
+	dl := c.get("/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/attachments/" + m.Attachments[0].ID)
+	if cd := dl.Header.Get("Content-Disposition"); strings.Contains(cd, `\"`) || !strings.Contains(cd, "invoice") {
+		t.Errorf("download name: %q", cd)
+	}
+}
