@@ -145,6 +145,13 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 	return res, nil
 }
 
+// Check reports what Replay would refuse in edits of req, as one
+// invalid_parameter error, without sending anything.
+func Check(req store.Request, edits contract.ReplayEdits) error {
+	_, err := build(req, edits)
+	return err
+}
+
 // build applies edits to the captured request; every bad edit is named in
 // one invalid_parameter error. Where it goes is the caller's to add.
 func build(req store.Request, ed contract.ReplayEdits) (*Sent, error) {

@@ -227,6 +227,12 @@ func TestReplayFormEdits(t *testing.T) {
 		!strings.Contains(html.UnescapeString(malformed.body), `Headers: header line 1 ("oops") must look like Name: value.`) {
 		t.Errorf("a malformed header line: %d\n%s", malformed.StatusCode, malformed.body)
 	}
+	// A malformed header line and another bad edit are told together.
+	both := c.post(page+"/replay", form("no-slash", "oops\r\n", body))
+	if text := html.UnescapeString(both.body); both.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(text, `Headers: header line 1 ("oops") must look like Name: value.`) || !strings.Contains(text, "Path: must start with /") {
+		t.Errorf("a malformed header line and a bad path: %d\n%s", both.StatusCode, both.body)
+	}
 	select {
 	case a := <-arrived:
 		t.Fatalf("refused edits sent %+v", a)

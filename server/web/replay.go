@@ -110,6 +110,17 @@ func (h *Handler) replayRequest(w http.ResponseWriter, r *http.Request, pc *proj
 		Body: newlines(r.PostFormValue("body")), BodyEditable: utf8.Valid(rq.Body), Posted: true,
 	}
 	edits, err := replayEditsOf(rq, form)
+	var headerErr *contract.Error
+	if errors.As(err, &headerErr) {
+		// The other edits are checked too, so that every bad field is
+		// told at once.
+		var others *contract.Error
+		if errors.As(replay.Check(rq, edits), &others) && others.Code == contract.CodeInvalidParameter {
+			fields := maps.Clone(others.Fields)
+			maps.Copy(fields, headerErr.Fields)
+			err = contract.Invalid(fields)
+		}
+	}
 	if err == nil {
 		var res replay.Result
 		if res, err = h.replay.Replay(r.Context(), pid, rq.ID, edits); err == nil {
