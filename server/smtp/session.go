@@ -44,6 +44,8 @@ var (
 		Message: "Temporary authentication failure, try again later"}
 	errTooManyRecipients = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 5, 3},
 		Message: "Too many recipients"}
+	errAuthTooLate = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 7, 0},
+		Message: "Authentication came after the deadline to authenticate, closing"}
 	// RFC 5321 4.1.4: MAIL inside a transaction is out of sequence; taking
 	// it would silently drop the recipients already given.
 	errNestedMail = &gosmtp.SMTPError{Code: 503, EnhancedCode: gosmtp.EnhancedCode{5, 5, 1},
@@ -175,8 +177,12 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 		s.srv.log.Error("smtp auth: read project", "project", in.ProjectID, "err", err)
 		return errAuthUnavailable
 	}
+	if !s.srv.authenticated(s.conn) {
+		// The deadline passed while the credential was checked: the
+		// connection is being closed with its 421.
+		return errAuthTooLate
+	}
 	s.inbox, s.limit, s.plan = in.ID, p.Plan.MessageBytes, p.Plan.Name
-	s.srv.authenticated(s.conn)
 	return nil
 }
 

@@ -362,28 +362,41 @@ func (s *Server) forget(c *conn) {
 
 // authenticated moves c out of the unauthenticated half of the slots and
 // lifts its authentication deadline.
-func (s *Server) authenticated(c *conn) {
+func (s *Server) authenticated(c *conn) bool {
 	if c == nil {
-		return
+		return true
 	}
+	// Settled against authExpired: one of the two wins, never both.
+	if !c.authSettled.CompareAndSwap(authPending, authDone) {
+		return false
+	}
+	c.authBy.Store(0)
+	c.authTimer.Stop()
 	s.mu.Lock()
 	if c.preAuth != nil {
 		s.preAuth.Remove(c.preAuth)
 		c.preAuth = nil
 	}
 	s.mu.Unlock()
-	c.authBy.Store(0)
-	c.authTimer.Stop()
+	return true
 }
+
+// What came first of a connection's authentication and its deadline.
+const (
+	authPending int32 = iota
+	authDone
+	authTimedOut
+)
 
 // authExpired hangs up on a connection that did not authenticate in time,
 // saying so: go-smtp's own answer when the read deadline passes would call
 // it idle, and a client sending NOOPs was not.
 func (c *conn) authExpired() {
-	if c.authBy.Load() != 0 {
-		c.hangUp(fmt.Sprintf("421 4.7.0 %s authentication required within %s of connecting, closing",
-			c.srv.cfg.Hostname, c.srv.cfg.PreAuthTimeout))
+	if !c.authSettled.CompareAndSwap(authPending, authTimedOut) {
+		return // authenticated in time
 	}
+	c.hangUp(fmt.Sprintf("421 4.7.0 %s authentication required within %s of connecting, closing",
+		c.srv.cfg.Hostname, c.srv.cfg.PreAuthTimeout))
 }
 
 // reject tells a client it is not served, in TLS when it expects TLS, then
@@ -478,11 +491,13 @@ type conn struct {
 	// once authenticated. Every read and write deadline go-smtp sets is
 	// cut to it, so commands (NOOPs included) never extend it.
 	authBy atomic.Int64
-	// authTimer hangs up at authBy (authExpired).
-	authTimer *time.Timer
-	inTx      bool          // guarded by srv.mu
-	preAuth   *list.Element // in srv.preAuth; guarded by srv.mu
-	closeOnce sync.Once
+	// authTimer hangs up at authBy (authExpired), unless authSettled says
+	// the connection authenticated first.
+	authTimer   *time.Timer
+	authSettled atomic.Int32
+	inTx        bool          // guarded by srv.mu
+	preAuth     *list.Element // in srv.preAuth; guarded by srv.mu
+	closeOnce   sync.Once
 
 	// What a last reply must be written through: the plain connection
 	// until STARTTLS, the TLS connection once its handshake is done, and

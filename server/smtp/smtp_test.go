@@ -1310,3 +1310,37 @@ func TestAuthLogsNoSecret(t *testing.T) {
 		t.Errorf("failed logins not logged:\n%s", logs.String())
 	}
 }
+
+// The authentication deadline and a successful AUTH settle which came
+// first once: a connection hung up on does not authenticate after all,
+// and an authenticated one is not hung up on.
+func TestAuthAndDeadlineSettleOnce(t *testing.T) {
+	s := &Server{cfg: Config{Hostname: "capture.test", PreAuthTimeout: time.Hour}, conns: map[*conn]struct{}{}}
+	newConn := func() (*conn, net.Conn) {
+		client, server := net.Pipe()
+		t.Cleanup(func() { client.Close(); server.Close() })
+		c := &conn{Conn: server, srv: s}
+		c.authBy.Store(time.Now().Add(time.Hour).UnixNano())
+		c.authTimer = time.AfterFunc(time.Hour, func() {})
+		return c, client
+	}
+
+	late, lateClient := newConn()
+	go io.Copy(io.Discard, lateClient) // reads the 421
+	late.authExpired()
+	if s.authenticated(late) {
+		t.Error("a connection hung up on at its deadline authenticated afterwards")
+	}
+
+	early, client := newConn()
+	if !s.authenticated(early) {
+		t.Fatal("a connection within its deadline did not authenticate")
+	}
+	early.authExpired()
+	// Not hung up on: a read of its other end waits (until a deadline)
+	// instead of meeting a 421 or the end of the connection.
+	client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := client.Read(make([]byte, 64)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("an authenticated connection was hung up on at its deadline: read %d, %v", n, err)
+	}
+}
