@@ -495,6 +495,9 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 
 	// q passes over a message without its words, and the query says it.
 	t.Run("q", func(t *testing.T) {
+		// since is given, as in the waits below: on a loaded machine the
+		// call may reach the server after the messages it waits for.
+		since := time.Now().UTC().Format(time.RFC3339Nano)
 		stored := later(t, delay, func() (string, error) {
 			if _, err := e.message(e.InboxID, Mail{To: "q@example.test", Subject: "Your invoice", Text: "Nothing due."}); err != nil {
 				return "", err
@@ -510,7 +513,7 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 				ID string `json:"id"`
 			} `json:"untrusted_content"`
 		}
-		Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "inv-2041 paid", "timeout_seconds": 20}, &w)
+		Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "q": "inv-2041 paid", "since": since, "timeout_seconds": 20}, &w)
 		want := <-stored
 		if w.TimedOut || w.Message.ID != want || w.Query.Q != "inv-2041 paid" {
 			t.Errorf("wait_for_message q = %+v, want %s", w, want)
@@ -543,6 +546,7 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			to := fmt.Sprintf("kinds-%d@example.test", time.Now().UnixNano())
+			since := time.Now().UTC().Format(time.RFC3339Nano)
 			stored := later(t, delay, func() (string, error) {
 				ids := map[string]string{}
 				for _, m := range []struct {
@@ -562,7 +566,7 @@ func checkWaitWakes(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 				}
 				return ids[tt.want], nil
 			})
-			args := map[string]any{"inbox_id": e.InboxID, "to": to, "timeout_seconds": 20}
+			args := map[string]any{"inbox_id": e.InboxID, "to": to, "since": since, "timeout_seconds": 20}
 			maps.Copy(args, tt.args)
 			var w struct {
 				TimedOut bool `json:"timed_out"`
