@@ -386,11 +386,11 @@ func download(w http.ResponseWriter, filename, contentType string, body []byte) 
 // directories, no control characters, not empty.
 func safeFilename(name, fallback string) string {
 	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' || r == '"' {
+		if r == '/' || r == '\\' || r == '"' {
 			return '_'
 		}
 		return r
-	}, path.Base(strings.ReplaceAll(name, "\\", "/")))
+	}, withoutControls(path.Base(strings.ReplaceAll(name, "\\", "/"))))
 	name = strings.Trim(name, ". ")
 	if name == "" || !utf8.ValidString(name) {
 		return fallback
@@ -402,16 +402,21 @@ func safeFilename(name, fallback string) string {
 // sender's own (the page escapes it), control characters aside; the
 // download's name (attachmentName) is made safe for a file system.
 func shownFilename(a store.Attachment) string {
-	name := strings.TrimSpace(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, a.Filename))
+	name := strings.TrimSpace(withoutControls(a.Filename))
 	if name == "" || !utf8.ValidString(name) {
 		return attachmentName(a)
 	}
 	return name
+}
+
+// withoutControls is name with its control characters as "_".
+func withoutControls(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, name)
 }
 
 func attachmentName(a store.Attachment) string {
