@@ -238,6 +238,21 @@ func TestQueryValidation(t *testing.T) {
 	if fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any); len(fields) != 3 {
 		t.Errorf("three mistakes: fields %v", fields)
 	}
+	// Thousands of unknown names are each named, but only the first ten
+	// (in order) repeat what the route takes.
+	var many strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&many, "&p%04d=1", i)
+	}
+	r = e.call("GET", ep+"?limit=ten"+many.String(), nil)
+	fields, _ := r.json(t)["error"].(map[string]any)["fields"].(map[string]any)
+	if len(fields) != 3001 || !strings.Contains(fields["p0009"].(string), "allowed: ") ||
+		fields["p0010"] != "unknown parameter" || fields["p2999"] != "unknown parameter" {
+		t.Errorf("3000 unknown: %d fields, p0009 %q, p0010 %q", len(fields), fields["p0009"], fields["p0010"])
+	}
+	if len(r.body) > 4*many.Len() {
+		t.Errorf("3000 unknown names in a %d-byte query were answered in %d bytes", many.Len(), len(r.body))
+	}
 	// A cursor malformed, unknown, of another collection or missing.
 	for _, q := range []string{"?before=req_nope", "?after=garbage", "?after=" + e.boot.Endpoint.ID, "?before=", "?after="} {
 		if r := e.call("GET", ep+q, nil); r.status != 400 || r.errCode(t) != "invalid_cursor" {

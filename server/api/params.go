@@ -57,18 +57,35 @@ func readQuery(r *http.Request, allowed []string) *query {
 		return q
 	}
 	q.values = values
+	var unknown []string
 	for name, vals := range values {
 		switch {
-		case !slices.Contains(allowed, name) && len(allowed) == 0:
-			q.bad[name] = "unknown parameter (this route takes none)"
 		case !slices.Contains(allowed, name):
-			q.bad[name] = "unknown parameter (allowed: " + strings.Join(allowed, ", ") + ")"
+			unknown = append(unknown, name)
 		case len(vals) > 1:
 			q.bad[name] = "given more than once"
 		}
 	}
+	// Each unknown name says what the route takes, but only the first few
+	// (in order) repeat the list: thousands of them would otherwise be
+	// answered at ten times the size of the URL.
+	slices.Sort(unknown)
+	why := "unknown parameter (this route takes none)"
+	if len(allowed) > 0 {
+		why = "unknown parameter (allowed: " + strings.Join(allowed, ", ") + ")"
+	}
+	for i, name := range unknown {
+		if i == maxUnknownExplained {
+			why = "unknown parameter"
+		}
+		q.bad[name] = why
+	}
 	return q
 }
+
+// maxUnknownExplained is how many unknown parameters of one request are
+// answered with the list of those the route takes.
+const maxUnknownExplained = 10
 
 func (q *query) str(name string) string { return q.values.Get(name) }
 

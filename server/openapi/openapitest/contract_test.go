@@ -173,3 +173,22 @@ func TestDeliveryCapsMatchContract(t *testing.T) {
 		t.Errorf("duration_ms maximum = %v, want %d", got, contract.MaxDeliveryDurationMS)
 	}
 }
+
+// A delivery report the server refuses (neither a response status nor an
+// error) is one the document refuses too, so a generated client cannot send
+// it believing it valid.
+func TestDeliveryReportNeedsStatusOrError(t *testing.T) {
+	v := newValidator(t)
+	for body, ok := range map[string]bool{
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":0}`:                                       false,
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":0,"response_status":null,"error":null}`:   false,
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":0,"error":""}`:                            false,
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":3,"response_status":204}`:                 true,
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":3,"error":"connection refused"}`:          true,
+		`{"target_url":"http://127.0.0.1:3000/hook","duration_ms":3,"response_status":502,"error":"reset"}`: true,
+	} {
+		if err := v.CheckSchema("DeliveryReport", []byte(body)); (err == nil) != ok {
+			t.Errorf("%s: valid %v, want %v (%v)", body, err == nil, ok, err)
+		}
+	}
+}
