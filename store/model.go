@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -105,15 +106,26 @@ type Code struct {
 // LinkFilter selects links of a message: URLs containing Match, of Kind
 // (any when empty).
 type LinkFilter struct {
-	// Match is a substring of the URL, compared without regard to case.
+	// Match is a substring of the URL, compared without regard to case,
+	// as it is stored (a URI: "%C3%BC") or decoded ("ü").
 	Match string
 	Kind  string
 }
 
 // selects reports whether f keeps l.
 func (f LinkFilter) selects(l Link) bool {
-	return (f.Kind == "" || l.Kind == f.Kind) &&
-		(f.Match == "" || strings.Contains(strings.ToLower(l.URL), strings.ToLower(f.Match)))
+	if f.Kind != "" && l.Kind != f.Kind {
+		return false
+	}
+	if f.Match == "" {
+		return true
+	}
+	match := strings.ToLower(f.Match)
+	if strings.Contains(strings.ToLower(l.URL), match) {
+		return true
+	}
+	decoded, err := url.PathUnescape(l.URL)
+	return err == nil && decoded != l.URL && strings.Contains(strings.ToLower(decoded), match)
 }
 
 type Attachment struct {

@@ -923,3 +923,16 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// A link is stored as a URI; match finds it by its escapes or by the text
+// they stand for, in any case.
+func TestLinkMatchDecodesEscapes(t *testing.T) {
+	l := Link{URL: "https://example.de/%C3%BCber/a%20b?q=1", Kind: LinkOther}
+	for match, want := range map[string]bool{
+		"über": true, "ÜBER": true, "%c3%bc": true, "a b": true, "a%20b": true, "q=1": true, "uber": false,
+	} {
+		if got := (LinkFilter{Match: match}).selects(l); got != want {
+			t.Errorf("match %q: %v, want %v", match, got, want)
+		}
+	}
+}

@@ -612,7 +612,13 @@ func TestRequestRoutesAndDeliveries(t *testing.T) {
 	if pair.status != 201 || pair.json(t)["error"] != `\ 😀` {
 		t.Errorf("a whole surrogate pair and an escaped backslash: %d %s", pair.status, pair.body)
 	}
-	if r := e.call("GET", "/requests/"+id, nil).json(t); len(r["deliveries"].([]any)) != 2 {
+	// What a client reports is kept as a URI.
+	uni := e.call("POST", "/requests/"+id+"/deliveries", map[string]any{
+		"target_url": "http://localhost:3000/café?q=a b", "duration_ms": 1, "response_status": 200})
+	if uni.status != 201 || uni.json(t)["target_url"] != "http://localhost:3000/caf%C3%A9?q=a%20b" {
+		t.Errorf("a report's URL with UTF-8 and a space: %d %s", uni.status, uni.body)
+	}
+	if r := e.call("GET", "/requests/"+id, nil).json(t); len(r["deliveries"].([]any)) != 3 {
 		t.Errorf("deliveries: %v", r["deliveries"])
 	}
 	if r := e.call("DELETE", "/requests/"+id, nil); r.status != 204 {

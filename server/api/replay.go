@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/weburl"
 	"github.com/capturedev/capture/store"
 )
 
@@ -187,8 +188,10 @@ func (a *API) recordDelivery(w http.ResponseWriter, r *http.Request, ps httprout
 		return contract.Invalid(bad)
 	}
 	d, err := a.store.AddDelivery(r.Context(), c.project.ID, ps.ByName("id"), store.NewDelivery{
-		Kind: store.DeliveryForward, TargetURL: *rep.TargetURL, ResponseStatus: rep.ResponseStatus,
-		Error: rep.Error, Duration: time.Duration(*rep.DurationMS) * time.Millisecond,
+		// Kept as a URI, as replays' are, whatever the client wrote.
+		Kind: store.DeliveryForward, TargetURL: contract.Clip(weburl.Escape(*rep.TargetURL), contract.MaxDeliveryTargetURL),
+		ResponseStatus: rep.ResponseStatus,
+		Error:          rep.Error, Duration: time.Duration(*rep.DurationMS) * time.Millisecond,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/capturedev/capture/server/weburl"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -33,9 +34,10 @@ const (
 // ExtractLinks returns the http and https links of a message with their
 // kinds: the HTML body's hrefs (entities decoded, relative ones resolved
 // against <base href> or dropped without one), then bare URLs in the text
-// body, de-duplicated by URL in that order, each kept at its first
-// occurrence. It keeps the first maxLinks and reports whether there were
-// more.
+// body, each written as a URI (weburl.Escape: a space or non-ASCII text
+// percent-encoded, as a browser sends it), de-duplicated by URL in that
+// order, each kept at its first occurrence. It keeps the first maxLinks
+// and reports whether there were more.
 func ExtractLinks(html, text *string) ([]Link, bool) {
 	var ls linkSet
 	scanAll(html, text, &ls, scanHTMLOptions{})
@@ -83,6 +85,7 @@ func (s *linkSet) done() bool { return s.truncated }
 // absolute http(s) URL or the set is full; kind, when set, is not judged
 // but given.
 func (s *linkSet) add(u string, cue linkCue, kind string) {
+	u = weburl.Escape(u)
 	if s.index(u) >= 0 {
 		return
 	}
@@ -127,6 +130,7 @@ func (s *linkSet) addUnsubscribe(header string) {
 		if !hasHTTPPrefix(u) {
 			continue // mailto: and the like
 		}
+		u = weburl.Escape(u)
 		if k := s.index(u); k >= 0 {
 			s.links[k].Kind = KindUnsubscribe
 			continue

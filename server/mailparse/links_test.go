@@ -34,7 +34,7 @@ func TestExtractLinks(t *testing.T) {
 		{
 			name: "entities, whitespace and newlines in href",
 			html: ptr("<a href=\" https://example.com/p?a=1&amp;b=2&#38;c=3&quot\n&amp;d=%20 \">  Multi \n\t line  <b>bold</b>\u00a0text </a>"),
-			want: []Link{{`https://example.com/p?a=1&b=2&c=3"&d=%20`, ptr("Multi line bold text"), "https://example.com", KindOther}},
+			want: []Link{{`https://example.com/p?a=1&b=2&c=3%22&d=%20`, ptr("Multi line bold text"), "https://example.com", KindOther}},
 		},
 		{
 			name: "non-http schemes and hostless URLs dropped",
@@ -81,7 +81,7 @@ func TestExtractLinks(t *testing.T) {
 				{"https://[::1]:8443/", ptr("v6"), "https://[::1]:8443", KindOther},
 				{"https://App.Example.COM:8443/x", ptr("mixed"), "https://App.Example.COM:8443", KindOther},
 				{"https://app.example.com:443/", ptr("443"), "https://app.example.com:443", KindOther},
-				{"Https://a@b@Host.example?q=/p", ptr("query"), "Https://Host.example", KindOther},
+				{"Https://a%40b@Host.example?q=/p", ptr("query"), "Https://Host.example", KindOther},
 				{"https://Host.example#/frag", ptr("fragment"), "https://Host.example", KindOther},
 			},
 		},

@@ -184,7 +184,7 @@ func TestParseCorpus(t *testing.T) {
 				},
 				text: ptr("Grüße aus München!\nVisit https://example.de/über?q=1, or (https://en.wikipedia.org/wiki/Foo_(bar)).\n"),
 				links: []Link{
-					{"https://example.de/über?q=1", nil, "https://example.de", KindOther},
+					{"https://example.de/%C3%BCber?q=1", nil, "https://example.de", KindOther},
 					{"https://en.wikipedia.org/wiki/Foo_(bar)", nil, "https://en.wikipedia.org", KindOther},
 				},
 				snippet: "Grüße aus München! Visit https://example.de/über?q=1, or (https://en.wikipedia.org/wiki/Foo_(bar)).",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/api/resend"
+	"github.com/capturedev/capture/server/weburl"
 	"github.com/capturedev/capture/store"
 )
 
@@ -123,6 +124,9 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 		return Result{}, contract.Errorf(contract.CodeNoTarget, "the saved target %q is not a URL: %v", *endpoint.TargetURL, err)
 	}
 	out.url, out.URL = resend.Join(base, out.path, out.rawQuery)
+	// Reported as a URI (a raw request line may hold a space or UTF-8
+	// that the wire gets byte for byte).
+	out.URL = weburl.Escape(out.URL)
 
 	res := Result{Sent: *out}
 	// The history keeps what fits the delivery caps; the answer has it all.

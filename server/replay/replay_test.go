@@ -169,3 +169,42 @@ func TestReplayEmptyBodyFraming(t *testing.T) {
 		}
 	}
 }
+
+// A capture whose path holds bytes a URI may not (a raw request line with
+// UTF-8, quotes or braces) is replayed byte for byte, and its URL is
+// reported, and kept in the history, as the URI a browser would write.
+func TestReplayReportsAURI(t *testing.T) {
+	ctx := t.Context()
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.InsertRequest(ctx, &store.NewRequest{
+		EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST", Path: `/café/{x}|"q"`, Query: "a=ü",
+		RemoteAddr: "127.0.0.1:1", Body: []byte("x"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got <- req.RequestURI
+	}))
+	defer target.Close()
+	base := target.URL + "/base"
+	if _, err := st.UpdateEndpoint(ctx, boot.Endpoint.ID, store.EndpointUpdate{Target: &base}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := replay.New(st, nil).Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uri := <-got; uri != `/base/café/{x}|"q"?a=ü` {
+		t.Errorf("target got %q, want the captured bytes", uri)
+	}
+	want := base + "/caf%C3%A9/%7Bx%7D%7C%22q%22?a=%C3%BC"
+	if res.Sent.URL != want || res.Delivery.TargetURL != want {
+		t.Errorf("reported %q, recorded %q, want %q", res.Sent.URL, res.Delivery.TargetURL, want)
+	}
+}

@@ -229,3 +229,24 @@ func TestInvalidMessageOfManyFields(t *testing.T) {
 		t.Errorf("message of 5000: %d fields, %q", len(e.Fields), e.Message)
 	}
 }
+
+// Clip never cuts a character or a URL's percent escape in two.
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"http://x/abcdefgh", 12, "http://x/..."},
+		{"http://x/%C3%A9%C3%A9", 16, "http://x/%C3..."},
+		{"http://x/%C3%A9%C3%A9", 17, "http://x/%C3..."},
+		{"http://x/%C3%A9%C3%A9", 18, "http://x/%C3%A9..."},
+		{"éééé", 7, "éé..."},
+		{"éééé", 6, "é..."},
+	} {
+		if got := contract.Clip(c.in, c.n); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -455,6 +455,10 @@ func Clip(s string, n int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
+	// Nor in a URL's percent escape, which would make it no URL.
+	if i := strings.LastIndexByte(s[:cut], '%'); i >= 0 && i > cut-3 {
+		cut = i
+	}
 	return s[:cut] + mark
 }
 
