@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,13 +202,20 @@ func build(req store.Request, ed contract.ReplayEdits) (*Sent, error) {
 	}
 	out.Header = resend.Header(captured)
 	_, out.lengthWhenEmpty = captured["Content-Length"]
-	for name, edit := range ed.Headers {
+	spelled := map[string]string{} // canonical name → the edit's spelling
+	for _, name := range slices.Sorted(maps.Keys(ed.Headers)) {
+		edit := ed.Headers[name]
 		field := "headers." + name
 		if !store.ValidHeaderName(name) {
 			bad[field] = "not a valid header name"
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
+		if first, ok := spelled[canon]; ok {
+			bad[field] = fmt.Sprintf("the same header as %q (names are not case-sensitive); give it once", first)
+			continue
+		}
+		spelled[canon] = name
 		if resend.IsHopByHop(canon) {
 			switch canon {
 			case "Host":
@@ -222,7 +231,9 @@ func build(req store.Request, ed contract.ReplayEdits) (*Sent, error) {
 			bad[field] = "must be a string, an array of strings, or null to remove it"
 			continue
 		}
-		if edit.Remove {
+		if edit.Remove || len(edit.Values) == 0 {
+			// A header with no values is no header: [] removes it as
+			// null does.
 			out.Header.Del(canon)
 			continue
 		}

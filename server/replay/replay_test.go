@@ -208,3 +208,45 @@ func TestReplayReportsAURI(t *testing.T) {
 		t.Errorf("reported %q, recorded %q, want %q", res.Sent.URL, res.Delivery.TargetURL, want)
 	}
 }
+
+// An empty list of values removes a header, as null does; two spellings of
+// one header name are refused rather than one silently kept.
+func TestReplayHeaderEditsEdgeCases(t *testing.T) {
+	ctx := t.Context()
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.InsertRequest(ctx, &store.NewRequest{
+		EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST", Path: "/hook",
+		RemoteAddr: "127.0.0.1:1", Body: []byte("x"), Headers: []store.Header{{Name: "X-E", Values: []string{"1"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan http.Header, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { got <- req.Header }))
+	defer target.Close()
+	if _, err := st.UpdateEndpoint(ctx, boot.Endpoint.ID, store.EndpointUpdate{Target: &target.URL}); err != nil {
+		t.Fatal(err)
+	}
+	r := replay.New(st, nil)
+	_, err = r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{
+		Headers: map[string]contract.HeaderEdit{"x-lower": {Values: []string{"1"}}, "X-Lower": {Values: []string{"2"}}}})
+	var e *contract.Error
+	if !errors.As(err, &e) || e.Code != contract.CodeInvalidParameter || !strings.Contains(e.Fields["headers.x-lower"], `"X-Lower"`) {
+		t.Errorf("two spellings of one header = %v, want invalid_parameter on the second", err)
+	}
+	res, err := r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{
+		Headers: map[string]contract.HeaderEdit{"X-E": {Values: []string{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h.Values("X-E") != nil {
+		t.Errorf("target got X-E %q after an empty edit", h.Values("X-E"))
+	}
+	if _, ok := res.Sent.Header["X-E"]; ok {
+		t.Errorf("reported headers %v hold X-E", res.Sent.Header)
+	}
+}
