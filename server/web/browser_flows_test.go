@@ -1,9 +1,13 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -49,6 +53,40 @@ func TestBrowserSignInWithPasswordAndLink(t *testing.T) {
 	}
 	if b.has("button", "Sign out") {
 		t.Fatal("a reused link signed in")
+	}
+	b.checkClean()
+}
+
+// A sign-in link clicked on a page of another site (a CI log, a chat) signs
+// in and lands where it leads, though the browser sends no SameSite=Strict
+// cookie on the redirects of a click from another site.
+func TestBrowserSignInLinkFromAnotherSite(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, desktop)
+	link := e.loginLink(t) + "&next=%2Fprojects"
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>CI log</title><a href="%s">Sign in to capture</a>`, html.EscapeString(link))
+	}))
+	defer other.Close()
+	// localhost is another site than 127.0.0.1, where capture's pages are.
+	b.open(strings.Replace(other.URL, "127.0.0.1", "localhost", 1))
+	b.clickAndLoad("link", "Sign in to capture")
+	// The page signing in moves on by itself: a poll that the move
+	// interrupts is sent again to the page it moved to.
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("form.signout") !== null`))
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "navigated") && !strings.Contains(err.Error(), "Cannot find context") || ctx.Err() != nil {
+			t.Fatalf("not signed in: %v (on %s)", err, b.location())
+		}
+	}
+	if got := b.location(); got != e.base+"/projects" {
+		t.Errorf("signed in on %s, want %s/projects", got, e.base)
 	}
 	b.checkClean()
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -114,6 +115,14 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, token, password
 	}
 	setCookie(w, r, sessionCookie, sess.Token, "/", int(store.SessionLifetime.Seconds()))
 	setCookie(w, r, loginCookie, "", "/login", -1)
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		// A link clicked on another site (a CI log, a chat): a browser
+		// sends no SameSite=Strict cookie on a redirect of that click, so
+		// a 303 would land on the sign-in form with the link used up.
+		// This page moves on by itself, as a navigation of this site.
+		h.render(w, r, http.StatusOK, "signedin", layout{Title: "Signed in", Refresh: next, Page: loginView{Next: next}})
+		return
+	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -127,10 +136,17 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	redirect(w, r, "/login", "Signed out.")
 }
 
-// safeNext keeps a post-sign-in destination on this site.
+// safeNext keeps a post-sign-in destination on this site: a path, which a
+// browser cannot read as another host. Browsers drop tabs and line breaks
+// from a URL and read a backslash as a slash, so "/<tab>/evil.test" is
+// "//evil.test" to them: anything with a control character or a space is
+// refused outright.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.HasPrefix(next, "/login") {
+		strings.HasPrefix(next, "/login") || strings.ContainsFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next

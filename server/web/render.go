@@ -25,6 +25,8 @@ type layout struct {
 	Flash    string
 	Error    string
 	Page     any
+	// Refresh, when set, is a same-site path the page moves on to at once.
+	Refresh string
 }
 
 type projectLink struct {

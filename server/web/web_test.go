@@ -381,3 +381,24 @@ func TestAttachmentNameShownAsSent(t *testing.T) {
 		t.Errorf("download name: %q", cd)
 	}
 }
+
+// A sign-in link's next= never leads to another site, however it is spelled
+// for a browser to read it as one.
+func TestSignInNextStaysOnSite(t *testing.T) {
+	e := start(t)
+	for next, want := range map[string]string{
+		"/%09/evil.test":    "/",
+		"/%0A/evil.test":    "/",
+		"/%0D%0A/evil.test": "/",
+		"//evil.test":       "/",
+		"/%5Cevil.test":     "/",
+		"/%20/evil.test":    "/",
+		"https://evil.test": "/",
+		"/projects?x=1":     "/projects?x=1",
+	} {
+		resp := e.client(t).get(e.loginLink(t) + "&next=" + next)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("next=%s: %d to %q, want %q", next, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+}
