@@ -19,6 +19,9 @@ var (
 	// (another process holding the write lock, a stalled disk). Callers
 	// refuse the capture (503, SMTP 451) so that its sender retries.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrDiskFull comes with ErrUnavailable when the disk the database is
+	// on has no room left: the same refusal, with the reason to say.
+	ErrDiskFull = errors.New("the disk is full")
 )
 
 type Project struct {

@@ -1,10 +1,14 @@
 package store
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +164,50 @@ func TestReadsWorkOnceCommitsDoAfterRestart(t *testing.T) {
 		if _, err := s.Project(ctx, p.ID); err != nil {
 			t.Fatalf("read %d after a commit went through: %v", i+1, err)
 		}
+	}
+}
+
+// A write the disk has no room for is refused as unavailable, saying that
+// the disk is full and nothing else (SQLite has rolled the transaction back
+// itself), and the store writes again once there is room.
+func TestDiskFullIsUnavailable(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("SQLite's page limit stands in for a full disk")
+	}
+	s := newStore(t)
+	ctx := t.Context()
+	boot, err := s.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages int64
+	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	// The limit holds for the writer's connection: a full disk, to it.
+	limit := func(n int64) {
+		if err := s.write(ctx, func(t *wtx) error {
+			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit(pages + 2)
+	body := make([]byte, 600<<10) // random: the pack cannot shrink it
+	rand.Read(body)
+	_, err = s.InsertRequest(ctx, &NewRequest{EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST",
+		Path: "/full", RemoteAddr: "127.0.0.1:1", Body: body})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrDiskFull) || strings.Contains(err.Error(), "rollback") {
+		t.Fatalf("insert on a full disk = %v, want unavailable: the disk is full", err)
+	}
+	limit(1 << 30)
+	if _, err := s.InsertRequest(ctx, &NewRequest{EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST",
+		Path: "/room", RemoteAddr: "127.0.0.1:1", Body: body}); err != nil {
+		t.Fatalf("insert once there is room: %v", err)
+	}
+	list, err := s.Requests(ctx, boot.Endpoint.ID, RequestFilter{}, Page{Limit: 10})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Path != "/room" {
+		t.Fatalf("stored after the full disk: %+v, %v", list, err)
 	}
 }

@@ -170,8 +170,15 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 	if !errors.As(err, &se) {
 		return "", false
 	}
-	code := se.Code() & 0xff
-	return "", code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return "", true
+	case sqlite3.SQLITE_FULL:
+		return ErrDiskFull.Error(), true
+	case sqlite3.SQLITE_IOERR:
+		return "the disk could not be written", true
+	}
+	return "", false
 }
 
 // The writer asks PRAGMA data_version, which on its own connection changes

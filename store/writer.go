@@ -462,6 +462,8 @@ func (s *Store) unavailable(err error) error {
 	switch {
 	case !ok:
 		return err
+	case why == ErrDiskFull.Error():
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrDiskFull, err)
 	case why != "":
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, why, err)
 	}
@@ -475,7 +477,10 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := t.control("ROLLBACK"); rerr != nil {
+			// SQLite has already rolled back a transaction whose COMMIT
+			// failed for want of disk space or an I/O error; saying that
+			// ROLLBACK found none would only bury the reason.
+			if _, rerr := t.control("ROLLBACK"); rerr != nil && !strings.Contains(rerr.Error(), "no transaction is active") {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 			err = s.unavailable(err)

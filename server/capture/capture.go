@@ -571,6 +571,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 	case errors.Is(err, admission.ErrBusy):
 		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
 		h.unavailable(w, "too much is being captured at once; nothing was stored, try again")
+	case errors.Is(err, store.ErrDiskFull):
+		h.log.Error("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.unavailable(w, "the disk is full; nothing was stored, try again once there is room")
 	case errors.Is(err, store.ErrUnavailable):
 		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
 		h.unavailable(w, "the database could not commit in time; nothing was stored, try again")

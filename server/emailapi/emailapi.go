@@ -248,7 +248,7 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 				if ctx.Err() == nil {
 					h.log.Error("email api: store messages", "provider", p.name, "inbox", in.ID, "err", err)
 				}
-				p.fail(w, errUnavailable)
+				p.fail(w, errNotStored(err))
 				return
 			}
 			for i, id := range ids {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/capturedev/capture/store"
 )
 
 // kind classifies what went wrong; each provider maps kinds to its own
@@ -61,6 +63,15 @@ func errTooLarge(limit int64, plan string) *apiError {
 }
 
 var errUnavailable = &apiError{kind: unavailable, msg: "capture cannot store messages right now (shutting down or the database is busy); try again"}
+
+// errNotStored is the refusal of messages the store did not commit, with
+// the reason when there is one to tell.
+func errNotStored(err error) *apiError {
+	if errors.Is(err, store.ErrDiskFull) {
+		return &apiError{kind: unavailable, msg: "capture cannot store messages right now (the disk is full); try again once there is room"}
+	}
+	return errUnavailable
+}
 
 // jsonError turns an encoding/json error into a refusal naming the field
 // where the JSON's shape was wrong.

@@ -58,6 +58,9 @@ var (
 		Message: "Message not received completely"}
 	errStoreFailed = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
 		Message: "Message not stored because of a local error, try again later"}
+	// RFC 3463's "mail system full", which senders know to retry.
+	errDiskFull = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 3, 1},
+		Message: "Message not stored: the disk is full, try again later"}
 	errBusy = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
 		Message: "Message not stored: the server is busy or shutting down, try again later"}
 )
@@ -281,6 +284,9 @@ func (s *session) Data(r io.Reader) (err error) {
 	id, err := s.srv.st.InsertMessage(s.srv.ctx, m)
 	if err != nil {
 		s.srv.log.Error("smtp: store message", "inbox", s.inbox, "size", len(raw), "err", err)
+		if errors.Is(err, store.ErrDiskFull) {
+			return errDiskFull
+		}
 		return errStoreFailed
 	}
 	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
