@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"net"
@@ -131,5 +132,37 @@ func TestReadOnlyDatabaseIsNamed(t *testing.T) {
 	}
 	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") {
 		t.Errorf("after the refused write: %+v", r)
+	}
+}
+
+// A damaged database file: one line naming it and what to do, for the
+// admin commands and for serve alike.
+func TestDamagedDatabaseIsNamed(t *testing.T) {
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
+	db := filepath.Join(dir, store.DBFile)
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every page but the first (the schema) overwritten.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xab}, int(info.Size())-4096), 4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want := "capture: the database " + db + " is damaged: SQLite finds it malformed; nothing changed. " +
+		"Restore it from a backup, or move the data dir aside to start afresh\n"
+	for _, args := range [][]string{
+		{"inbox", "list"},
+		{"serve", "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 1 || !strings.HasSuffix(r.stderr, want) || strings.Count(r.stderr, "capture: ") != 1 {
+			t.Errorf("%s on a damaged database: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
 	}
 }

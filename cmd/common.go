@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"modernc.org/sqlite"
@@ -100,15 +101,30 @@ func sqlitePath(c *cobra.Command) string {
 	return filepath.Join(dir, store.DBFile)
 }
 
-// explainReadOnly turns SQLite's "attempt to write a readonly database"
-// into a message naming the database file and what keeps it from being
-// written (SPEC §13); other errors pass as they are.
+// explainReadOnly turns SQLite's errors about the database file itself
+// into messages naming the file and what to do (SPEC §13): "attempt to
+// write a readonly database" and "unable to open database file" say what
+// keeps it from being written, "malformed" says it is damaged. Other
+// errors pass as they are.
 func explainReadOnly(path string, err error) error {
 	var se *sqlite.Error
-	if path == "" || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_READONLY {
+	if path == "" || !errors.As(err, &se) {
 		return err
 	}
-	return fmt.Errorf("the database %s is read-only: %s; nothing changed", path, readOnlyCause(path, se.Code()))
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("the database %s is read-only: %s; nothing changed", path, readOnlyCause(path, se.Code()))
+	case sqlite3.SQLITE_CANTOPEN:
+		cause := readOnlyCause(path, se.Code())
+		if strings.HasPrefix(cause, "SQLite cannot") {
+			cause = "check that its directory exists and that this user can read and write it and its -wal and -shm files"
+		}
+		return fmt.Errorf("the database %s cannot be opened for writing: %s; nothing changed", path, cause)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("the database %s is damaged: SQLite finds it malformed; nothing changed. "+
+			"Restore it from a backup, or move the data dir aside to start afresh", path)
+	}
+	return err
 }
 
 // readOnlyCause says which of the database's files, or its directory,
