@@ -297,10 +297,53 @@ func requestHeaders(r *http.Request) []store.Header {
 		hs = append(hs, store.Header{Name: "Transfer-Encoding", Values: []string{strings.Join(r.TransferEncoding, ", ")}})
 	}
 	for name, values := range r.Header {
+		if name == "Cookie" {
+			if values = withoutWebCookies(values); len(values) == 0 {
+				continue
+			}
+		}
 		hs = append(hs, store.Header{Name: name, Values: values})
 	}
 	slices.SortFunc(hs, func(a, b store.Header) int { return strings.Compare(a.Name, b.Name) })
 	return hs
+}
+
+// withoutWebCookies drops the web interface's sign-in cookies from Cookie
+// header values (contract.IsWebCookie says why); a value without them is
+// kept byte for byte, and one left empty goes.
+func withoutWebCookies(values []string) []string {
+	var kept []string
+	for i, v := range values {
+		if !strings.Contains(v, "capture_") {
+			if kept != nil {
+				kept = append(kept, v)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]string, 0, len(values)), values[:i]...)
+		}
+		var pairs []string
+		dropped := false
+		for pair := range strings.SplitSeq(v, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(pair), "=")
+			if contract.IsWebCookie(name) {
+				dropped = true
+			} else {
+				pairs = append(pairs, strings.TrimSpace(pair))
+			}
+		}
+		if dropped {
+			v = strings.Join(pairs, "; ")
+		}
+		if v != "" {
+			kept = append(kept, v)
+		}
+	}
+	if kept == nil {
+		return values
+	}
+	return kept
 }
 
 // readBody reads the whole body into a pooled buffer. It returns the buffer

@@ -330,6 +330,41 @@ func TestRequestFields(t *testing.T) {
 	}
 }
 
+// The web interface's sign-in cookies, which a browser sends to a capture
+// URL on the same host, are never stored; the app's own cookies are, a
+// header without ours byte for byte.
+func TestWebCookiesAreNotCaptured(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct {
+		sent []string
+		want []string // nil: no Cookie header stored
+	}{
+		{[]string{"capture_session=s3cret"}, nil},
+		{[]string{"app=1; capture_session=s3cret;capture_login=t0k; theme=dark"}, []string{"app=1; theme=dark"}},
+		{[]string{"app=1;theme=dark", "capture_flash=x"}, []string{"app=1;theme=dark"}},
+		{[]string{"capture_id=7;  mine=2"}, []string{"capture_id=7;  mine=2"}},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+e.addr+"/"+e.endpoint.ID+"/page", nil)
+		req.Header["Cookie"] = c.sent
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r := e.captured(resp, body)
+		var got []string
+		for _, h := range r.Headers {
+			if h.Name == "Cookie" {
+				got = h.Values
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("sent Cookie %q, stored %q, want %q", c.sent, got, c.want)
+		}
+	}
+}
+
 func TestMethods(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, m := range []string{"PROPFIND", "FROBNICATE", "DELETE", "PATCH", "OPTIONS", "HEAD", "M-SEARCH"} {

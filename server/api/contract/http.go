@@ -107,3 +107,19 @@ func BearerToken(header string) (string, bool) {
 	}
 	return token, true
 }
+
+// The cookies of the web interface's sign-in. A browser sends a host's
+// cookies to every port of it, so a capture URL on the same host as the web
+// interface receives them too: the capture listener drops them, since they
+// are credentials to every project and a capture is readable with one
+// project's key.
+const (
+	SessionCookie = "capture_session"
+	LoginCookie   = "capture_login"
+	FlashCookie   = "capture_flash"
+)
+
+// IsWebCookie reports whether name is one of the web interface's cookies.
+func IsWebCookie(name string) bool {
+	return name == SessionCookie || name == LoginCookie || name == FlashCookie
+}
