@@ -175,27 +175,13 @@ func TestReplayEmptyBodyFraming(t *testing.T) {
 // reported, and kept in the history, as the URI a browser would write.
 func TestReplayReportsAURI(t *testing.T) {
 	ctx := t.Context()
-	st := storetest.Store(t)
-	boot, err := st.EnsureBootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := st.InsertRequest(ctx, &store.NewRequest{
-		EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST", Path: `/café/{x}|"q"`, Query: "a=ü",
-		RemoteAddr: "127.0.0.1:1", Body: []byte("x"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan string, 1)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		got <- req.RequestURI
 	}))
 	defer target.Close()
 	base := target.URL + "/base"
-	if _, err := st.UpdateEndpoint(ctx, boot.Endpoint.ID, store.EndpointUpdate{Target: &base}); err != nil {
-		t.Fatal(err)
-	}
+	st, boot, id := captured(t, store.NewRequest{Method: "POST", Path: `/café/{x}|"q"`, Query: "a=ü", Body: []byte("x")}, base)
 	res, err := replay.New(st, nil).Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,26 +199,13 @@ func TestReplayReportsAURI(t *testing.T) {
 // one header name are refused rather than one silently kept.
 func TestReplayHeaderEditsEdgeCases(t *testing.T) {
 	ctx := t.Context()
-	st := storetest.Store(t)
-	boot, err := st.EnsureBootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := st.InsertRequest(ctx, &store.NewRequest{
-		EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST", Path: "/hook",
-		RemoteAddr: "127.0.0.1:1", Body: []byte("x"), Headers: []store.Header{{Name: "X-E", Values: []string{"1"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan http.Header, 1)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { got <- req.Header }))
 	defer target.Close()
-	if _, err := st.UpdateEndpoint(ctx, boot.Endpoint.ID, store.EndpointUpdate{Target: &target.URL}); err != nil {
-		t.Fatal(err)
-	}
+	st, boot, id := captured(t, store.NewRequest{Method: "POST", Path: "/hook", Body: []byte("x"),
+		Headers: []store.Header{{Name: "X-E", Values: []string{"1"}}}}, target.URL)
 	r := replay.New(st, nil)
-	_, err = r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{
+	_, err := r.Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{
 		Headers: map[string]contract.HeaderEdit{"x-lower": {Values: []string{"1"}}, "X-Lower": {Values: []string{"2"}}}})
 	var e *contract.Error
 	if !errors.As(err, &e) || e.Code != contract.CodeInvalidParameter || !strings.Contains(e.Fields["headers.x-lower"], `"X-Lower"`) {
@@ -249,4 +222,27 @@ func TestReplayHeaderEditsEdgeCases(t *testing.T) {
 	if _, ok := res.Sent.Header["X-E"]; ok {
 		t.Errorf("reported headers %v hold X-E", res.Sent.Header)
 	}
+}
+
+// captured stores req in a new store's bootstrap endpoint, pointed at
+// target when it is not empty, and returns the store, what the bootstrap
+// made and the request's id.
+func captured(t *testing.T, req store.NewRequest, target string) (*store.Store, store.Bootstrap, string) {
+	t.Helper()
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.EndpointID, req.ReceivedAt, req.RemoteAddr = boot.Endpoint.ID, time.Now(), "127.0.0.1:1"
+	id, err := st.InsertRequest(t.Context(), &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target != "" {
+		if _, err := st.UpdateEndpoint(t.Context(), boot.Endpoint.ID, store.EndpointUpdate{Target: &target}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, boot, id
 }
