@@ -97,13 +97,14 @@ func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request, *session)) ht
 		}
 		if s == nil {
 			switch {
+			case r.Method == http.MethodGet && !wantsData(r):
+				// A page: to the sign-in form, whatever the client (a
+				// program following redirects lands on it too).
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			case !acceptsHTML(r):
-				// Never a redirect to a form a program cannot fill in.
 				contract.WriteError(w, contract.Errorf(contract.CodeUnauthorized,
 					"sign in first: the web interface takes the session cookie of a signed-in browser "+
 						"(the read API at %s takes an API key)", contract.Prefix))
-			case r.Method == http.MethodGet && !wantsData(r):
-				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			default:
 				h.errorPage(w, r, http.StatusUnauthorized, "You are signed out. Sign in again.")
 			}
