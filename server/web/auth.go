@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -37,6 +38,8 @@ type session struct {
 	// derived from the session token, so it needs no storage, ends with the
 	// session, and does not reveal the session token.
 	csrf string
+	// expires is when the session ends by itself.
+	expires time.Time
 }
 
 func csrfFor(sessionToken string) string {
@@ -73,13 +76,14 @@ func (h *Handler) currentSession(r *http.Request) (*session, error) {
 	if err != nil || c.Value == "" {
 		return nil, nil
 	}
-	if _, err := h.store.CheckSession(r.Context(), c.Value); err != nil {
+	sess, err := h.store.CheckSession(r.Context(), c.Value)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	return &session{token: c.Value, csrf: csrfFor(c.Value)}, nil
+	return &session{token: c.Value, csrf: csrfFor(c.Value), expires: sess.ExpiresAt}, nil
 }
 
 // auth lets signed-in browsers through to fn and checks the CSRF token of
@@ -92,11 +96,18 @@ func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request, *session)) ht
 			return
 		}
 		if s == nil {
-			if r.Method == http.MethodGet && !wantsData(r) {
+			switch {
+			case r.Method == http.MethodGet && !wantsData(r):
+				// A page: to the sign-in form, whatever the client (a
+				// program following redirects lands on it too).
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-				return
+			case !acceptsHTML(r):
+				contract.WriteError(w, contract.Errorf(contract.CodeUnauthorized,
+					"sign in first: the web interface takes the session cookie of a signed-in browser "+
+						"(the read API at %s takes an API key)", contract.Prefix))
+			default:
+				h.errorPage(w, r, http.StatusUnauthorized, "You are signed out. Sign in again.")
 			}
-			h.errorPage(w, r, http.StatusUnauthorized, "You are signed out. Sign in again.")
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -106,6 +117,10 @@ func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request, *session)) ht
 				token = r.PostFormValue(csrfField)
 			}
 			if !sameToken(token, s.csrf) {
+				if refusedProgram(w, r, csrfField, "missing or not this session's token: send the csrf field "+
+					"of one of its pages' forms, or the "+csrfHeader+" header") {
+					return
+				}
 				h.errorPage(w, r, http.StatusForbidden,
 					"This form has expired or did not come from this page. Go back, reload and try again.")
 				return
@@ -120,6 +135,52 @@ func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request, *session)) ht
 func wantsData(r *http.Request) bool {
 	return r.Header.Get("Accept") == "text/event-stream" || r.Header.Get(csrfHeader) != "" ||
 		r.Header.Get("X-Requested-With") != ""
+}
+
+// openStreams lets a sign-out end the live lists its session has open on
+// this server at once. A session ended elsewhere (another server on the
+// same database, a new password) is found by the check each stream makes
+// before it writes.
+type openStreams struct {
+	mu       sync.Mutex
+	sessions map[string]*sessionStreams
+}
+
+type sessionStreams struct {
+	ended chan struct{}
+	open  int
+}
+
+func newOpenStreams() *openStreams { return &openStreams{sessions: map[string]*sessionStreams{}} }
+
+// add counts a stream of the session; ended is closed when the session
+// is ended here, and done is called when the stream ends.
+func (o *openStreams) add(token string) (ended <-chan struct{}, done func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ss, ok := o.sessions[token]
+	if !ok {
+		ss = &sessionStreams{ended: make(chan struct{})}
+		o.sessions[token] = ss
+	}
+	ss.open++
+	return ss.ended, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if ss.open--; ss.open == 0 && o.sessions[token] == ss {
+			delete(o.sessions, token)
+		}
+	}
+}
+
+// end ends the session's open streams.
+func (o *openStreams) end(token string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ss, ok := o.sessions[token]; ok {
+		close(ss.ended)
+		delete(o.sessions, token)
+	}
 }
 
 // projectCtx is a signed-in request inside one project.

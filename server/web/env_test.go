@@ -113,12 +113,27 @@ type client struct {
 	*http.Client
 	t    testing.TB
 	base string
+	// accept is the Accept header of requests that set none: a
+	// browser's, or none at all for a program.
+	accept string
 }
+
+// browserAccept is the Accept header of Chromium's navigations.
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
 func (e *env) client(t testing.TB) *client {
 	jar, _ := cookiejar.New(nil)
 	return &client{Client: &http.Client{Jar: jar, Timeout: 20 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, t: t, base: e.base}
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		t: t, base: e.base, accept: browserAccept}
+}
+
+// program is the client's cookies in a program's requests, which accept
+// no HTML.
+func (c *client) program() *client {
+	p := *c
+	p.accept = ""
+	return &p
 }
 
 type response struct {
@@ -142,6 +157,9 @@ func (c *client) do(method, path string, form url.Values, header http.Header) re
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.accept != "" {
+		req.Header.Set("Accept", c.accept)
 	}
 	for k, v := range header {
 		req.Header[k] = v

@@ -47,12 +47,19 @@ const (
 
 // stream sends a list page the captures committed to the collection after
 // the page's newest row, and the changed marks of the rows it shows, as
-// server-sent events, until the browser leaves or the server shuts down.
+// server-sent events, until the browser leaves, the server shuts down or
+// the session ends: signed out, by a new password or by its age, here or
+// on another server on the same database. A page whose session ended is
+// told to reload, which takes it to the sign-in form.
 // It follows the store's rule for waiting: take the notifier's channel,
 // then read, then wait on the channel, so that no commit between the read
 // and the wait is missed, and nothing polls.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess *session, l liveList) {
 	ctx := r.Context()
+	ended, done := h.streams.add(sess.token)
+	defer done()
+	expired := time.NewTimer(time.Until(sess.expires))
+	defer expired.Stop()
 	rc := http.NewResponseController(w)
 	// A reconnecting EventSource says where it got to.
 	cursor := r.Header.Get("Last-Event-ID")
@@ -60,7 +67,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
 		cursor = r.URL.Query().Get("after")
 	}
 	started := false
-	send := func(b []byte) bool {
+	write := func(b []byte) bool {
 		if !started {
 			hd := w.Header()
 			hd.Set("Content-Type", "text/event-stream")
@@ -75,6 +82,20 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
 		}
 		return rc.Flush() == nil
 	}
+	// send writes b while the session lives: each write, keep-alives
+	// included, checks it first, so that no capture reaches a browser
+	// signed out anywhere. auth has just checked it for the first.
+	send := func(b []byte) bool {
+		if started {
+			if _, err := h.store.CheckSession(ctx, sess.token); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					write(reloadEvent)
+				}
+				return false
+			}
+		}
+		return write(b)
+	}
 	failed := func(err error) {
 		switch msg, bad := searchProblem(err); {
 		case bad && !started:
@@ -84,7 +105,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
 		case errors.Is(err, store.ErrInvalidCursor):
 			// The row the page continues from was deleted: the page
 			// reloads to start again from what exists.
-			send([]byte("event: reload\ndata: \n\n"))
+			send(reloadEvent)
 		case ctx.Err() == nil:
 			h.log.Error("web: live list", "collection", l.collection, "err", err)
 		}
@@ -154,6 +175,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
 				}
 			case <-ctx.Done():
 				return
+			case <-ended:
+				write(reloadEvent)
+				return
+			case <-expired.C:
+				write(reloadEvent)
+				return
 			case <-ping.C:
 				if !send([]byte(": ping\n\n")) {
 					return
@@ -162,6 +189,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, l liveList) {
 		}
 	}
 }
+
+// reloadEvent tells the page to load again: its list cannot go on from
+// where it is, or its session ended.
+var reloadEvent = []byte("event: reload\ndata: \n\n")
 
 // markState is what a stream knows the page shows: each row's mark as
 // last sent, and how many rows there are.

@@ -63,6 +63,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	c, err := r.Cookie(loginCookie)
 	if err != nil || !sameToken(r.PostFormValue(csrfField), c.Value) {
+		if refusedProgram(w, r, csrfField, "missing or not the sign-in form's token: send the csrf field "+
+			"of the form at /login with the cookie that came with it") {
+			return
+		}
 		h.renderLogin(w, r, http.StatusForbidden, loginView{Next: safeNext(r.PostFormValue("next")),
 			Error: "The sign-in form expired. Try again."})
 		return

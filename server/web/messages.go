@@ -208,7 +208,7 @@ func (h *Handler) messageEvents(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	f := messageFilter(r.URL.Query())
 	pid := pc.project.ID
-	h.stream(w, r, liveList{collection: in.ID, rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+	h.stream(w, r, pc.session, liveList{collection: in.ID, rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
 		list, err := h.store.Messages(ctx, in.ID, f, pg)
 		if err != nil {
 			return nil, "", err

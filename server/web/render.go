@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -124,6 +124,12 @@ func (h *Handler) show(w http.ResponseWriter, r *http.Request, s *session, pc *p
 // render writes a page. The page is rendered into a buffer first so that
 // a template error becomes an error page rather than half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, l layout) {
+	// A refused form or sign-in is an error like any other for a program:
+	// the envelope, with the message the page would show.
+	if status >= http.StatusBadRequest && !acceptsHTML(r) {
+		contract.WriteError(w, apiError(status, l.message()))
+		return
+	}
 	t, ok := h.pages[name]
 	if !ok {
 		h.log.Error("web: no template", "name", name)
@@ -149,13 +155,27 @@ type errorView struct {
 	Message string
 }
 
-// errorPage shows a message in a page of its own, or as plain text to the
-// page's script.
+// message is what a refused page says went wrong.
+func (l layout) message() string {
+	switch v := l.Page.(type) {
+	case errorView:
+		return v.Message
+	case loginView:
+		return v.Error
+	case interface{ ListError() string }:
+		if msg := v.ListError(); msg != "" {
+			return msg
+		}
+	}
+	return l.Error
+}
+
+// errorPage shows a message in a page of its own to a browser. Anything
+// else, the page's script included, gets the read API's error envelope,
+// as every error on the listener is (SPEC §8).
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	if wantsData(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(status)
-		fmt.Fprintln(w, msg)
+	if !acceptsHTML(r) {
+		contract.WriteError(w, apiError(status, msg))
 		return
 	}
 	l := layout{Title: http.StatusText(status)}

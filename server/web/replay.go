@@ -131,6 +131,10 @@ func (h *Handler) replayRequest(w http.ResponseWriter, r *http.Request, pc *proj
 	switch {
 	case err == nil:
 		h.renderRequest(w, r, pc, http.StatusOK, form)
+	case errors.As(err, &refused) && !acceptsHTML(r) &&
+		(refused.Code == contract.CodeNoTarget || refused.Code == contract.CodeInvalidParameter):
+		// A program gets the read API's own answer, fields and all.
+		contract.WriteError(w, refused)
 	case errors.As(err, &refused) && refused.Code == contract.CodeNoTarget:
 		// The API's message tells a terminal user what to run; here the
 		// alert's link to the settings says what to do.

@@ -112,7 +112,7 @@ func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *proj
 			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
 		return rows, list.Next, err
 	}
-	h.stream(w, r, liveList{collection: e.ID,
+	h.stream(w, r, pc.session, liveList{collection: e.ID,
 		rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
 			return read(ctx, pg, "request_row")
 		},

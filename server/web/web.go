@@ -101,6 +101,7 @@ type Handler struct {
 	pages    map[string]*template.Template
 	throttle *throttle
 	replay   *replay.Replayer
+	streams  *openStreams
 	// assets maps a static file's name to its name with a content hash,
 	// so that pages can let browsers cache assets for good.
 	assets map[string]string
@@ -113,7 +114,8 @@ func New(st Store, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil)}
+	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil),
+		streams: newOpenStreams()}
 	if err := h.loadStatic(); err != nil {
 		panic(err)
 	}
@@ -175,6 +177,9 @@ func New(st Store, cfg Config) *Handler {
 	// another site is refused before it reaches the token check.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refusedProgram(w, r, "Origin", "another site's: changes are taken only from this site's pages") {
+			return
+		}
 		h.errorPage(w, r, http.StatusForbidden, "This form was sent from another site and was refused.")
 	}))
 	h.handler = securityHeaders(cop.Handler(routes))
@@ -203,6 +208,47 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request, allow []string
 		return
 	}
 	h.errorPage(w, r, http.StatusNotFound, "There is no page at this address.")
+}
+
+// apiError is the read API's error for an error page's status and
+// message, which a program gets instead of the page. A status SPEC §8's
+// table lacks takes the code of its kind: a refused form (409, 413) is
+// invalid_parameter, a fault internal.
+func apiError(status int, msg string) *contract.Error {
+	code := contract.CodeInvalidParameter
+	switch {
+	case status == http.StatusUnauthorized:
+		code = contract.CodeUnauthorized
+	case status == http.StatusForbidden:
+		// userMessage's only 403: a plan's quota. A refused CSRF token
+		// or origin is answered by refusedProgram.
+		code = contract.CodeQuotaExceeded
+	case status == http.StatusNotFound:
+		code = contract.CodeNotFound
+	case status == http.StatusTooManyRequests:
+		code = contract.CodeRateLimited
+	case status == http.StatusServiceUnavailable:
+		code = contract.CodeUnavailable
+	case status >= 500:
+		code = contract.CodeInternal
+	}
+	return &contract.Error{Code: code, Message: msg}
+}
+
+// refusedProgram answers a program's state-changing request that failed a
+// check of where it came from (field: its CSRF token, its Origin), and
+// reports whether it did; a browser's is left to the caller's page. The
+// status stays 403, as for a browser, the one every CSRF refusal has; SPEC
+// §8's table has no code for it (its 403 is quota_exceeded), so the code
+// is the one for a bad parameter, and fields names it.
+func refusedProgram(w http.ResponseWriter, r *http.Request, field, why string) bool {
+	if acceptsHTML(r) {
+		return false
+	}
+	e := contract.Invalid(map[string]string{field: why})
+	e.Status = http.StatusForbidden
+	contract.WriteError(w, e)
+	return true
 }
 
 // allowedMethods lists, in order, the methods the routes of mux take at

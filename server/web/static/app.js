@@ -87,7 +87,12 @@
 
   async function fetchText(url) {
     const resp = await fetch(url, { headers: { "X-Requested-With": "fetch" }, cache: "no-store" });
-    if (!resp.ok) throw new Error((await resp.text()).trim() || resp.statusText);
+    if (!resp.ok) {
+      // Errors come as the read API's envelope; its message says what to do.
+      let message = "";
+      try { message = (await resp.json()).error.message; } catch { /* not an envelope */ }
+      throw new Error(message || resp.statusText);
+    }
     return resp.text();
   }
 
