@@ -19,11 +19,13 @@ import (
 )
 
 const (
-	sessionCookie = "capture_session"
+	// The capture listener drops these from what it stores, by the same
+	// names.
+	sessionCookie = contract.SessionCookie
 	// loginCookie holds the token that the sign-in forms echo back, since
 	// there is no session yet to tie them to.
-	loginCookie = "capture_login"
-	flashCookie = "capture_flash"
+	loginCookie = contract.LoginCookie
+	flashCookie = contract.FlashCookie
 	csrfField   = "csrf"
 	csrfHeader  = "X-CSRF-Token"
 	// maxFormBytes bounds a form post; the largest field is an endpoint's
