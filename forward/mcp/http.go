@@ -74,10 +74,15 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: c.keyID, Extra: map[string]any{httpRequestDone: r.Context()}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	// The SDK refuses, as a guard against DNS rebinding, a request that
+	// came in on a loopback address under any Host but localhost: every
+	// request behind a reverse proxy that keeps the public Host. Here every
+	// request needs the API key, which a page on a rebound name cannot
+	// know, so the guard protects nothing and is off.
 	sessions := perKey(mcpsdk.NewStreamableHTTPHandler(serverOf,
-		&mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout}))
+		&mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout, DisableLocalhostProtection: true}))
 	alone := perKey(mcpsdk.NewStreamableHTTPHandler(serverOf,
-		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}))
+		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, DisableLocalhostProtection: true}))
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
@@ -228,6 +233,20 @@ func (w *envelopeWriter) sessionNotFound() bool {
 	return w.held == http.StatusNotFound && strings.TrimSpace(string(w.text)) == "session not found"
 }
 
+// noSuchSession reports that the SDK refused the request's session id: it
+// holds no such session, the session is closing, or it is another key's
+// (the SDK's 403). Any other refusal of the SDK is about the request.
+func (w *envelopeWriter) noSuchSession() bool {
+	text := strings.TrimSpace(string(w.text))
+	switch w.held {
+	case http.StatusNotFound:
+		return text == "session not found" || text == "session is closing"
+	case http.StatusForbidden:
+		return text == "session user mismatch"
+	}
+	return false
+}
+
 func (w *envelopeWriter) WriteHeader(status int) {
 	if w.wroteHeader {
 		return
@@ -269,16 +288,16 @@ func (w *envelopeWriter) finish(r *http.Request) {
 	h.Del("X-Content-Type-Options")
 	text := strings.TrimSpace(string(w.text))
 	var e *contract.Error
-	switch w.held {
-	case http.StatusUnauthorized:
+	switch {
+	case w.held == http.StatusUnauthorized:
 		e = contract.Errorf(contract.CodeUnauthorized, "mcp: %s", text)
-	case http.StatusNotFound, http.StatusForbidden:
+	case w.noSuchSession():
 		// A session id of another key is answered as an unknown one: the
 		// session does not exist for this key (SPEC §8, another project's
 		// objects are not_found).
 		e = contract.Errorf(contract.CodeNotFound,
 			"mcp: no session %q for this API key; start a new session (initialize without Mcp-Session-Id)", r.Header.Get("Mcp-Session-Id"))
-	case http.StatusMethodNotAllowed:
+	case w.held == http.StatusMethodNotAllowed:
 		allow := strings.Split(h.Get("Allow"), ", ")
 		e = contract.MethodNotAllowed(r, allow)
 	default:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/forward/mcp/mcptest"
+	"github.com/capturedev/capture/store/storetest"
 )
 
 // mcpURL is where e serves MCP over HTTP: /mcp on its own HTTP listener
@@ -327,25 +328,7 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 		}
 		return string(b), err
 	}
-	// held reads how many waits the project holds, from the server's
-	// metrics.
-	metrics := strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics"
-	series := fmt.Sprintf("capture_active_waits{project=%q} ", e.ProjectID)
-	held := func() int {
-		resp, err := http.Get(metrics)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for line := range strings.Lines(string(b)) {
-			if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
-				v, _ := strconv.Atoi(n)
-				return v
-			}
-		}
-		return 0
-	}
+	held := func() int { return heldWaits(t, e) }
 
 	// Two waits in the session on the replica that holds it, two on the
 	// other one.
@@ -374,5 +357,134 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d waits still held 10 s after their clients closed them", held())
 		}
+	}
+}
+
+// heldWaits reads how many waits e's project holds, from the server's
+// metrics.
+func heldWaits(t *testing.T, e *mcptest.Env) int {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	series := fmt.Sprintf("capture_active_waits{project=%q} ", e.ProjectID)
+	for line := range strings.Lines(string(b)) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+			v, _ := strconv.Atoi(n)
+			return v
+		}
+	}
+	return 0
+}
+
+// Behind a reverse proxy that keeps the public Host, requests reach /mcp
+// on a loopback address under a Host that is not localhost: they are
+// served like any other, the key being what guards them.
+func TestHTTPBehindProxyKeepingHost(t *testing.T) {
+	e := mcptest.Start(t)
+	target, err := url.Parse(mcpURL(t, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
+			r.Out.Host = "capture.test"
+		},
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	})
+	t.Cleanup(func() { proxy.CloseClientConnections(); proxy.Close() })
+
+	sess, err := connect(t, proxy.URL+target.Path, e.Key)
+	if err != nil {
+		t.Fatalf("connect through a proxy keeping Host: %v", err)
+	}
+	res, err := sess.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_inboxes", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_inboxes through a proxy keeping Host: %v %+v", err, res)
+	}
+
+	// The same by hand, with the Host of the report and one with a port.
+	for _, host := range []string{"capture.test", "capture.example.com:8443"} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, target.String(), strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" || !strings.Contains(string(b), `"serverInfo"`) {
+			t.Errorf("initialize with Host %s: %d %v %s", host, resp.StatusCode, resp.Header, b)
+		}
+	}
+}
+
+// A wait tool held by a key that is then revoked ends at once as
+// unauthorized, giving back its slot, and the key opens nothing more.
+func TestHTTPWaitEndsWhenItsKeyIsRevoked(t *testing.T) {
+	e := mcptest.Start(t)
+	url := mcpURL(t, e)
+	k, secret, err := e.Store.CreateKey(t.Context(), e.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := connect(t, url, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *mcpsdk.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := sess.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_requests",
+			Arguments: map[string]any{"endpoint_id": e.EndpointID, "path": "/after-revoke/", "wait": 30}})
+		done <- answer{res, err}
+	}()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(10 * time.Second); heldWaits(t, e) < 1; <-poll.C {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait was not held after 10 s")
+		}
+	}
+	// Revoked as `capture key revoke` does, from another process.
+	if _, err := storetest.OpenAgain(t, e.Store).RevokeKey(t.Context(), k.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-done:
+		if a.err == nil && !a.res.IsError {
+			t.Fatalf("the revoked key's wait answered: %+v", a.res)
+		}
+		if a.err == nil {
+			text, _ := a.res.Content[0].(*mcpsdk.TextContent)
+			if text == nil || !strings.Contains(text.Text, "unauthorized (HTTP 401)") {
+				t.Errorf("the revoked key's wait: %+v", a.res.Content)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the revoked key's wait did not end")
+	}
+	if n := heldWaits(t, e); n != 0 {
+		t.Errorf("%d waits still held once the revoked key's ended", n)
+	}
+	resp, err := http.DefaultClient.Do(inSession(t.Context(), url, secret, sess, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+		t.Errorf("the revoked key in its session: %d %v", resp.StatusCode, resp.Header)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ import (
 // Store is what the API needs from the database.
 type Store interface {
 	Authenticate(ctx context.Context, secret string) (store.Key, store.Project, error)
+	// SettingsVersion moves whenever a key, a plan, an inbox or an
+	// endpoint changes, by any process sharing the database.
+	SettingsVersion(ctx context.Context) (int64, error)
 	Usage(ctx context.Context, projectID string) (store.Usage, error)
 	Watch(collectionID string) <-chan struct{}
 	// AllowRequest and TakeWaitSlot count the per-key rate and the
@@ -81,6 +85,9 @@ type API struct {
 	mu    sync.Mutex
 	waits map[string]int // this process's active waits by project id
 
+	// settings tells held waits that a key may have been revoked.
+	settings *settingsBell
+
 	// sliceReads holds what the slice queries running load (sliceBudget).
 	sliceReads *semaphore.Weighted
 }
@@ -99,6 +106,7 @@ func New(st Store, cfg Config) *API {
 		log:        cfg.Logger,
 		replay:     replay.New(st, cfg.ReplayClient),
 		waits:      make(map[string]int),
+		settings:   &settingsBell{version: st.SettingsVersion, every: settingsPoll},
 		sliceReads: semaphore.NewWeighted(sliceBudget),
 	}
 	r := httprouter.New()
@@ -157,6 +165,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.Serve
 type caller struct {
 	key     store.Key
 	project store.Project
+	// secret is the key as sent, to check again that it still holds.
+	secret string
 }
 
 // route is one API route. It runs for an authenticated caller once the
@@ -191,14 +201,11 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 	if !ok {
 		return caller{}, contract.Errorf(contract.CodeUnauthorized, "missing or malformed Authorization header: want \"Bearer cap_…\"")
 	}
-	key, project, err := a.store.Authenticate(r.Context(), secret)
-	if errors.Is(err, store.ErrNotFound) {
-		return caller{}, contract.Errorf(contract.CodeUnauthorized, "unknown or revoked API key")
-	}
+	c, err := a.keyOf(r.Context(), secret)
 	if err != nil {
 		return caller{}, err
 	}
-	wait, ok, err := a.allow(r.Context(), key.ID, project.Plan)
+	wait, ok, err := a.allow(r.Context(), c.key.ID, c.project.Plan)
 	if err != nil {
 		return caller{}, err
 	}
@@ -207,7 +214,20 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 			Message:    fmt.Sprintf("too many requests for this key; retry after %d s", wait),
 			RetryAfter: time.Duration(wait) * time.Second}
 	}
-	return caller{key: key, project: project}, nil
+	return c, nil
+}
+
+// keyOf finds the active key secret and its project, now: a revoked key is
+// unauthorized from the moment its revocation is committed.
+func (a *API) keyOf(ctx context.Context, secret string) (caller, error) {
+	key, project, err := a.store.Authenticate(ctx, secret)
+	if errors.Is(err, store.ErrNotFound) {
+		return caller{}, contract.Errorf(contract.CodeUnauthorized, "unknown or revoked API key")
+	}
+	if err != nil {
+		return caller{}, err
+	}
+	return caller{key: key, project: project, secret: secret}, nil
 }
 
 // allow takes one token from the key's bucket, or says how many whole
@@ -219,6 +239,38 @@ func (a *API) allow(ctx context.Context, keyID string, plan store.Plan) (int, bo
 	}
 	secs := int((delay + time.Second - 1) / time.Second)
 	return max(secs, 1), false, nil
+}
+
+// holdWait takes one of the project's wait slots for a wait of up to wait,
+// and listens for changed settings: settingsChanged is closed at the first
+// change after the key was checked once more, here, so that no revocation
+// goes unseen. release gives the slot back and stops listening.
+func (a *API) holdWait(ctx context.Context, c caller, wait time.Duration) (release func(), settingsChanged <-chan struct{}, err error) {
+	// A slot outlives its wait a little, so that one held by a process
+	// that dies is free again soon after.
+	free, ok, err := a.acquireWait(ctx, c.project, wait+5*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, &contract.Error{Code: contract.CodeTooManyWaits,
+			Message: "this project already has " + strconv.Itoa(c.project.Plan.ConcurrentWaits) +
+				" waits in progress; retry after 1 s", RetryAfter: time.Second}
+	}
+	settingsChanged, stopListening, err := a.settings.hold(ctx)
+	if err != nil {
+		free()
+		return nil, nil, err
+	}
+	release = func() {
+		stopListening()
+		free()
+	}
+	if _, err := a.keyOf(ctx, c.secret); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return release, settingsChanged, nil
 }
 
 // acquireWait takes one of the project's concurrent wait slots for up to

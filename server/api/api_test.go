@@ -381,6 +381,77 @@ func waitForWaiters(t *testing.T, e *env, n int) {
 	t.Fatalf("fewer than %d waits held", n)
 }
 
+// A wait held by a key that is then revoked, by an admin command in
+// another process, ends as unauthorized: when a capture wakes it, and
+// without one, at once, giving its slot back. Waits of other keys go on.
+func TestWaitEndsWhenItsKeyIsRevoked(t *testing.T) {
+	e := newEnv(t)
+	admin := storetest.OpenAgain(t, e.st)
+	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests?wait=30&path=/after-revoke"
+	wantUnauthorized := func(what string, r response) {
+		t.Helper()
+		if r.status != 401 || r.errCode(t) != "unauthorized" || r.header.Get("WWW-Authenticate") != "Bearer" {
+			t.Errorf("%s: %d %v %s", what, r.status, r.header, r.body)
+		}
+	}
+	waitWith := func(key, path string) <-chan response {
+		done := make(chan response, 1)
+		go func() { done <- e.callKey(key, "GET", path, nil) }()
+		return done
+	}
+	answer := func(what string, done <-chan response) response {
+		t.Helper()
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the wait did not end", what)
+			return response{}
+		}
+	}
+	revoke := func(keyID string) {
+		t.Helper()
+		if _, err := admin.RevokeKey(t.Context(), keyID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A capture arriving after the revocation is not handed out.
+	k, secret, err := e.st.CreateKey(t.Context(), e.boot.Project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitWith(secret, ep)
+	waitForWaiters(t, e, 1)
+	revoke(k.ID)
+	e.insertRequest(e.boot.Endpoint.ID, "/after-revoke", []byte("secret"))
+	r := answer("capture after revocation", done)
+	wantUnauthorized("capture after revocation", r)
+	if strings.Contains(string(r.body), "after-revoke") {
+		t.Errorf("the revoked key's wait handed out the capture: %s", r.body)
+	}
+
+	// Without a capture, and beside a wait of another key.
+	path := "/endpoints/" + e.boot.Endpoint.ID + "/requests?wait=30&path=/later"
+	other := waitWith(e.key, path)
+	waitForWaiters(t, e, 1)
+	k, secret, err = e.st.CreateKey(t.Context(), e.boot.Project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done = waitWith(secret, path)
+	waitForWaiters(t, e, 2)
+	revoke(k.ID)
+	wantUnauthorized("no capture", answer("no capture", done))
+	if n := e.api.ActiveWaits(e.boot.Project.ID); n != 1 {
+		t.Errorf("%d waits held once the revoked key's ended, want the other key's only", n)
+	}
+	want := e.insertRequest(e.boot.Endpoint.ID, "/later", nil)
+	if r := answer("the other key", other); r.status != 200 || !strings.Contains(string(r.body), want) {
+		t.Errorf("the other key's wait: %d %s", r.status, r.body)
+	}
+}
+
 func TestConcurrentWaitLimit(t *testing.T) {
 	e := newEnv(t)
 	ep := "/endpoints/" + e.boot.Endpoint.ID + "/requests?wait=30&path=/none"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"mime"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -45,11 +44,14 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter
 // waitList runs list and, while it finds nothing and wait allows, holds on
 // the collection's commit notifications and runs it again. Holding takes one
 // of the project's wait slots, given back when the call returns, also when
-// the client disconnects.
+// the client disconnects. A held wait answers only while its key holds: it
+// checks the key whenever it wakes, and wakes too when a setting changes,
+// so that a key revoked meanwhile ends it at once as unauthorized.
 func waitList[T any](ctx context.Context, a *API, c caller, collectionID string, wait time.Duration,
 	list func(context.Context) (store.List[T], error)) (store.List[T], error) {
 
 	var timeout <-chan time.Time
+	var settingsChanged <-chan struct{} // nil, which never fires, until the wait holds
 	var release func()
 	defer func() {
 		if release != nil {
@@ -57,32 +59,31 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 		}
 	}()
 	for {
-		// Taken before the query so that a commit landing in between
-		// still wakes us.
+		held := release != nil
+		// Taken before the query and the key's check so that a commit
+		// landing in between still wakes us.
 		changed := a.store.Watch(collectionID)
+		if held {
+			settingsChanged = a.settings.current()
+		}
 		l, err := list(ctx)
+		if err == nil && held {
+			_, err = a.keyOf(ctx, c.secret)
+		}
 		if err != nil || len(l.Items) > 0 || wait <= 0 {
 			return l, err
 		}
-		if release == nil {
-			// A slot outlives its wait a little, so that one held by a
-			// process that dies is free again soon after.
-			free, ok, err := a.acquireWait(ctx, c.project, wait+5*time.Second)
-			if err != nil {
+		if !held {
+			if release, settingsChanged, err = a.holdWait(ctx, c, wait); err != nil {
 				return l, err
 			}
-			if !ok {
-				return l, &contract.Error{Code: contract.CodeTooManyWaits,
-					Message: "this project already has " + strconv.Itoa(c.project.Plan.ConcurrentWaits) +
-						" waits in progress; retry after 1 s", RetryAfter: time.Second}
-			}
-			release = free
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			timeout = t.C
 		}
 		select {
 		case <-changed:
+		case <-settingsChanged:
 		case <-timeout:
 			return store.List[T]{Items: []T{}}, nil
 		case <-ctx.Done():
