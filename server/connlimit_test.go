@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -155,7 +156,7 @@ func TestLongRequests(t *testing.T) {
 	addr, _ := limitedServer(t, 10, longRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-time.After(300 * time.Millisecond) // a wait, a replay, a stream
 		io.WriteString(w, "done")
-	})), func(s *http.Server) { s.WriteTimeout, s.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond })
+	}), context.Background()), func(s *http.Server) { s.WriteTimeout, s.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond })
 
 	for _, req := range []string{
 		"GET /api/v1/endpoints/whe_x/requests?wait=1 HTTP/1.1\r\nHost: x\r\n\r\n",
