@@ -61,7 +61,7 @@ type Config struct {
 
 // ErrStoppedNow is what Run returns when StopNow cut its graceful stop
 // short.
-var ErrStoppedNow = errors.New("stopped before in-flight work finished; none of it was acknowledged")
+var ErrStoppedNow = errors.New("stopped before in-flight work finished; what was cut off was not acknowledged")
 
 // Server holds the bound listeners until Run serves them.
 type Server struct {
