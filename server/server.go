@@ -481,6 +481,9 @@ func shutdownContext(timeout time.Duration, stopNow <-chan struct{}) (context.Co
 // stoppingMessage is the line logged when a graceful stop begins, so that
 // a person who pressed Ctrl-C sees why the process has not exited yet.
 func stoppingMessage(inFlight int, timeout time.Duration, canStopNow bool) string {
+	if inFlight == 0 {
+		return "shutting down: nothing in flight"
+	}
 	noun := "connections"
 	if inFlight == 1 {
 		noun = "connection"
