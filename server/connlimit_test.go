@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,44 @@ func TestLongRequests(t *testing.T) {
 	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 		if b, err := io.ReadAll(resp.Body); err == nil && string(b) == "done" {
 			t.Error("an ordinary request outlived the write timeout")
+		}
+	}
+}
+
+// Once a stop begins, the requests that wait for something to happen end
+// (the handlers then answer 503); every other request, a replay included,
+// keeps its context and is finished.
+func TestWaitingRequestsEndWhenStopping(t *testing.T) {
+	stopping, stop := context.WithCancel(t.Context())
+	stop()
+	h := longRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The test's requests carry a context that never ends.
+		if r.Context().Done() == nil {
+			io.WriteString(w, "kept")
+			return
+		}
+		<-r.Context().Done()
+		io.WriteString(w, "ended")
+	}), stopping)
+	for _, c := range []struct {
+		method, target, accept, want string
+	}{
+		{"GET", "/api/v1/endpoints/whe_x/requests?wait=1", "", "ended"},
+		{"GET", "/projects/p/inboxes/i/events", "", "ended"},
+		{"GET", "/anything", "text/event-stream", "ended"},
+		{"POST", "/mcp", "", "ended"},
+		{"POST", "/api/v1/requests/req_x/replay", "", "kept"},
+		{"GET", "/api/v1/endpoints/whe_x/requests?wait=0", "", "kept"},
+		{"POST", "/api/v1/projects", "", "kept"},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		if c.accept != "" {
+			r.Header.Set("Accept", c.accept)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if got := w.Body.String(); got != c.want {
+			t.Errorf("%s %s (Accept %q): %s, want %s", c.method, c.target, c.accept, got, c.want)
 		}
 	}
 }
