@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -116,6 +118,8 @@ func runServe(c *cobra.Command, _ []string) error {
 		return err
 	}
 	version := versionString()
+	stopNow := secondSignal()
+	defer stopNow.stop()
 	err = server.Serve(c.Context(), server.ServeConfig{
 		Config: server.Config{
 			HTTPAddr: httpAddr, CaptureAddr: captureAddr,
@@ -125,13 +129,50 @@ func runServe(c *cobra.Command, _ []string) error {
 			Downloads:    map[string][]byte{forward.PythonClientName: forward.PythonClient},
 			MCP:          func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
 			Logger:       log,
+			StopNow:      stopNow.c,
 		},
 		DataDir:     dir,
 		Database:    url,
 		TLSCertFile: certFile, TLSKeyFile: keyFile,
 		Banner: c.OutOrStdout(),
 	})
+	if errors.Is(err, server.ErrStoppedNow) {
+		return exitError{code: exitInterrupted, err: err}
+	}
 	return explainReadOnly(sqlitePath(c), err)
+}
+
+// signalWatch closes c at the second SIGINT or SIGTERM. The first ends
+// the command's context (main), which starts serve's graceful stop; the
+// second cuts that stop short.
+type signalWatch struct {
+	c    chan struct{}
+	stop func()
+}
+
+func secondSignal() signalWatch {
+	w := signalWatch{c: make(chan struct{})}
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-signals:
+				if n == 2 {
+					close(w.c)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	w.stop = func() {
+		signal.Stop(signals)
+		close(done)
+	}
+	return w
 }
 
 // checkListenAddr refuses, as a usage error, an address no listener can

@@ -245,6 +245,13 @@ func (l *connLimit) track(nc net.Conn, state http.ConnState) {
 	}
 }
 
+// busy is how many connections have a request in progress.
+func (l *connLimit) busy() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns) - l.waiting.Len()
+}
+
 // closeWaiting stops admitting and closes every connection with no request
 // in progress. http.Server.Shutdown closes idle keep-alive connections
 // itself but waits for ones that never sent a request (a browser's

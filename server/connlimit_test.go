@@ -2,10 +2,12 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +157,7 @@ func TestLongRequests(t *testing.T) {
 	addr, _ := limitedServer(t, 10, longRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-time.After(300 * time.Millisecond) // a wait, a replay, a stream
 		io.WriteString(w, "done")
-	})), func(s *http.Server) { s.WriteTimeout, s.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond })
+	}), context.Background()), func(s *http.Server) { s.WriteTimeout, s.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond })
 
 	for _, req := range []string{
 		"GET /api/v1/endpoints/whe_x/requests?wait=1 HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -179,6 +181,44 @@ func TestLongRequests(t *testing.T) {
 	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 		if b, err := io.ReadAll(resp.Body); err == nil && string(b) == "done" {
 			t.Error("an ordinary request outlived the write timeout")
+		}
+	}
+}
+
+// Once a stop begins, the requests that wait for something to happen end
+// (the handlers then answer 503); every other request, a replay included,
+// keeps its context and is finished.
+func TestWaitingRequestsEndWhenStopping(t *testing.T) {
+	stopping, stop := context.WithCancel(t.Context())
+	stop()
+	h := longRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The test's requests carry a context that never ends.
+		if r.Context().Done() == nil {
+			io.WriteString(w, "kept")
+			return
+		}
+		<-r.Context().Done()
+		io.WriteString(w, "ended")
+	}), stopping)
+	for _, c := range []struct {
+		method, target, accept, want string
+	}{
+		{"GET", "/api/v1/endpoints/whe_x/requests?wait=1", "", "ended"},
+		{"GET", "/projects/p/inboxes/i/events", "", "ended"},
+		{"GET", "/anything", "text/event-stream", "ended"},
+		{"POST", "/mcp", "", "ended"},
+		{"POST", "/api/v1/requests/req_x/replay", "", "kept"},
+		{"GET", "/api/v1/endpoints/whe_x/requests?wait=0", "", "kept"},
+		{"POST", "/api/v1/projects", "", "kept"},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		if c.accept != "" {
+			r.Header.Set("Accept", c.accept)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if got := w.Body.String(); got != c.want {
+			t.Errorf("%s %s (Accept %q): %s, want %s", c.method, c.target, c.accept, got, c.want)
 		}
 	}
 }

@@ -49,10 +49,11 @@ type serveProc struct {
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
+	logged chan struct{} // closed, and replaced, at each write to stderr
 }
 
 var (
-	bannerRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|Capture URL|CA certificate|SMTP)\s+(.*)$`)
+	bannerRow = regexp.MustCompile(`^\s+(Read API|API key|Inbox|SMTP password|Capture URL|Email API|CA certificate|SMTP)\s+(.*)$`)
 	smtpPorts = regexp.MustCompile(`STARTTLS: (\d+)`)
 	tlsPorts  = regexp.MustCompile(`\sTLS: (\d+)`)
 )
@@ -71,7 +72,8 @@ func startServe(t testing.TB, dir string, args ...string) *serveProc {
 // gives dir one.
 func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1)}
+	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1),
+		logged: make(chan struct{})}
 	if i := slices.Index(args, "--database"); i >= 0 {
 		p.dbArgs = args[i : i+2]
 	} else {
@@ -84,7 +86,7 @@ func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
+	p.cmd.Stderr = stderrWriter{p}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +122,36 @@ func (p *serveProc) awaitBanner() {
 	}
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
+// stderrWriter keeps what serve logs, and tells awaitLog of each write.
+type stderrWriter struct{ p *serveProc }
+
+func (w stderrWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	close(w.p.logged)
+	w.p.logged = make(chan struct{})
+	return w.p.stderr.Write(b)
 }
 
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+// awaitLog waits until serve has logged a line holding s, and returns it.
+func (p *serveProc) awaitLog(s string) string {
+	p.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		logs, logged := p.stderr.String(), p.logged
+		p.mu.Unlock()
+		for line := range strings.Lines(logs) {
+			if strings.Contains(line, s) && strings.HasSuffix(line, "\n") {
+				return strings.TrimSuffix(line, "\n")
+			}
+		}
+		select {
+		case <-logged:
+		case <-timeout:
+			p.t.Fatalf("serve did not log %q; stderr:\n%s", s, logs)
+		}
+	}
 }
 
 func (p *serveProc) logs() string {
@@ -141,14 +164,21 @@ func (p *serveProc) logs() string {
 func (p *serveProc) stop(sig os.Signal) {
 	p.t.Helper()
 	p.cmd.Process.Signal(sig)
+	if err := p.exited(30 * time.Second); err != nil {
+		p.t.Errorf("serve exited with %v; stderr:\n%s", err, p.logs())
+	}
+}
+
+// exited waits up to bound for serve to exit, and returns how it did.
+func (p *serveProc) exited(bound time.Duration) error {
+	p.t.Helper()
 	select {
 	case err := <-p.done:
 		p.done <- err
-		if err != nil {
-			p.t.Errorf("serve exited with %v; stderr:\n%s", err, p.logs())
-		}
-	case <-time.After(30 * time.Second):
-		p.t.Fatalf("serve did not stop; stderr:\n%s", p.logs())
+		return err
+	case <-time.After(bound):
+		p.t.Fatalf("serve did not stop within %s; stderr:\n%s", bound, p.logs())
+		return nil
 	}
 }
 

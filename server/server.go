@@ -48,12 +48,20 @@ type Config struct {
 	PruneInterval time.Duration
 	// ShutdownTimeout bounds how long in-flight work may take to finish.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
+	// StopNow, closed during a graceful stop, cuts it short: what is
+	// still in flight is abandoned unacknowledged and Run returns
+	// ErrStoppedNow. Nil means the stop always runs its course.
+	StopNow <-chan struct{}
+	Logger  *slog.Logger
 	// MCP builds the handler of /mcp for the read API at apiBase; nil serves
 	// no /mcp. It is given, not built here, because MCP is a client of the
 	// read API and no server package is.
 	MCP func(apiBase string) http.Handler
 }
+
+// ErrStoppedNow is what Run returns when StopNow cut its graceful stop
+// short.
+var ErrStoppedNow = errors.New("stopped before in-flight work finished; what was cut off was not acknowledged")
 
 // Server holds the bound listeners until Run serves them.
 type Server struct {
@@ -294,12 +302,19 @@ func httpConnCap() int {
 
 // Run serves until ctx ends, then shuts down gracefully: stops accepting,
 // lets in-flight SMTP transactions and HTTP requests finish (bounded by
-// ShutdownTimeout), and returns. The caller closes the store afterwards.
+// ShutdownTimeout, or until StopNow), and returns. Waits and event streams
+// end at once, answered 503. The caller closes the store afterwards.
 func (s *Server) Run(ctx context.Context) error {
 	cfg := s.cfg
-	// Long-polls end as soon as shutdown starts instead of holding it up.
-	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelBase()
+	// Requests keep their context through a graceful stop, so that what
+	// is in flight is finished and committed; it ends only when the stop
+	// is cut short, abandoning what is left.
+	baseCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	// stopping ends when the stop begins: waits and event streams end
+	// then (SPEC §13: a wait gets 503) instead of holding it up.
+	stopping, stopWaits := context.WithCancel(context.Background())
+	defer stopWaits()
 	budget := admission.New(ingestBudget)
 	connCap := httpConnCap()
 	ops := newOps(s.store, s.log)
@@ -348,7 +363,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Logger:        s.log,
 	})
 	httpSrv := &http.Server{
-		Handler:           longRequests(envelopeRoutes(mux, webHandler)),
+		Handler:           longRequests(envelopeRoutes(mux, webHandler), stopping),
 		ReadHeaderTimeout: apiReadHeaderTimeout,
 		ReadTimeout:       apiReadTimeout,
 		WriteTimeout:      apiWriteTimeout,
@@ -359,7 +374,9 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 
-	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log, Budget: budget, Refused: ops.metrics.WebhookRefused}))
+	captureStore := answerAtShutdownOnceCommitted{Store: s.store}
+	captureSrv := capture.NewServer(capture.New(captureStore, capture.Config{Logger: s.log, Budget: budget, Refused: ops.metrics.WebhookRefused}))
+	captureSrv.Handler = captureStore.handler(captureSrv.Handler, stopping)
 	captureSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	captureSrv.ConnState = captureLn.track
 
@@ -397,32 +414,119 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
-		cancelBase()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		// All at once: each waits for its own in-flight work only.
-		shutdowns := []func(context.Context) error{
-			func(ctx context.Context) error { return shutdownHTTP(ctx, httpSrv, httpLn) },
-			func(ctx context.Context) error { return shutdownHTTP(ctx, captureSrv, captureLn) },
-			smtpSrv.Shutdown,
+		inFlight := smtpSrv.InTransaction() + httpLn.busy() + captureLn.busy()
+		if emailLn != nil {
+			inFlight += emailLn.busy()
 		}
+		s.log.Info(stoppingMessage(inFlight, cfg.ShutdownTimeout, cfg.StopNow != nil))
+		stopWaits()
+		shutdownCtx, stopNow := shutdownContext(cfg.ShutdownTimeout, cfg.StopNow)
+		defer stopNow(nil)
+		type httpListener struct {
+			http  *http.Server
+			limit *connLimit
+		}
+		servers := []httpListener{{httpSrv, httpLn}, {captureSrv, captureLn}}
 		if emailSrv != nil {
-			shutdowns = append(shutdowns, func(ctx context.Context) error { return shutdownHTTP(ctx, emailSrv, emailLn) })
+			servers = append(servers, httpListener{emailSrv, emailLn})
 		}
+		// All at once: each waits for its own in-flight work only.
 		var wg sync.WaitGroup
-		errs := make([]error, len(shutdowns))
-		for i, shutdown := range shutdowns {
-			wg.Go(func() { errs[i] = shutdown(shutdownCtx) })
+		errs := make([]error, len(servers)+1)
+		for i, srv := range servers {
+			wg.Go(func() { errs[i] = shutdownHTTP(shutdownCtx, srv.http, srv.limit) })
 		}
+		// Closes what is left of SMTP itself when shutdownCtx ends.
+		wg.Go(func() { errs[len(servers)] = smtpSrv.Shutdown(shutdownCtx) })
 		wg.Wait()
-		return errors.Join(errs...)
+		if shutdownCtx.Err() == nil {
+			return errors.Join(errs...)
+		}
+		// Cut short: what is left is abandoned, and its connections
+		// closed, so that nothing still running can acknowledge anything
+		// after the caller closes the store.
+		abandon()
+		for _, srv := range servers {
+			srv.http.Close()
+		}
+		return context.Cause(shutdownCtx)
 	})
 	err := g.Wait()
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		s.log.Warn("shutdown timed out; in-flight work was cut off", "timeout", cfg.ShutdownTimeout)
 		err = nil
+	case errors.Is(err, ErrStoppedNow):
+		s.log.Warn("stopped at once; in-flight work was cut off")
 	}
 	return err
+}
+
+// shutdownContext bounds a graceful stop by timeout, and ends it with
+// ErrStoppedNow as its cause once stopNow is closed.
+func shutdownContext(timeout time.Duration, stopNow <-chan struct{}) (context.Context, context.CancelCauseFunc) {
+	timed, cancelTimer := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithCancelCause(timed)
+	go func() {
+		select {
+		case <-stopNow: // never, when nil
+			cancel(ErrStoppedNow)
+		case <-ctx.Done():
+		}
+		cancelTimer()
+	}()
+	return ctx, cancel
+}
+
+// stoppingMessage is the line logged when a graceful stop begins, so that
+// a person who pressed Ctrl-C sees why the process has not exited yet.
+func stoppingMessage(inFlight int, timeout time.Duration, canStopNow bool) string {
+	if inFlight == 0 {
+		return "shutting down: nothing in flight"
+	}
+	noun := "connections"
+	if inFlight == 1 {
+		noun = "connection"
+	}
+	msg := fmt.Sprintf("shutting down: finishing %d in-flight %s (up to %s)", inFlight, noun, timeout)
+	if canStopNow {
+		msg += "; press Ctrl-C again to stop now"
+	}
+	return msg
+}
+
+// answerAtShutdownOnceCommitted is the capture listener's store. A
+// webhook in flight when shutdown begins is finished and committed, but
+// one already committed and waiting out its endpoint's response delay is
+// answered at once: the capture handler ends the delay when the request's
+// context does, so that context ends at shutdown from the commit on.
+type answerAtShutdownOnceCommitted struct{ capture.Store }
+
+// committedKey holds, in a capture request's context, what to call once
+// its capture is committed.
+type committedKey struct{}
+
+func (s answerAtShutdownOnceCommitted) InsertRequest(ctx context.Context, r *store.NewRequest) (string, error) {
+	id, err := s.Store.InsertRequest(ctx, r)
+	if committed, ok := ctx.Value(committedKey{}).(func()); ok && err == nil {
+		committed()
+	}
+	return id, err
+}
+
+// handler gives each request a context that ends when stopping does, but
+// only once its capture is committed.
+func (answerAtShutdownOnceCommitted) handler(next http.Handler, stopping context.Context) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		// Set and read by this request's own goroutine: the store is
+		// called from the handler.
+		stopAfter := func() bool { return false }
+		defer func() { stopAfter() }()
+		committed := func() { stopAfter = context.AfterFunc(stopping, cancel) }
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, committedKey{}, committed)))
+	})
 }
 
 // shutdownHTTP stops srv gracefully. Connections that never sent a request
@@ -439,7 +543,11 @@ func shutdownHTTP(ctx context.Context, srv *http.Server, l *connLimit) error {
 // (wait=N), a replay (it waits for its target), MCP calls (a tool may
 // wait too) and event streams, which last until the client leaves. The
 // read deadline moves too: past it net/http would end the request.
-func longRequests(next http.Handler) http.Handler {
+//
+// The ones that wait for something to happen end when stopping does, so
+// that a graceful stop finishes the other requests in flight without
+// waiting on them.
+func longRequests(next http.Handler, stopping context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d, ok := longRequestTime(r); ok {
 			rc := http.NewResponseController(w)
@@ -450,15 +558,37 @@ func longRequests(next http.Handler) http.Handler {
 			rc.SetReadDeadline(deadline)
 			rc.SetWriteDeadline(deadline)
 		}
+		if waitsForEvents(r) {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(stopping, cancel)()
+			r = r.WithContext(ctx)
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// waitsForEvents reports whether r is held open until something happens:
+// a wait, an event stream (the web interface's live lists, asked for with
+// or without their Accept header) or an MCP call, whose tools may wait. A
+// replay is not: it is finished like any other request.
+func waitsForEvents(r *http.Request) bool {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events") {
+		return true
+	}
+	_, long := longRequestTime(r)
+	return long && !isReplay(r)
+}
+
+func isReplay(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/replay")
 }
 
 // longRequestTime is how long r may legitimately take beyond the usual
 // timeouts; 0 with ok means no deadline at all.
 func longRequestTime(r *http.Request) (time.Duration, bool) {
 	switch {
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/replay"):
+	case isReplay(r):
 		return replayAllowance, true
 	case r.URL.Path == "/mcp" && r.Method != http.MethodGet:
 		// A call's answer may come as a short event stream.

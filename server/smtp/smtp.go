@@ -229,7 +229,8 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 	if implicitTLS {
 		mode = "implicit-tls"
 	}
-	ln := &listener{Listener: l, srv: s, implicitTLS: implicitTLS}
+	ln := newListener(l, s, implicitTLS)
+	defer ln.stop()
 	s.log.Info("smtp listening", "addr", l.Addr().String(), "tls", mode,
 		"insecure_auth", s.cfg.AllowInsecureAuth, "max_connections", s.cfg.MaxConnections)
 
@@ -261,7 +262,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	hangUpAll(idle, s.closedReply)
+	hangUpAll(ctx, idle, s.closedReply)
 
 	err := s.smtp.Shutdown(ctx)
 	if err != nil && err == ctx.Err() {
@@ -296,6 +297,20 @@ func (s *Server) Close() error {
 	return err
 }
 
+// InTransaction is how many connections are in the middle of a
+// transaction: those Shutdown lets finish.
+func (s *Server) InTransaction() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.conns {
+		if c.inTx {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *Server) closeConns() {
 	s.mu.Lock()
 	all := make([]*conn, 0, len(s.conns))
@@ -303,17 +318,26 @@ func (s *Server) closeConns() {
 		all = append(all, c)
 	}
 	s.mu.Unlock()
-	hangUpAll(all, s.closedReply)
+	hangUpAll(context.Background(), all, s.closedReply)
 }
 
 // hangUpAll tells each connection why it is closed, all at once: one
-// client that does not read must not hold up the others.
-func hangUpAll(conns []*conn, reply string) {
+// client that does not read must not hold up the others. It waits until
+// every one is closed or ctx ends; each hang-up is bounded on its own.
+func hangUpAll(ctx context.Context, conns []*conn, reply string) {
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Go(func() { c.hangUp(reply) })
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func (s *Server) putBuffer(b *buffer) {
@@ -328,7 +352,8 @@ func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }
 // admit registers a new connection, or says why it is turned away. At the
 // limits it displaces the oldest connection that has not authenticated,
 // and returns it for the caller to hang up on.
-func (s *Server) admit(nc net.Conn) (c, displaced *conn, reply string) {
+// A connection to an implicit-TLS listener starts in its handshake.
+func (s *Server) admit(nc net.Conn, implicitTLS bool) (c, displaced *conn, reply string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -343,7 +368,7 @@ func (s *Server) admit(nc net.Conn) (c, displaced *conn, reply string) {
 		displaced = oldest.Value.(*conn)
 		s.forget(displaced)
 	}
-	c = &conn{Conn: nc, srv: s}
+	c = &conn{Conn: nc, srv: s, handshaking: implicitTLS}
 	c.authBy.Store(time.Now().Add(s.cfg.PreAuthTimeout).UnixNano())
 	c.authTimer = time.AfterFunc(s.cfg.PreAuthTimeout, c.authExpired)
 	s.conns[c] = struct{}{}
@@ -448,30 +473,102 @@ func (s *Server) endTx(c *conn) {
 	}
 }
 
-// listener admits connections up to the configured limit.
+// listener admits connections up to the configured limit. With implicit
+// TLS it also runs each connection's handshake, on its own, before go-smtp
+// sees the connection: go-smtp would run it while counting the connection
+// as busy, so one client that connects and never says hello (a port scan,
+// a TCP health check) would hold Shutdown up until its deadline.
 type listener struct {
 	net.Listener
 	srv         *Server
 	implicitTLS bool
+
+	// With implicit TLS: acceptTLS runs from the first Accept; ready
+	// hands over connections whose handshake is done, errs what ended an
+	// accept, and stopped ends both once go-smtp no longer accepts.
+	start   sync.Once
+	ready   chan net.Conn
+	errs    chan error
+	stopped chan struct{}
+}
+
+func newListener(l net.Listener, srv *Server, implicitTLS bool) *listener {
+	return &listener{Listener: l, srv: srv, implicitTLS: implicitTLS,
+		ready: make(chan net.Conn), errs: make(chan error), stopped: make(chan struct{})}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
+	if !l.implicitTLS {
+		c, err := l.accept()
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	l.start.Do(func() { go l.acceptTLS() })
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.errs:
+		return nil, err
+	}
+}
+
+// stop ends acceptTLS and the handshakes still to be handed over, once
+// go-smtp has stopped accepting.
+func (l *listener) stop() { close(l.stopped) }
+
+// acceptTLS admits connections and starts each one's handshake. Errors go
+// to Accept one at a time, so go-smtp's back-off after a temporary one
+// paces this loop too.
+func (l *listener) acceptTLS() {
+	for {
+		c, err := l.accept()
+		if err != nil {
+			select {
+			case l.errs <- err:
+				continue
+			case <-l.stopped:
+				return
+			}
+		}
+		go l.handshake(c)
+	}
+}
+
+// handshake runs c's TLS handshake, within the read timeout (cut to the
+// authentication deadline), and hands the connection to go-smtp. One that
+// fails, or that Shutdown closes meanwhile, is closed: it never got a
+// greeting, so nothing is owed to it.
+func (l *listener) handshake(c *conn) {
+	tc := tls.Server(c, l.srv.cfg.TLSConfig)
+	c.SetDeadline(time.Now().Add(l.srv.cfg.ReadTimeout))
+	if err := tc.Handshake(); err != nil {
+		l.srv.log.Debug("smtp TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	c.setTLS(tc)
+	select {
+	case l.ready <- tc:
+	case <-l.stopped:
+		c.hangUp(l.srv.closedReply)
+	}
+}
+
+// accept returns the next connection admitted; it turns away the others.
+func (l *listener) accept() (*conn, error) {
 	for {
 		nc, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		c, displaced, reply := l.srv.admit(nc)
+		c, displaced, reply := l.srv.admit(nc, l.implicitTLS)
 		if displaced != nil {
 			go displaced.hangUp("421 4.7.0 " + l.srv.cfg.Hostname +
 				" too many unauthenticated connections, authenticate sooner or try again later")
 		}
 		if c != nil {
-			if l.implicitTLS {
-				tc := tls.Server(c, l.srv.cfg.TLSConfig)
-				c.setTLS(tc)
-				return tc, nil
-			}
 			return c, nil
 		}
 		if l.srv.rejecting.Add(1) > int64(l.srv.cfg.MaxConnections) {
@@ -501,10 +598,12 @@ type conn struct {
 
 	// What a last reply must be written through: the plain connection
 	// until STARTTLS, the TLS connection once its handshake is done, and
-	// nothing in between, when plain text would corrupt the handshake.
-	mu        sync.Mutex
-	tls       *tls.Conn
-	upgrading bool
+	// nothing in between (after STARTTLS, or on an implicit-TLS
+	// connection before its handshake is done), when plain text would
+	// corrupt the handshake.
+	mu          sync.Mutex
+	tls         *tls.Conn
+	handshaking bool
 }
 
 // startTLSReply is how go-smtp answers STARTTLS, just before the handshake.
@@ -514,17 +613,17 @@ func (c *conn) Write(p []byte) (int, error) {
 	if bytes.HasPrefix(p, startTLSReply) {
 		c.mu.Lock()
 		if c.tls == nil {
-			c.upgrading = true
+			c.handshaking = true
 		}
 		c.mu.Unlock()
 	}
 	return c.Conn.Write(p)
 }
 
-// setTLS records the TLS connection over c, once known.
+// setTLS records the TLS connection over c once its handshake is done.
 func (c *conn) setTLS(tc *tls.Conn) {
 	c.mu.Lock()
-	c.tls, c.upgrading = tc, false
+	c.tls, c.handshaking = tc, false
 	c.mu.Unlock()
 }
 
@@ -532,14 +631,14 @@ func (c *conn) setTLS(tc *tls.Conn) {
 func (c *conn) replyWriter() io.Writer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Not tls.Conn.ConnectionState: it waits for a handshake in
+	// progress, which a client that sends nothing holds until its
+	// deadline.
 	switch {
-	case c.tls != nil:
-		if !c.tls.ConnectionState().HandshakeComplete {
-			return nil
-		}
-		return c.tls
-	case c.upgrading:
+	case c.handshaking:
 		return nil
+	case c.tls != nil:
+		return c.tls
 	}
 	return c.Conn
 }

@@ -1118,6 +1118,58 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 	busy.expectHangUp(421, "4.3.2")
 }
 
+// A client that connects to the implicit-TLS port and never starts its
+// handshake (a port scan, a TCP health check) is closed at shutdown rather
+// than holding it up until the client's deadline.
+func TestShutdownClosesConnectionsBeforeTheirTLSHandshake(t *testing.T) {
+	e := newEnv(t, "team", Config{})
+	silent, err := net.Dial("tcp", e.implicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	silent.SetDeadline(time.Now().Add(time.Minute))
+	// Connections are accepted in order: once a later client is greeted,
+	// the silent one has been accepted too.
+	greeted := e.dialRaw(t, true)
+	if n := e.srv.InTransaction(); n != 0 {
+		t.Errorf("InTransaction = %d with no transaction begun", n)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- e.srv.Shutdown(ctx)
+	}()
+	e.shutDown = true
+	// Well within the 30 s authentication deadline that would otherwise
+	// end the handshake.
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Shutdown still waits for a connection that never started its TLS handshake")
+	}
+	if n, err := silent.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("silent connection: read %d bytes, %v; want it closed", n, err)
+	}
+	// A client past its handshake is told, in TLS, before the close.
+	greeted.expectHangUp(421, "4.3.2")
+	for range 2 {
+		if err := <-e.served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 func TestShutdownTimeoutClosesEverything(t *testing.T) {
 	e := newEnv(t, "team", Config{})
 	busy := e.session(t)
