@@ -391,7 +391,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var emailSrv *http.Server
 	if s.emailLn != nil {
-		emailSrv = emailapi.NewServer(emailapi.New(s.store, emailapi.Config{Logger: s.log, Budget: budget}))
+		emailSrv = emailapi.NewServer(emailapi.New(s.store, emailapi.Config{Logger: s.log, Budget: budget,
+			Refused: ops.metrics.EmailRefused}))
 		emailSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 		emailSrv.ConnState = emailLn.track
 	}

@@ -52,6 +52,10 @@ type Config struct {
 	// AdmissionWait bounds how long a request waits for room in Budget
 	// before it is refused as unavailable. Default 20 s.
 	AdmissionWait time.Duration
+	// Refused, if set, hears the read API's code of each refused request,
+	// and of each message refused alone within a batch (quota_exceeded,
+	// unavailable, unauthorized, invalid_parameter), as SMTP's does.
+	Refused func(code string)
 }
 
 // bodyOverhead is what a request may carry beside the message itself:
@@ -65,11 +69,16 @@ type Handler struct {
 	mux           *http.ServeMux
 	budget        *admission.Budget
 	admissionWait time.Duration
+	refused       func(code string)
 }
 
 // New returns the email API handler over st.
 func New(st Store, cfg Config) *Handler {
-	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), budget: cfg.Budget, admissionWait: cfg.AdmissionWait}
+	h := &Handler{store: st, log: cfg.Logger, mux: http.NewServeMux(), budget: cfg.Budget, admissionWait: cfg.AdmissionWait,
+		refused: cfg.Refused}
+	if h.refused == nil {
+		h.refused = func(string) {}
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -182,7 +191,12 @@ type outgoing struct {
 	id string
 }
 
-func (h *Handler) handle(p *provider) http.HandlerFunc {
+func (h *Handler) handle(prov *provider) http.HandlerFunc {
+	p := *prov
+	p.fail = func(w http.ResponseWriter, e *apiError) { // counted, then said
+		h.refused(e.readAPICode())
+		prov.fail(w, e)
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		cred, apiErr := p.credential(r)
@@ -223,6 +237,9 @@ func (h *Handler) handle(p *provider) http.HandlerFunc {
 			if o.err != nil && !batch {
 				p.fail(w, o.err)
 				return
+			}
+			if o.err != nil {
+				h.refused(o.err.readAPICode()) // refused alone, within a batch
 			}
 			if o.err != nil || o.dryRun {
 				continue

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -404,5 +405,35 @@ func TestBatchExpansionIsBounded(t *testing.T) {
 	}
 	if n := len(e.messages()); n != 0 {
 		t.Errorf("%d messages stored", n)
+	}
+}
+
+// Every refusal is counted by the read API's code, as SMTP's are: a whole
+// request's, and a message's refused alone within a permissive batch.
+func TestRefusalsAreCounted(t *testing.T) {
+	var mu sync.Mutex
+	var codes []string
+	e := newEnvWith(t, emailapi.Config{Refused: func(code string) {
+		mu.Lock()
+		defer mu.Unlock()
+		codes = append(codes, code)
+	}})
+	one := []byte(`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`)
+	if r := e.post("/emails", map[string]string{"Authorization": "Bearer wrong"}, one); r.status < 400 {
+		t.Fatalf("a wrong key: %d", r.status)
+	}
+	huge := []byte(`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"` + strings.Repeat("x", 11<<20) + `"}`)
+	if r := e.post("/emails", map[string]string{"Authorization": "Bearer " + e.password()}, huge); r.status != 413 {
+		t.Fatalf("an oversize message: %d", r.status)
+	}
+	batch := []byte(`[{"from":"a@example.com","to":"b@example.com","subject":"ok","text":"t"},{"to":"b@example.com","subject":"no sender"}]`)
+	if r := e.post("/emails/batch", map[string]string{"Authorization": "Bearer " + e.password(),
+		"x-batch-validation": "permissive"}, batch); r.status != 200 {
+		t.Fatalf("a permissive batch: %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"unauthorized", "quota_exceeded", "invalid_parameter"}; !slices.Equal(codes, want) {
+		t.Errorf("counted %q, want %q", codes, want)
 	}
 }

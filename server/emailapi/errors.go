@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
 
@@ -51,6 +52,20 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.msg }
+
+// readAPICode is the read API's error code for the refusal, which metrics
+// count refusals by across SMTP, webhooks and the providers' routes.
+func (e *apiError) readAPICode() string {
+	switch e.kind {
+	case noCredential, badCredential:
+		return contract.CodeUnauthorized
+	case tooLarge:
+		return contract.CodeQuotaExceeded
+	case unavailable:
+		return contract.CodeUnavailable
+	}
+	return contract.CodeInvalidParameter
+}
 
 func errMissing(field, msg string) *apiError { return &apiError{kind: missing, field: field, msg: msg} }
 

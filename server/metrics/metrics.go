@@ -106,7 +106,7 @@ func New(cfg Config) *Metrics {
 	}
 	m.captureRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "capture_captures_refused_total",
-		Help: "Webhooks and SMTP messages (and sign-ins) refused, by kind and error code: quota_exceeded (413, 552), unavailable (503, 451), unauthorized (535), not_found, …",
+		Help: "Webhooks, and emails over SMTP (and sign-ins) or a provider API, refused, by kind and error code: quota_exceeded (413, 552), unavailable (503, 451, 452), unauthorized (535, 401), invalid_parameter, not_found, …",
 	}, []string{"kind", "code"})
 	for _, kind := range []string{"webhook", "email"} {
 		for _, code := range []string{"quota_exceeded", "unavailable"} {
