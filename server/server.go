@@ -374,9 +374,8 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 
-	captureStore := answerAtShutdownOnceCommitted{Store: s.store}
-	captureSrv := capture.NewServer(capture.New(captureStore, capture.Config{Logger: s.log, Budget: budget, Refused: ops.metrics.WebhookRefused}))
-	captureSrv.Handler = captureStore.handler(captureSrv.Handler, stopping)
+	captureSrv := capture.NewServer(capture.New(s.store, capture.Config{Logger: s.log, Budget: budget,
+		Refused: ops.metrics.WebhookRefused, Stopping: stopping.Done()}))
 	captureSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	captureSrv.ConnState = captureLn.track
 
@@ -494,40 +493,6 @@ func stoppingMessage(inFlight int, timeout time.Duration, canStopNow bool) strin
 		msg += "; press Ctrl-C again to stop now"
 	}
 	return msg
-}
-
-// answerAtShutdownOnceCommitted is the capture listener's store. A
-// webhook in flight when shutdown begins is finished and committed, but
-// one already committed and waiting out its endpoint's response delay is
-// answered at once: the capture handler ends the delay when the request's
-// context does, so that context ends at shutdown from the commit on.
-type answerAtShutdownOnceCommitted struct{ capture.Store }
-
-// committedKey holds, in a capture request's context, what to call once
-// its capture is committed.
-type committedKey struct{}
-
-func (s answerAtShutdownOnceCommitted) InsertRequest(ctx context.Context, r *store.NewRequest) (string, error) {
-	id, err := s.Store.InsertRequest(ctx, r)
-	if committed, ok := ctx.Value(committedKey{}).(func()); ok && err == nil {
-		committed()
-	}
-	return id, err
-}
-
-// handler gives each request a context that ends when stopping does, but
-// only once its capture is committed.
-func (answerAtShutdownOnceCommitted) handler(next http.Handler, stopping context.Context) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		// Set and read by this request's own goroutine: the store is
-		// called from the handler.
-		stopAfter := func() bool { return false }
-		defer func() { stopAfter() }()
-		committed := func() { stopAfter = context.AfterFunc(stopping, cancel) }
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, committedKey{}, committed)))
-	})
 }
 
 // shutdownHTTP stops srv gracefully. Connections that never sent a request

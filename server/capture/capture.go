@@ -52,6 +52,10 @@ type Config struct {
 	AdmissionWait time.Duration
 	// Refused, if set, hears the error code of every refused capture.
 	Refused func(code string)
+	// Stopping, closed when the server begins to stop, ends the endpoint's
+	// response delays: their captures are committed, and a stop finishes
+	// requests in flight without waiting them out. Nil: never.
+	Stopping <-chan struct{}
 }
 
 // Handler captures webhook requests. It parses the raw request target
@@ -64,6 +68,7 @@ type Handler struct {
 	admissionWait time.Duration
 	cache         endpointCache
 	refused       func(code string)
+	stopping      <-chan struct{}
 }
 
 // New returns the capture handler over st.
@@ -76,7 +81,8 @@ func New(st Store, cfg Config) *Handler {
 	if wait <= 0 {
 		wait = 20 * time.Second
 	}
-	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait, refused: cfg.Refused}
+	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait, refused: cfg.Refused,
+		stopping: cfg.Stopping}
 }
 
 // NewServer returns the server the capture handler runs in. The timeouts
@@ -554,8 +560,8 @@ func writeIDStatus(w http.ResponseWriter, id string, status int) {
 
 // writeCustom sends the endpoint's own response after its delay. The
 // capture is committed already, so a client that leaves during the delay
-// loses only the answer, and at shutdown (the request's context ends then
-// too) the answer goes at once rather than after the delay.
+// loses only the answer, and once the server begins to stop the answer
+// goes at once rather than after the delay.
 func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *store.Response, reqID string) {
 	if resp.Delay > 0 {
 		// The store refuses longer delays; the bound also keeps the
@@ -564,6 +570,8 @@ func (h *Handler) writeCustom(w http.ResponseWriter, r *http.Request, resp *stor
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
+			t.Stop()
+		case <-h.stopping:
 			t.Stop()
 		}
 	}

@@ -653,6 +653,32 @@ func TestSlowClients(t *testing.T) {
 	}
 }
 
+// Once the server begins to stop, a capture is still committed, and its
+// endpoint's response delay is not waited out: the stop finishes requests
+// in flight without holding on to the ones already stored.
+func TestStoppingEndsTheResponseDelay(t *testing.T) {
+	stopping := make(chan struct{})
+	e := newEnv(t, func(h *Handler, _ *http.Server) { h.stopping = stopping })
+	status, body, delay := 202, "later", store.MaxResponseDelay
+	if _, err := e.st.UpdateEndpoint(t.Context(), e.endpoint.ID, store.EndpointUpdate{
+		Status: &status, Body: &body, Delay: &delay, Headers: map[string]string{},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(stopping)
+	begin := time.Now()
+	resp, got := e.do(e.newRequest("POST", e.base+"/late", strings.NewReader("x")))
+	if resp.StatusCode != status || string(got) != body {
+		t.Errorf("got %s %q", resp.Status, got)
+	}
+	if d := time.Since(begin); d >= delay/2 {
+		t.Errorf("answered after %s: the %s delay was waited out while stopping", d, delay)
+	}
+	if n := e.stored(); n != 1 {
+		t.Errorf("%d stored, want 1", n)
+	}
+}
+
 func TestCustomResponse(t *testing.T) {
 	e := newEnv(t, nil)
 	e.captured(e.do(e.newRequest("POST", e.base, strings.NewReader("before"))))
