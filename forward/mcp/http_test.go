@@ -188,17 +188,8 @@ func TestHTTPWithoutSessionOnlyInitialize(t *testing.T) {
 	e := mcptest.Start(t)
 	url := mcpURL(t, e)
 	post := func(body string) (int, string, string) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		resp, b := postJSONRPC(t, url, "", e.Key, body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), b
 	}
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
@@ -410,18 +401,8 @@ func TestHTTPBehindProxyKeepingHost(t *testing.T) {
 
 	// The same by hand, with the Host of the report and one with a port.
 	for _, host := range []string{"capture.test", "capture.example.com:8443"} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, target.String(), strings.NewReader(
-			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		req.Host = host
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := postJSONRPC(t, target.String(), host, e.Key,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" || !strings.Contains(string(b), `"serverInfo"`) {
 			t.Errorf("initialize with Host %s: %d %v %s", host, resp.StatusCode, resp.Header, b)
 		}
@@ -487,4 +468,28 @@ func TestHTTPWaitEndsWhenItsKeyIsRevoked(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Errorf("the revoked key in its session: %d %v", resp.StatusCode, resp.Header)
 	}
+}
+
+// postJSONRPC posts a JSON-RPC body to /mcp at url as a streamable HTTP
+// client does, with key, and Host set to host unless it is empty; it
+// returns the answer and its body.
+func postJSONRPC(t *testing.T, url, host, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
 }

@@ -98,6 +98,19 @@ func newEnv(t testing.TB, plan string, cfg Config) *testEnv {
 	return e
 }
 
+// shutdownInBackground begins a shutdown (bounded at 20 s) and returns
+// where its outcome arrives, for tests that watch what happens meanwhile.
+func (e *testEnv) shutdownInBackground() <-chan error {
+	e.shutDown = true
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- e.srv.Shutdown(ctx)
+	}()
+	return done
+}
+
 // shutdown stops the server and checks that both Serve calls return nil.
 func (e *testEnv) shutdown(t testing.TB) {
 	e.shutDown = true
@@ -1083,13 +1096,7 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		done <- e.srv.Shutdown(ctx)
-	}()
-	e.shutDown = true
+	done := e.shutdownInBackground()
 
 	// Shutdown has begun once the idle connection is told and closed.
 	idle.expectHangUp(421, "4.3.2")
@@ -1136,13 +1143,7 @@ func TestShutdownClosesConnectionsBeforeTheirTLSHandshake(t *testing.T) {
 		t.Errorf("InTransaction = %d with no transaction begun", n)
 	}
 
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		done <- e.srv.Shutdown(ctx)
-	}()
-	e.shutDown = true
+	done := e.shutdownInBackground()
 	// Well within the 30 s authentication deadline that would otherwise
 	// end the handshake.
 	select {
