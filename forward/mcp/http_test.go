@@ -403,7 +403,7 @@ func TestHTTPBehindProxyKeepingHost(t *testing.T) {
 	for _, host := range []string{"capture.test", "capture.example.com:8443"} {
 		resp, b := postJSONRPC(t, target.String(), host, e.Key,
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" || !strings.Contains(string(b), `"serverInfo"`) {
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" || !strings.Contains(b, `"serverInfo"`) {
 			t.Errorf("initialize with Host %s: %d %v %s", host, resp.StatusCode, resp.Header, b)
 		}
 	}

@@ -3,7 +3,6 @@ package web_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"log/slog"
@@ -57,13 +56,6 @@ func TestUnknownPagesAnswerByAccept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var env struct {
-			Error *struct {
-				Code    string            `json:"code"`
-				Message string            `json:"message"`
-				Fields  map[string]string `json:"fields"`
-			} `json:"error"`
-		}
 		body := new(strings.Builder)
 		_, err = bufio.NewReader(resp.Body).WriteTo(body)
 		resp.Body.Close()
@@ -80,10 +72,7 @@ func TestUnknownPagesAnswerByAccept(t *testing.T) {
 			}
 			continue
 		}
-		if resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(body.String()), &env) != nil ||
-			env.Error == nil || env.Error.Code != tt.code || env.Error.Message == "" || env.Error.Fields == nil {
-			t.Errorf("%s: want the %s envelope, got %s %q", where, tt.code, resp.Header.Get("Content-Type"), body)
-		}
+		envelope(t, where, response{resp, body.String()}, tt.status, tt.code)
 	}
 }
 
