@@ -118,9 +118,14 @@ func isURI(s string) bool {
 			end = len(s) - i - 3
 		}
 		a := s[i+3 : i+3+end]
-		var b strings.Builder
-		if writeAuthority(&b, a); b.String() != a {
-			return false
+		// The usual host[:port] is checked byte by byte; anything else
+		// (user info, an IP literal, an escape) is a URI when writing it
+		// as one changes nothing.
+		if !plainAuthority(a) {
+			var b strings.Builder
+			if writeAuthority(&b, a); b.String() != a {
+				return false
+			}
 		}
 		s = s[i+3+end:]
 	}
@@ -140,6 +145,18 @@ func isURI(s string) bool {
 		}
 	}
 	return true
+}
+
+// plainAuthority reports a host of letters, digits, "-", "." and "_"
+// only, with a numeric port or none.
+func plainAuthority(a string) bool {
+	host, port, _ := strings.Cut(a, ":")
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !unreserved(c) || c == '~' {
+			return false
+		}
+	}
+	return allDigits(port)
 }
 
 func escapeInto(b *strings.Builder, s string, ok func(byte) bool) {
