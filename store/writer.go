@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"runtime"
 	"slices"
@@ -303,15 +304,20 @@ func (s *Store) runWriter(w *writer) {
 		select {
 		case first = <-s.ops:
 		case <-s.quit:
-			// Finish what was queued before Close.
-			for {
-				select {
-				case op := <-s.ops:
-					s.commit(w, []*writeOp{op})
-				default:
-					return
+			// Finish what was queued before Close, in one transaction:
+			// one at a time, each would wait out the busy timeout again
+			// while another process holds the lock. Those whose callers
+			// gave up are not begun for.
+			var rest []*writeOp
+			for op := range drainAll(s.ops) {
+				if op.state.Load() != opAbandoned {
+					rest = append(rest, op)
 				}
 			}
+			if len(rest) > 0 {
+				s.commit(w, rest)
+			}
+			return
 		}
 		batch = append(batch[:0], first)
 		// Each commit costs about as much as many inserts, so give callers
@@ -332,6 +338,22 @@ func (s *Store) runWriter(w *writer) {
 }
 
 const maxGatherRounds = 4
+
+// drainAll yields the operations queued now, until the queue is empty.
+func drainAll(ops <-chan *writeOp) iter.Seq[*writeOp] {
+	return func(yield func(*writeOp) bool) {
+		for {
+			select {
+			case op := <-ops:
+				if !yield(op) {
+					return
+				}
+			default:
+				return
+			}
+		}
+	}
+}
 
 // drain appends the operations already queued, up to maxBatch.
 func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
