@@ -428,16 +428,24 @@ func TestServeNeverAcknowledgesWhatItCannotCommit(t *testing.T) {
 	// Senders that are waiting for their commit when serve stops.
 	answers := make(chan answer, 20)
 	var sent sync.WaitGroup
+	// The body waits for "100 Continue", which net/http sends once the
+	// handler reads it: a request merely on the wire may not have been
+	// read yet when the stop begins, and a connection that has not begun
+	// a request is closed then, unanswered, as it should be.
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 	for i := range cap(answers) {
 		sent.Add(1)
 		go func() {
-			// Wait below until every request is on the wire, so that
-			// serve holds them all when it is told to stop.
+			// Wait below until serve is reading every request, so that
+			// it holds them all when it is told to stop.
+			reading := sync.OnceFunc(sent.Done)
+			defer reading() // also if serve answers without reading
 			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-				WroteRequest: func(httptrace.WroteRequestInfo) { sent.Done() },
+				Got100Continue: reading,
 			})
 			req, _ := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/stopping/%d", p.captureURL(), i), strings.NewReader("{}"))
-			resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+			req.Header.Set("Expect", "100-continue")
+			resp, err := client.Do(req)
 			if err != nil {
 				answers <- answer{err: err}
 				return
