@@ -210,6 +210,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:        body,
 	})
 	if err != nil {
+		// A database that could not take the write cannot say whether the
+		// endpoint is gone either, and asking would wait out its lock
+		// again: the sender is told to try again at once.
+		if store.IsUnavailable(err) || errors.Is(err, admission.ErrBusy) {
+			h.fail(w, r, "store request", id, err)
+			return
+		}
 		if _, ferr := h.cache.fresh(r.Context(), h.store, id); errors.Is(ferr, store.ErrNotFound) {
 			// Deleted while its settings were cached.
 			h.writeError(w, &contract.Error{Code: contract.CodeNotFound, Message: "no endpoint " + strconv.Quote(id)})
