@@ -3,10 +3,12 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,12 +20,18 @@ import (
 // ends, and the answers to calls still running would be lost, so the end
 // of in is held back until every call read from it has been answered (or
 // cancelled by its client), or the connection is closed.
+//
+// The SDK also ends the connection at the first line it cannot read as a
+// JSON-RPC message, unanswered calls and all. A line like that is answered
+// here with the JSON-RPC error for it and skipped, as JSON-RPC asks, and
+// the connection carries on.
 func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
 	c := &calls{pending: map[string]bool{}}
 	c.cond = sync.NewCond(&c.mu)
+	w := &answerWriter{out: out, calls: c}
 	return &mcpsdk.IOTransport{
-		Reader: &heldReader{in: in, calls: c},
-		Writer: &answerWriter{out: out, calls: c},
+		Reader: &heldReader{in: in, calls: c, refuse: w.refuse, chunk: make([]byte, 32<<10)},
+		Writer: w,
 	}
 }
 
@@ -43,7 +51,8 @@ type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
+		RequestID       json.RawMessage `json:"requestId"`
+		ProtocolVersion string          `json:"protocolVersion"`
 	} `json:"params"`
 }
 
@@ -145,27 +154,146 @@ func (c *calls) close() {
 	c.cond.Broadcast()
 }
 
+// maxLine is the longest line passed on, the SDK's own limit: a longer
+// one is refused rather than held in memory.
+const maxLine = mcpsdk.DefaultMaxLineLength
+
+// heldReader passes in on to the SDK a whole line at a time, only lines
+// that are JSON-RPC messages, and holds back the end of in (see
+// StdioTransport).
 type heldReader struct {
-	in    io.Reader
-	calls *calls
-	lines lines
+	in     io.Reader
+	calls  *calls
+	refuse func(id json.RawMessage, code int, message string)
+	chunk  []byte
+
+	partial  []byte // the start of a line still being read
+	skipping bool   // inside a line past maxLine, dropped up to its end
+	ready    []byte // whole lines for the SDK
+	err      error  // in's error, once ready is handed over
+	version  string // the protocol version the client asked for
 }
 
 func (r *heldReader) Read(b []byte) (int, error) {
-	n, err := r.in.Read(b)
-	r.lines.feed(b[:n], func(line []byte) { each(line, r.calls.read) })
-	if err == io.EOF {
-		// A last line without its newline is a message too.
-		if len(r.lines.partial) > 0 {
-			each(r.lines.partial, r.calls.read)
-			r.lines.partial = nil
+	for len(r.ready) == 0 {
+		if r.err == io.EOF {
+			r.calls.waitAnswered()
 		}
-		if n > 0 {
-			return n, nil // the SDK reads what came first, then EOF again
+		if r.err != nil {
+			return 0, r.err
 		}
-		r.calls.waitAnswered()
+		n, err := r.in.Read(r.chunk)
+		r.take(r.chunk[:n])
+		if err == io.EOF && len(r.partial) > 0 {
+			// A last line without its newline is a message too.
+			r.line(r.partial)
+			r.partial = nil
+		}
+		r.err = err
 	}
-	return n, err
+	n := copy(b, r.ready)
+	r.ready = r.ready[n:]
+	return n, nil
+}
+
+// take splits what was read into lines.
+func (r *heldReader) take(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !r.skipping {
+				r.partial = append(r.partial, b...)
+			}
+			if len(r.partial) > maxLine {
+				r.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: a line longer than %d MiB was skipped; send smaller messages", maxLine>>20))
+				r.partial, r.skipping = nil, true
+			}
+			return
+		}
+		if r.skipping {
+			r.skipping = false
+		} else {
+			r.line(append(r.partial, b[:i]...))
+		}
+		r.partial = r.partial[:0]
+		b = b[i+1:]
+	}
+}
+
+// JSON-RPC 2.0's codes for what cannot be read as a call.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// line passes on a line that holds a JSON-RPC message (or a batch), and
+// answers any other with its error.
+func (r *heldReader) line(l []byte) {
+	l = bytes.TrimSpace(l)
+	if len(l) == 0 {
+		return
+	}
+	if len(l) > maxLine {
+		r.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: a line longer than %d MiB was skipped; send smaller messages", maxLine>>20))
+		return
+	}
+	if !json.Valid(l) {
+		r.refuse(nil, codeParseError, "Parse error: a line that is not JSON was skipped; send one JSON-RPC message per line")
+		return
+	}
+	if l[0] == '[' {
+		if !r.batch(l) {
+			return
+		}
+	} else if _, err := jsonrpc.DecodeMessage(l); err != nil {
+		var m message
+		json.Unmarshal(l, &m)
+		if idKey(m.ID) == "" {
+			m.ID = nil
+		}
+		r.refuse(m.ID, codeInvalidRequest, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message, and was skipped")
+		return
+	}
+	each(l, func(m message) {
+		if m.Method == "initialize" {
+			r.version = m.Params.ProtocolVersion
+		}
+		r.calls.read(m)
+	})
+	r.ready = append(append(r.ready, l...), '\n')
+}
+
+// batch says whether a batch line can be passed on, and answers it when
+// not: the SDK would end the connection.
+func (r *heldReader) batch(l []byte) bool {
+	var batch []json.RawMessage
+	json.Unmarshal(l, &batch)
+	// MCP dropped batches in 2025-06-18; protocol versions are dates.
+	if r.version >= "2025-06-18" {
+		r.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: protocol version %s has no batches; send one message per line", r.version))
+		return false
+	}
+	if len(batch) == 0 {
+		r.refuse(nil, codeInvalidRequest, "Invalid Request: an empty batch was skipped")
+		return false
+	}
+	ids := map[string]bool{}
+	for _, raw := range batch {
+		if _, err := jsonrpc.DecodeMessage(raw); err != nil {
+			r.refuse(nil, codeInvalidRequest, "Invalid Request: a batch holding something other than JSON-RPC 2.0 messages was skipped")
+			return false
+		}
+		var m message
+		json.Unmarshal(raw, &m)
+		if id := idKey(m.ID); m.Method != "" && id != "" {
+			if ids[id] {
+				r.refuse(nil, codeInvalidRequest, "Invalid Request: a batch using one id twice was skipped")
+				return false
+			}
+			ids[id] = true
+		}
+	}
+	return true
 }
 
 func (r *heldReader) Close() error {
@@ -173,17 +301,42 @@ func (r *heldReader) Close() error {
 	return nil
 }
 
+// answerWriter writes the SDK's messages and the refusals of lines it
+// never saw, one whole line at a time.
 type answerWriter struct {
+	mu    sync.Mutex
 	out   io.Writer
 	calls *calls
 	lines lines
 }
 
 func (w *answerWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	n, err := w.out.Write(b)
 	// Only once written is an answer answered.
 	w.lines.feed(b[:n], func(line []byte) { each(line, w.calls.answered) })
 	return n, err
+}
+
+// refuse answers a line that is not a call with JSON-RPC's error for it;
+// id is null unless the line had one.
+func (w *answerWriter) refuse(id json.RawMessage, code int, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, message}})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out.Write(append(b, '\n'))
 }
 
 // Close leaves out open: it is the process's stdout.
