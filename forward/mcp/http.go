@@ -23,6 +23,68 @@ import (
 // sessionTimeout closes sessions whose client went away without saying so.
 const sessionTimeout = 30 * time.Minute
 
+// maxSessionsPerKey bounds the sessions one key keeps open in a process:
+// harnesses that start a client per test and never end its session would
+// otherwise hold a goroutine and its buffers each for sessionTimeout.
+// Opening one more closes the key's least recently used session; a later
+// request of that one is still answered, without a session, as on a
+// replica that never held it.
+const maxSessionsPerKey = 32
+
+// sessionUse is when each session this process opened last had a request,
+// per key id.
+type sessionUse struct {
+	mu   sync.Mutex
+	used map[string]map[string]time.Time
+}
+
+// touch notes a request of a session this process opened.
+func (u *sessionUse) touch(keyID, sessionID string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if used, ok := u.used[keyID]; ok {
+		if _, ok := used[sessionID]; ok {
+			used[sessionID] = time.Now()
+		}
+	}
+}
+
+// opened notes a session the key just opened on server, forgets those
+// that ended, and closes the least recently used past maxSessionsPerKey.
+func (u *sessionUse) opened(server *mcpsdk.Server, keyID, sessionID string) {
+	live := map[string]*mcpsdk.ServerSession{}
+	for ss := range server.Sessions() {
+		live[ss.ID()] = ss
+	}
+	var evict []*mcpsdk.ServerSession
+	u.mu.Lock()
+	used := u.used[keyID]
+	if used == nil {
+		used = map[string]time.Time{}
+		u.used[keyID] = used
+	}
+	used[sessionID] = time.Now()
+	for id := range used {
+		if live[id] == nil {
+			delete(used, id)
+		}
+	}
+	for len(used) > maxSessionsPerKey {
+		oldest := ""
+		for id, at := range used {
+			if oldest == "" || at.Before(used[oldest]) {
+				oldest = id
+			}
+		}
+		delete(used, oldest)
+		evict = append(evict, live[oldest])
+	}
+	u.mu.Unlock()
+	for _, ss := range evict {
+		ss.Close()
+	}
+}
+
 // caller is the checked key of one HTTP request.
 type caller struct {
 	client *apiclient.Client
@@ -84,6 +146,8 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 	alone := perKey(mcpsdk.NewStreamableHTTPHandler(serverOf,
 		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, DisableLocalhostProtection: true}))
 
+	use := &sessionUse{used: map[string]map[string]time.Time{}}
+
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
 		if !ok {
@@ -133,8 +197,12 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 				return
 			}
 			serveEnveloped(sessions, w, r)
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+				use.opened(serverOf(r), me.Key.ID, id)
+			}
 			return
 		}
+		use.touch(me.Key.ID, sessionID)
 		ew := &envelopeWriter{ResponseWriter: w}
 		sessions.ServeHTTP(ew, r)
 		if !ew.sessionNotFound() {

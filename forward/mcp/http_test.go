@@ -493,3 +493,82 @@ func postJSONRPC(t *testing.T, url, host, key, body string) (*http.Response, str
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
 }
+
+// A key keeps at most 32 sessions open: opening more closes the least
+// recently used, whose stream then ends, and whose requests are still
+// answered, without a session.
+func TestHTTPSessionsOfAKeyAreBounded(t *testing.T) {
+	e := mcptest.Start(t)
+	url := mcpURL(t, e)
+	post := func(sessionID, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+		if sessionID != "" {
+			req.Header.Set("Mcp-Session-Id", sessionID)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	open := func() string {
+		t.Helper()
+		resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		id := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || id == "" {
+			t.Fatalf("initialize: %d %v", resp.StatusCode, resp.Header)
+		}
+		return id
+	}
+
+	first := open()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+e.Key)
+	req.Header.Set("Mcp-Session-Id", first)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream of the first session: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, stream.Body)
+		ended <- err
+	}()
+
+	for range 31 {
+		open()
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("the first session's stream ended at 32 sessions: %v", err)
+	default:
+	}
+	open()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("the stream of the closed session ended with %v, want its end", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the least recently used session stayed open past 32")
+	}
+
+	resp := post(first, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "list_inboxes") {
+		t.Errorf("a request of the closed session: %d %s", resp.StatusCode, b)
+	}
+}
