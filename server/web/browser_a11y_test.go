@@ -132,6 +132,15 @@ func TestBrowserAxe(t *testing.T) {
 		}
 		shoot(t, b, dir, mode, name)
 	}
+	// The sign-in page before a password is set, then with its form.
+	for _, m := range modes {
+		b.setViewport(m.vp)
+		b.open("/login")
+		check(m.name, "login-no-password")
+	}
+	if err := e.st.SetPassword(t.Context(), "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range modes {
 		b.setViewport(m.vp)
 		b.open("/login")
