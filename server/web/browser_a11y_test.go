@@ -102,7 +102,7 @@ func (b *browser) accessibleName(css string) string {
 func TestBrowserAxe(t *testing.T) {
 	src := axeSource(t)
 	e := start(t)
-	pages := a11yPages(t, e)
+	pages, replay := a11yPages(t, e)
 	dir := os.Getenv("CAPTURE_SCREENSHOTS")
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -155,6 +155,10 @@ func TestBrowserAxe(t *testing.T) {
 			}
 			check(m.name, p.name)
 		}
+		// A replay's answer is the page that answers the form.
+		b.open(replay)
+		b.clickAndLoad("button", "Replay")
+		check(m.name, "request-replayed")
 		b.clickAndLoad("button", "Sign out")
 	}
 	b.checkClean()
@@ -162,8 +166,9 @@ func TestBrowserAxe(t *testing.T) {
 
 // a11yPages fills the data dir as populate does, adds what the main pages
 // show only in some states (a text-only message, an endpoint without a
-// target or requests), and returns the pages to check.
-func a11yPages(t *testing.T, e *env) []screenPage {
+// target or requests), and returns the pages to check and a request to
+// replay.
+func a11yPages(t *testing.T, e *env) ([]screenPage, string) {
 	t.Helper()
 	ctx := t.Context()
 	screens := populate(t, e)
@@ -212,9 +217,8 @@ func a11yPages(t *testing.T, e *env) []screenPage {
 		screenPage{name: "message-plain-html", path: plain + "?tab=html"},
 		screenPage{name: "message-html-text", path: welcome + "?tab=text"},
 		screenPage{name: "request-no-target", path: base + "/requests/" + reqs.Items[0].ID},
-		screenPage{name: "request-replayed", path: screens.replay},
 		screenPage{name: "requests-empty", path: base + "/endpoints/" + empty.ID},
-	)
+	), screens.replay
 }
 
 // The names the lists, tabs and project switcher give assistive
