@@ -84,7 +84,7 @@ func TestBrowserXSSCorpusIsInert(t *testing.T) {
 	if got := run(b, textOf(`h1`)); !strings.HasPrefix(got, `<script>alert('subject')</script>`) {
 		t.Errorf("the message heading: %q", got)
 	}
-	for _, tab := range []string{"HTML", "Text", "Source", "Headers", "Links (2)", "Attachments (1)"} {
+	for _, tab := range []string{"HTML", "Text", "Source", "Headers", "Links", "Codes", "Attachments"} {
 		b.clickAndLoad("tab", tab)
 		b.inert(tab + " tab")
 	}

@@ -28,9 +28,12 @@ type messageView struct {
 	InboxID, InboxURL, InboxName, DeleteURL, RawURL     string
 	Warnings                                            []string
 
+	// HTMLURL is empty for a message without an HTML part; HasText is
+	// false for one without a text part. Their tabs say so.
 	HTMLURL, LoadImagesURL string
 	ImagesLoaded           bool
 	Text                   string
+	HasText                bool
 	Source                 string
 	SourceTruncated        bool
 	Headers                []fieldRow
@@ -44,9 +47,12 @@ type messageView struct {
 	Attachments    []attachmentRow
 }
 
+// tabLink is one tab of a message. Its Count is shown beside its label
+// but left out of its accessible name, so that the tab is found by its
+// label alone ("Links", not "Links (2)").
 type tabLink struct {
-	ID, Label, URL string
-	Current        bool
+	ID, Label, Count, URL string
+	Current               bool
 }
 
 type fieldRow struct{ Name, Value string }
@@ -108,18 +114,16 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		v.Date = &d
 	}
 
-	type tab struct {
-		id, label string
-		show      bool
-	}
-	tabs := []tab{
-		{"html", "HTML", m.HTML != nil},
-		{"text", "Text", m.Text != nil},
-		{"source", "Source", true},
-		{"headers", "Headers", true},
-		{"links", "Links (" + linkCount(m) + ")", true},
-		{"codes", "Codes (" + strconv.Itoa(len(m.Codes)) + ")", true},
-		{"attachments", "Attachments (" + strconv.Itoa(len(m.Attachments)) + ")", true},
+	// Every message has every tab (SPEC §11 lists them), in this order;
+	// one whose part the message lacks says so.
+	tabs := []tabLink{
+		{ID: "html", Label: "HTML"},
+		{ID: "text", Label: "Text"},
+		{ID: "source", Label: "Source"},
+		{ID: "headers", Label: "Headers"},
+		{ID: "links", Label: "Links", Count: linkCount(m)},
+		{ID: "codes", Label: "Codes", Count: strconv.Itoa(len(m.Codes))},
+		{ID: "attachments", Label: "Attachments", Count: strconv.Itoa(len(m.Attachments))},
 	}
 	v.Tab = r.URL.Query().Get("tab")
 	if v.Tab == "" {
@@ -133,11 +137,9 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 	}
 	known := false
 	for _, t := range tabs {
-		if !t.show {
-			continue
-		}
-		known = known || t.id == v.Tab
-		v.Tabs = append(v.Tabs, tabLink{ID: t.id, Label: t.label, URL: base + "?tab=" + t.id, Current: t.id == v.Tab})
+		known = known || t.ID == v.Tab
+		t.URL, t.Current = base+"?tab="+t.ID, t.ID == v.Tab
+		v.Tabs = append(v.Tabs, t)
 	}
 	if !known {
 		h.errorPage(w, r, http.StatusNotFound, "This message has no such tab.")
@@ -146,6 +148,9 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 
 	switch v.Tab {
 	case "html":
+		if m.HTML == nil {
+			break
+		}
 		v.ImagesLoaded = r.URL.Query().Get("images") == "1"
 		v.HTMLURL = base + "/html"
 		if v.ImagesLoaded {
@@ -153,7 +158,9 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		}
 		v.LoadImagesURL = base
 	case "text":
-		v.Text = *m.Text
+		if m.Text != nil {
+			v.Text, v.HasText = *m.Text, true
+		}
 	case "source":
 		raw, err := h.store.MessageRaw(r.Context(), pid, m.ID)
 		if err != nil {

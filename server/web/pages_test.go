@@ -175,7 +175,7 @@ func TestLinksTruncatedAndBadKind(t *testing.T) {
 	}
 	page := "/projects/" + e.boot.Project.ID + "/messages/" + list.Items[0].ID
 	links := c.get(page + "?tab=links")
-	if text := html.UnescapeString(links.body); links.StatusCode != http.StatusOK || !strings.Contains(text, "Links (1000+)") ||
+	if text := html.UnescapeString(links.body); links.StatusCode != http.StatusOK || !strings.Contains(text, `Links<span class="tab-count" aria-hidden="true"> (1000+)</span>`) ||
 		!strings.Contains(text, "more links than the 1000 kept") {
 		t.Errorf("the links tab of a message with 1001 links: %d\n%s", links.StatusCode, links.body)
 	}

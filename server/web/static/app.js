@@ -199,8 +199,12 @@
     const empty = document.querySelector("[data-empty]");
     const dot = document.querySelector("[data-live-status]");
     // The count is the whole inbox's or endpoint's; a filtered page has
-    // none to bump, as the rows it receives are only those that match.
+    // none to bump, as the rows it receives are only those that match:
+    // it says instead, to a screen reader, how many new ones matched.
+    // Both sit in the list's polite status, which announces the change.
     const countEl = document.querySelector("[data-count]");
+    const arrivalsEl = document.querySelector("[data-arrivals]");
+    let arrivals = 0;
     // The sidebar's count of this inbox or endpoint, bumped with it.
     const sideCount = countEl && document.querySelector(".side a[aria-current=page] .count");
     const onRow = (ev) => {
@@ -220,6 +224,9 @@
           const n = Number(m[1]) + 1;
           countEl.textContent = `${n} ${m[2]}${n === 1 ? "" : "s"}`;
         }
+      } else if (arrivalsEl) {
+        arrivals++;
+        arrivalsEl.textContent = `, ${arrivals} new ${arrivals === 1 ? "match" : "matches"}`;
       }
       if (sideCount && /^\d+$/.test(sideCount.textContent)) {
         sideCount.textContent = String(Number(sideCount.textContent) + 1);
