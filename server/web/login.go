@@ -136,6 +136,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
 		h.fail(w, r, err)
 		return
 	}
+	h.streams.end(s.token)
 	setCookie(w, r, sessionCookie, "", "/", -1)
 	redirect(w, r, "/login", "Signed out.")
 }

@@ -169,7 +169,8 @@ func TestSessionEndEndsLiveLists(t *testing.T) {
 		if resp := c.post("/logout", url.Values{"csrf": {token}}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("sign-out: %d", resp.StatusCode)
 		}
-		send("after")()
+		// Nothing else happens: the sign-out itself ends the stream, well
+		// before its next keep-alive would find the session gone.
 		restOf(t, "inbox stream", lines)
 	})
 
