@@ -265,6 +265,9 @@ func (s *session) Data(r io.Reader) (err error) {
 		// message was not received rather than quoting a network error.
 		s.srv.log.Debug("smtp message abandoned", "remote", s.remote.String(), "inbox", s.inbox, "err", err)
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			if s.conn != nil {
+				s.conn.closeAfterReply.Store(true)
+			}
 			return errDataTimeout
 		}
 		return errDataIncomplete

@@ -595,6 +595,10 @@ type conn struct {
 	inTx        bool          // guarded by srv.mu
 	preAuth     *list.Element // in srv.preAuth; guarded by srv.mu
 	closeOnce   sync.Once
+	// closeAfterReply hangs up once the next reply is written: a 421
+	// says the server is closing the channel (RFC 5321 3.8), and
+	// go-smtp would read the next command after it.
+	closeAfterReply atomic.Bool
 
 	// What a last reply must be written through: the plain connection
 	// until STARTTLS, the TLS connection once its handshake is done, and
@@ -617,7 +621,13 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 		c.mu.Unlock()
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if c.closeAfterReply.Load() {
+		// go-smtp writes a reply in one piece (a TLS record, once
+		// encrypted).
+		c.Close()
+	}
+	return n, err
 }
 
 // setTLS records the TLS connection over c once its handshake is done.

@@ -1229,6 +1229,10 @@ func TestReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.expect(421, "4.4.2 Timeout while receiving the message")
+	// 421 closes the channel (RFC 5321 3.8): nothing more is read.
+	if _, err := s.conn.Read(make([]byte, 1)); err == nil {
+		t.Error("connection left open after 421 for a stalled DATA")
+	}
 	e.shutdown(t)
 	if n := e.count(t); n != 0 {
 		t.Errorf("%d messages stored from a stalled DATA", n)
