@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/capturedev/capture/store/pgtest"
 )
 
 // openFromVersion writes a database as the migrations up to version left
@@ -275,5 +277,99 @@ func TestNewerSchemaRefused(t *testing.T) {
 		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 9999") || !strings.Contains(err.Error(), "upgrade capture") {
 			t.Errorf("error %q, want ErrSchemaTooNew naming the version and the way out", err)
 		}
+	}
+}
+
+// Databases written by the builds that numbered three migrations
+// differently (testdata/legacy, each written by such a build and stopped
+// cleanly): one at version 7 without codes or settings, one at version 8
+// without search. Opening them runs what they lack, and every capture
+// they hold is read, searched and joined by new ones.
+func TestMigrateDatabasesOfEarlierNumbering(t *testing.T) {
+	sqliteOnly(t, "SQLite's upgrade path from older schemas; a PostgreSQL database starts at today's")
+	for _, name := range []string{"v7-before-codes.db", "v8-before-search.db"} {
+		t.Run(name, func(t *testing.T) {
+			old, err := os.ReadFile(filepath.Join("testdata", "legacy", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), DBFile)
+			if err := os.WriteFile(path, old, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenSQLite(t.Context(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := t.Context()
+			var inboxID, endpointID string
+			s.rdb.QueryRow(`SELECT inbox_id FROM messages WHERE subject LIKE 'Your verification code%'`).Scan(&inboxID)
+			s.rdb.QueryRow(`SELECT endpoint_id FROM requests LIMIT 1`).Scan(&endpointID)
+			if inboxID == "" || endpointID == "" {
+				t.Fatalf("fixture without its captures: inbox %q endpoint %q", inboxID, endpointID)
+			}
+			// Old captures are found by search; new ones are stored and
+			// found too.
+			if l, err := s.Messages(ctx, inboxID, MessageFilter{Q: "zebraquux"}, Page{Limit: 10}); err != nil || len(l.Items) != 1 {
+				t.Errorf("search of an old message: %v, %v", l.Items, err)
+			}
+			if _, err := s.InsertMessage(ctx, &NewMessage{InboxID: inboxID, EnvelopeFrom: "a@x", Subject: "fresh quokkaword",
+				Raw: []byte("Subject: fresh quokkaword\r\n\r\nhi\r\n")}); err != nil {
+				t.Fatalf("a new message: %v", err)
+			}
+			if _, err := s.InsertRequest(ctx, &NewRequest{EndpointID: endpointID, Method: "POST", Path: "/fresh-wombatword",
+				Body: []byte("{}")}); err != nil {
+				t.Fatalf("a new request: %v", err)
+			}
+			if l, err := s.Messages(ctx, inboxID, MessageFilter{Q: "quokkaword"}, Page{Limit: 10}); err != nil || len(l.Items) != 1 {
+				t.Errorf("search of a new message: %v, %v", l.Items, err)
+			}
+			if l, err := s.Requests(ctx, endpointID, RequestFilter{Q: "wombatword"}, Page{Limit: 10}); err != nil || len(l.Items) != 1 {
+				t.Errorf("search of a new request: %v, %v", l.Items, err)
+			}
+			var projectID, messageID string
+			s.rdb.QueryRow(`SELECT project_id FROM inboxes WHERE id = ?`, inboxID).Scan(&projectID)
+			s.rdb.QueryRow(`SELECT id FROM messages WHERE subject LIKE 'Your verification code%'`).Scan(&messageID)
+			if m, err := s.Message(ctx, projectID, messageID); err != nil || !strings.Contains(m.Subject, "483921") {
+				t.Errorf("an old message: %+v, %v", m, err)
+			}
+			for _, table := range []string{"settings", "settings_version", "search_terms"} {
+				if _, err := s.rdb.Exec(`SELECT count(*) FROM ` + table); err != nil {
+					t.Errorf("table %s: %v", table, err)
+				}
+			}
+			var version int
+			s.rdb.QueryRow(`SELECT version FROM schema_version`).Scan(&version)
+			if version != 9 {
+				t.Errorf("schema version %d after the migration, want 9", version)
+			}
+		})
+	}
+}
+
+// A PostgreSQL database written before packs (version 1 without the
+// content columns) is refused with what to do, not opened to fail every
+// capture.
+func TestPostgresRefusesTheSchemaBeforePacks(t *testing.T) {
+	if !pgtest.Requested() {
+		t.Skip("PostgreSQL only: the SQLite path is TestMigrateDatabasesOfEarlierNumbering")
+	}
+	url := pgDatabase(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`ALTER TABLE requests DROP COLUMN content`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), url)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a database without packed content")
+	}
+	if !strings.Contains(err.Error(), "point capture at a new database") {
+		t.Errorf("refusal: %v", err)
 	}
 }

@@ -194,6 +194,19 @@ func migratePostgres(ctx context.Context, db *sql.DB) error {
 	if err := notNewer(current, all); err != nil {
 		return err
 	}
+	if current > 0 {
+		// Builds before packs wrote version 1 without the packed content
+		// columns, and no migration adds them: refuse such a database
+		// clearly rather than fail every capture and read.
+		var packed bool
+		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'requests' AND column_name = 'content')`).Scan(&packed); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if !packed {
+			return fmt.Errorf("migrate: the database was set up by an early development build of capture whose schema this one cannot upgrade (requests have no content column); point capture at a new database")
+		}
+	}
 	for _, m := range all {
 		if m.version <= current {
 			continue

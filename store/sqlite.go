@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -318,6 +320,40 @@ func (b *sqliteDB) checkpointLoop() {
 	})
 }
 
+// migrationMarks are what each migration leaves in the schema. Builds of
+// capture between the codes and the search migrations numbered three of
+// them differently (0006_inbox_lookup, 0007_settings_version,
+// 0008_settings, before 0004_codes existed), so a database at version N
+// may lack a migration numbered N or below: codes and settings at 7,
+// search at 8. schema_version alone cannot tell; the marks can.
+var migrationMarks = map[int]string{
+	4: `SELECT count(*) FROM pragma_table_info('messages') WHERE name = 'codes'`,
+	5: `SELECT count(*) FROM pragma_table_info('inboxes') WHERE name = 'smtp_password_hash'`,
+	6: `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'settings_version'`,
+	7: `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'settings'`,
+	8: `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'messages_search_staged'`,
+}
+
+// skippedMigrations are the versions up to current whose mark is missing,
+// in order.
+func skippedMigrations(ctx context.Context, db *sql.DB, current int) ([]int, error) {
+	var skipped []int
+	for v := range 9 {
+		mark, ok := migrationMarks[v]
+		if !ok || v > current {
+			continue
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, mark).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			skipped = append(skipped, v)
+		}
+	}
+	return skipped, nil
+}
+
 func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	current, err := schemaVersion(ctx, db)
 	if err != nil {
@@ -330,8 +366,16 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	if err := notNewer(current, all); err != nil {
 		return err
 	}
-	if all[len(all)-1].version == current {
+	skipped, err := skippedMigrations(ctx, db, current)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if all[len(all)-1].version == current && len(skipped) == 0 {
 		return nil
+	}
+	if current > 0 {
+		// A large database takes a while; say why nothing else happens.
+		slog.Info("upgrading the database schema", "from", current, "to", all[len(all)-1].version, "rerun", skipped)
 	}
 	// A migration may rebuild a table, which SQLite does with foreign keys
 	// off (they cannot change inside a transaction, and dropping the old
@@ -343,7 +387,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	}
 	defer db.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
 	for _, m := range all {
-		if m.version <= current {
+		if m.version <= current && !slices.Contains(skipped, m.version) {
 			continue
 		}
 		tx, err := db.BeginTx(ctx, nil)
@@ -367,7 +411,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, m.version); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = max(version, ?)`, m.version); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}
