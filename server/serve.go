@@ -96,7 +96,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		if res.CreatedCA {
+		if res.ReplacedCA != "" {
+			log.Warn("replaced the local CA: clients that trusted the old one must trust the new one", "path", res.CAPath, "why", res.ReplacedCA)
+		} else if res.CreatedCA {
 			log.Info("created local CA", "path", res.CAPath)
 		} else if res.CreatedLeaf {
 			log.Info("renewed SMTP certificate", "path", res.CertPath)

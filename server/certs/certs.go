@@ -83,6 +83,9 @@ func (d Dir) WriteFile(name string, data []byte, private bool) error {
 type Result struct {
 	CAPath, CertPath, KeyPath string
 	CreatedCA, CreatedLeaf    bool
+	// ReplacedCA says why an existing CA was replaced ("" when there was
+	// none): clients that trusted it must trust the new ca.pem.
+	ReplacedCA string
 	// Certificate is the server certificate with its key and Leaf set. Its
 	// chain holds the leaf only: clients are expected to trust ca.pem.
 	Certificate tls.Certificate
@@ -122,6 +125,14 @@ func ensure(st Storage, hosts []string, shared bool) (*Result, error) {
 	ca, caKey, err := readPair(st, CAFile, CAKeyFile)
 	if err == nil {
 		err = checkCA(ca, dnsNames, ips, now)
+		switch {
+		case errors.Is(err, errOtherNames) && !ca.PermittedDNSDomainsCritical:
+			res.ReplacedCA = "it had no name constraints, so trusting it vouched for any site"
+		case errors.Is(err, errOtherNames):
+			res.ReplacedCA = "it was made for " + strings.Join(constrainedNames(ca), ", ") + ", not " + strings.Join(hostNames(dnsNames, ips), ", ")
+		case err != nil:
+			res.ReplacedCA = err.Error()
+		}
 	}
 	// One without any constraint, from a version before them, is
 	// replaced: it could vouch for any site.

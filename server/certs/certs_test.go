@@ -319,26 +319,27 @@ func TestEnsureRegeneratesLeaf(t *testing.T) {
 
 func TestEnsureRegeneratesCA(t *testing.T) {
 	tests := []struct {
-		name  string
-		spoil func(t *testing.T, dir string)
+		name     string
+		spoil    func(t *testing.T, dir string)
+		replaced string // why the old CA is said to be replaced, "" when none was read
 	}{
 		{"ca expiring", func(t *testing.T, dir string) {
 			writeCA(t, dir, time.Now().Add(10*24*time.Hour))
-		}},
+		}, "ca expires soon"},
 		{"ca deleted", func(t *testing.T, dir string) {
 			remove(t, filepath.Join(dir, "ca.pem"))
-		}},
+		}, ""},
 		{"ca key deleted", func(t *testing.T, dir string) {
 			remove(t, filepath.Join(dir, "ca-key.pem"))
-		}},
+		}, ""},
 		{"ca key garbage", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "ca-key.pem"), []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600)
-		}},
+		}, ""},
 		// As versions before name constraints made it: it could vouch
 		// for any site.
 		{"ca without name constraints", func(t *testing.T, dir string) {
 			writeCA(t, dir, time.Now().AddDate(5, 0, 0))
-		}},
+		}, "it had no name constraints, so trusting it vouched for any site"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,6 +356,9 @@ func TestEnsureRegeneratesCA(t *testing.T) {
 			}
 			if !res.CreatedCA || !res.CreatedLeaf {
 				t.Fatalf("CreatedCA=%v CreatedLeaf=%v, want both true", res.CreatedCA, res.CreatedLeaf)
+			}
+			if res.ReplacedCA != tt.replaced {
+				t.Errorf("ReplacedCA = %q, want %q", res.ReplacedCA, tt.replaced)
 			}
 			ca := readCert(t, res.CAPath)
 			if ca.SerialNumber.Cmp(oldCA.SerialNumber) == 0 {

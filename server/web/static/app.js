@@ -251,6 +251,12 @@
     // when it is looked at.
     let source = null;
     let lastID = "";
+    // A form on its way is where the page goes next: signing out ends the
+    // stream with "reload", which must not cut that navigation short.
+    // (Registered after the handlers that keep a form on the page.)
+    let leaving = false;
+    document.addEventListener("submit", (e) => { if (!e.defaultPrevented) leaving = true; });
+    window.addEventListener("pageshow", () => { leaving = false; }); // back from the cache
     const open = () => {
       if (source || document.hidden) return;
       const url = new URL(list.dataset.live, location.href);
@@ -263,7 +269,7 @@
         onRow(ev);
       });
       source.addEventListener("mark", onMark);
-      source.addEventListener("reload", () => location.reload());
+      source.addEventListener("reload", () => { if (!leaving) location.reload(); });
     };
     const close = () => {
       if (!source) return;
