@@ -42,16 +42,6 @@ func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projec
 	})
 }
 
-// purge deletes every capture of a collection.
-func (s *Store) purge(ctx context.Context, ct captureTable, ownerID string) error {
-	return s.write(ctx, func(t *wtx) error {
-		if _, err := t.exec(`DELETE FROM `+ct.table+` WHERE `+ct.owner+` = ?`, ownerID); err != nil {
-			return err
-		}
-		_, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = 0 WHERE id = ?`, ownerID)
-		return err
-	})
-}
 
 // Prune deletes captures older than their plan's retention and, in each
 // inbox and endpoint, the oldest captures beyond the plan's cap. It returns
