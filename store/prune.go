@@ -42,7 +42,6 @@ func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projec
 	})
 }
 
-
 // Prune deletes captures older than their plan's retention and, in each
 // inbox and endpoint, the oldest captures beyond the plan's cap. It returns
 // how many it deleted. Replicas sharing a database prune one at a time: one
