@@ -556,6 +556,8 @@ func longRequestTime(r *http.Request) (time.Duration, bool) {
 	switch {
 	case isReplay(r):
 		return replayAllowance, true
+	case isPurge(r):
+		return purgeAllowance, true
 	case r.URL.Path == "/mcp" && r.Method != http.MethodGet:
 		// A call's answer may come as a short event stream.
 		return contract.MaxWait, true
@@ -568,6 +570,26 @@ func longRequestTime(r *http.Request) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// purgeAllowance is how long a purge may take: a collection at the
+// largest plan's cap (a million captures) takes about a minute, deleted
+// in chunks that leave room for ingest.
+const purgeAllowance = 10 * time.Minute
+
+// isPurge reports whether r deletes every capture of an inbox or an
+// endpoint, through the read API or the web interface.
+func isPurge(r *http.Request) bool {
+	p := r.URL.Path
+	switch r.Method {
+	case http.MethodDelete:
+		return strings.HasPrefix(p, "/api/v1/") &&
+			((strings.HasPrefix(p, "/api/v1/inboxes/") && strings.HasSuffix(p, "/messages")) ||
+				(strings.HasPrefix(p, "/api/v1/endpoints/") && strings.HasSuffix(p, "/requests")))
+	case http.MethodPost:
+		return strings.HasPrefix(p, "/projects/") && strings.HasSuffix(p, "/purge")
+	}
+	return false
 }
 
 func serveHTTP(srv *http.Server, l net.Listener) error {
