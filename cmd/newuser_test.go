@@ -292,3 +292,35 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 		t.Errorf("revoke an already revoked key: %+v", r)
 	}
 }
+
+// A mistyped command is named as such, whatever flags follow it, and never
+// answered with help and exit 0 (SPEC §1).
+func TestUnknownCommandBeforeItsFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wiat", "email", "--to", "x"}, `capture: unknown command "wiat" for "capture"; did you mean "wait"? (see 'capture --help')` + "\n"},
+		{[]string{"wait", "emial", "--to", "x"}, `capture: unknown command "emial" for "capture wait"; did you mean "email"? (see 'capture wait --help')` + "\n"},
+		{[]string{"key", "craete", "--project", "x"}, `capture: unknown command "craete" for "capture key"; did you mean "create"? (see 'capture key --help')` + "\n"},
+		{[]string{"--data-dir", "/nonexistent", "wiat"}, `capture: unknown command "wiat" for "capture"; did you mean "wait"?`},
+		{[]string{"bogus", "--help"}, `capture: unknown command "bogus" for "capture" (see 'capture --help')` + "\n"},
+		{[]string{"status", "--help"}, `capture: unknown command "status" for "capture" (see 'capture --help')` + "\n"},
+		{[]string{"completion", "bogus"}, `capture: unknown command "bogus" for "capture completion" (see 'capture completion --help')` + "\n"},
+	} {
+		r := capture(t, tt.args...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, tt.want) {
+			t.Errorf("%v: %+v", tt.args, r)
+		}
+	}
+	// What is a command still runs, flags and all.
+	if r := capture(t, "completion", "bash"); r.code != 0 || !strings.Contains(r.stdout, "bash completion") {
+		t.Errorf("completion bash: code %d, stderr %q", r.code, r.stderr)
+	}
+	if r := capture(t, "wait", "email", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--to") {
+		t.Errorf("wait email --help: %+v", r)
+	}
+	if r := capture(t, "__complete", "wa"); r.code != 0 || !strings.Contains(r.stdout, "wait") {
+		t.Errorf("shell completion: %+v", r)
+	}
+}
