@@ -136,6 +136,18 @@ func newKeyCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use: "create", Short: "Create an API key (shown once)", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if save, _ := c.Flags().GetBool("save"); save {
+				url, err := database(c)
+				if err != nil {
+					return err
+				}
+				if url != "" {
+					// credentials.json pairs a key with the data dir's own
+					// serve; on PostgreSQL there is none (README).
+					return usagef("--save writes the data dir's credentials.json, which PostgreSQL mode does not use: " +
+						"drop --save and pass the key to tui, forward, wait and mcp with CAPTURE_API_KEY")
+				}
+			}
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
 				if err != nil {

@@ -2,7 +2,10 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +69,19 @@ func TestUnreadableDatabaseURLIsUsage(t *testing.T) {
 	t.Setenv("CAPTURE_DATABASE_URL", "postgres://u:s3cret@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")
 	if r := capture(t, "project", "list"); r.code != 1 || !strings.Contains(r.stderr, "/nonexistent/ca.pem") || strings.Contains(r.stderr, "s3cret") {
 		t.Errorf("a missing certificate file: %+v, want exit 1 naming it", r)
+	}
+}
+
+// On PostgreSQL no credentials.json is written: --save would pair the
+// database's key with the data dir's own serve, so it is refused before
+// anything is opened or created.
+func TestSaveRefusedOnPostgres(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d1")
+	r := capture(t, "key", "create", "--save", "--data-dir", dir, "--database", "postgres://capture@127.0.0.1:1/capture")
+	if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "CAPTURE_API_KEY") {
+		t.Errorf("key create --save --database: %+v", r)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("data dir created: %v", err)
 	}
 }
