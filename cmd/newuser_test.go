@@ -71,6 +71,47 @@ func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
 	}
 }
 
+// A serve flag no listener, certificate or capture URL can use is a usage
+// error, one line naming the flag, before anything is bound or written.
+func TestBadServeFlagsWriteNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	long := strings.Repeat("a", 64)
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--smtp-host", "bad host!"}, `--smtp-host "bad host!"`},
+		{[]string{"--smtp-host", ""}, `--smtp-host ""`},
+		{[]string{"--smtp-host", "-mail.test"}, `--smtp-host "-mail.test"`},
+		{[]string{"--smtp-host", "*.test"}, `--smtp-host "*.test"`},
+		{[]string{"--smtp-host", long + ".test"}, "longer than 63"},
+		{[]string{"--smtp-host", strings.Repeat("abcdefgh.", 30) + "test"}, "253"},
+		{[]string{"--public-url", "http://example.com/base?x=1"}, `--public-url "http://example.com/base?x=1": want no query`},
+		{[]string{"--public-url", "http://example.com/base?"}, "want no query"},
+		{[]string{"--public-url", "http://example.com#frag"}, "want no fragment"},
+		{[]string{"--public-url", "http://user:pw@example.com"}, "--public-url: want no user:password@"},
+		{[]string{"--public-url", "ftp://example.com"}, `--public-url "ftp://example.com"`},
+		{[]string{"--public-url", "http:///path"}, "want a host"},
+		{[]string{"--smtp-starttls", "127.0.0.1:23456,127.0.0.1:23456"}, "--smtp-starttls lists 127.0.0.1:23456 twice"},
+		{[]string{"--smtp-tls", "127.0.0.1:23457", "--http", "127.0.0.1:23457"}, "--smtp-tls 127.0.0.1:23457 is also given to --http"},
+	} {
+		args := append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, tt.flags...)
+		r := capture(t, args...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "pw") {
+			t.Errorf("%v: %+v", tt.flags, r)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("serve %v created the data dir: %v", tt.flags, err)
+		}
+	}
+	// Names and addresses that are fine still start.
+	_, banner := startServeProcess(t, dir, "--smtp-host", "Mail-1.example.test", "--public-url", "https://hooks.example.test/base/")
+	if got := banner["Capture URL"]; !strings.HasPrefix(got, "https://hooks.example.test/base/whe_") {
+		t.Errorf("capture URL under --public-url: %q", got)
+	}
+}
+
 // Administration commands on a data dir without a database fail, say
 // what to do, and create nothing (SPEC §2a).
 func TestAdministrationNeedsADatabase(t *testing.T) {
