@@ -2,13 +2,17 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capturedev/capture/store"
 )
@@ -130,8 +134,59 @@ func TestReadOnlyDatabaseIsNamed(t *testing.T) {
 			t.Errorf("%s on a read-only database: %v, stderr %q", args[0], err, stderr.String())
 		}
 	}
-	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") {
+	// Nothing was left behind: making the named file writable is all the
+	// fix the message asks for.
+	if err := os.Chmod(db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("inbox", "create", "--name", "accepted", "--data-dir", dir).CombinedOutput(); err != nil {
+		t.Errorf("after chmod 600 %s: %v %s", db, err, out)
+	}
+	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") || !strings.Contains(r.stdout, "accepted") {
 		t.Errorf("after the refused write: %+v", r)
+	}
+}
+
+// Root may write any file, so a database made read-only by its mode is
+// refused on the mode, before SQLite creates its -wal and -shm files.
+func TestReadOnlyModeRefusedBeforeSQLiteOpens(t *testing.T) {
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
+	db := filepath.Join(dir, store.DBFile)
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"inbox", "create", "--name", "refused"},
+		{"serve", "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"},
+	} {
+		// Bounded: without the check, root's serve would start and run.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, binary, append(args, "--data-dir", dir)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Run()
+		cancel()
+		r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+		if os.Geteuid() == 0 {
+			want := "capture: the database " + db + " is read-only: its mode 0400 lets not even its owner write it (chmod u+w makes it writable); nothing changed\n"
+			if r.code != 1 || r.stderr != want {
+				t.Errorf("%s as root on a database of mode 0400: %+v", args[0], r)
+			}
+		} else if r.code != 1 || !strings.Contains(r.stderr, "this user cannot write it (permission denied); nothing changed") {
+			t.Errorf("%s on a database of mode 0400: %+v", args[0], r)
+		}
+		for _, side := range []string{db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(side); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s on a read-only database left %s behind: %v", args[0], filepath.Base(side), err)
+			}
+		}
+	}
+	if err := os.Chmod(db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := capture(t, "inbox", "create", "--name", "accepted", "--data-dir", dir); r.code != 0 {
+		t.Errorf("after chmod 600: %+v", r)
 	}
 }
 

@@ -71,6 +71,9 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, store.DBFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no capture data in %s: run `capture serve` first (or pass --data-dir)", dir)
 	}
+	if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
+		return nil, err
+	}
 	return store.OpenDir(c.Context(), dir)
 }
 
@@ -134,6 +137,15 @@ func readOnlyCause(path string, code int) string {
 	if code == sqlite3.SQLITE_READONLY_DIRECTORY {
 		return fmt.Sprintf("its directory cannot be written, and SQLite keeps its %s-wal and -shm files there", store.DBFile)
 	}
+	if cause := unwritable(path); cause != "" {
+		return cause
+	}
+	return "SQLite cannot write it (" + sqlite.ErrorCodeString[code] + ")"
+}
+
+// unwritable says which of the database's files this user cannot write,
+// or "" when it can write every one that exists.
+func unwritable(path string) string {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		// Opened for writing without O_TRUNC, nothing in it changes.
 		f, err := os.OpenFile(p, os.O_WRONLY, 0)
@@ -153,7 +165,28 @@ func readOnlyCause(path string, code int) string {
 		}
 		f.Close()
 	}
-	return "SQLite cannot write it (" + sqlite.ErrorCodeString[code] + ")"
+	return ""
+}
+
+// checkWritable refuses a SQLite database this user cannot write before
+// SQLite opens it. SQLite would open it all the same, create its -wal and
+// -shm files with the database's mode and fail only then, leaving behind
+// files that still refuse writes once the database's own mode is fixed.
+// Root may write any file: for root, a database its owner may not write
+// was made read-only on purpose, and is refused as well.
+func checkWritable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil // Opening it says what is wrong.
+	}
+	cause := unwritable(path)
+	if perm := info.Mode().Perm(); cause == "" && os.Geteuid() == 0 && perm&0o200 == 0 {
+		cause = fmt.Sprintf("its mode %04o lets not even its owner write it (chmod u+w makes it writable)", perm)
+	}
+	if cause == "" {
+		return nil
+	}
+	return fmt.Errorf("the database %s is read-only: %s; nothing changed", path, cause)
 }
 
 // apiFlag adds --api to a command that works over the read API.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/capturedev/capture/forward"
 	"github.com/capturedev/capture/forward/mcp"
 	"github.com/capturedev/capture/server"
+	"github.com/capturedev/capture/store"
 )
 
 const (
@@ -143,6 +145,11 @@ func runServe(c *cobra.Command, _ []string) error {
 	url, err := database(c)
 	if err != nil {
 		return err
+	}
+	if url == "" {
+		if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
+			return err
+		}
 	}
 	version := versionString()
 	stopNow := secondSignal()
