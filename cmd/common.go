@@ -203,7 +203,41 @@ func apiClient(c *cobra.Command) (*apiclient.Client, error) {
 	if err != nil {
 		return nil, exitError{code: 2, err: err}
 	}
+	// A key is cap_ and base62 (SPEC §4). Anything else in it could not
+	// even be sent: a line break would end the Authorization header.
+	if strings.ContainsFunc(creds.Key, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_')
+	}) {
+		return nil, exitError{code: 2, err: fmt.Errorf("the key in %s contains characters a key never has (a key is cap_ followed by letters and digits)", keySource(c))}
+	}
 	return apiclient.New(creds.API, creds.Key, nil), nil
+}
+
+// keySource names where the key a client uses comes from, in the order
+// apiclient.Resolve reads them: $CAPTURE_API_KEY, $CAPTURE_KEY, or the
+// data dir's credentials.json.
+func keySource(c *cobra.Command) string {
+	for _, env := range []string{apiclient.EnvAPIKey, apiclient.EnvKey} {
+		if strings.TrimSpace(os.Getenv(env)) != "" {
+			return "$" + env
+		}
+	}
+	dir, err := dataDir(c)
+	if err != nil {
+		return datadir.CredentialsFile
+	}
+	return filepath.Join(dir, datadir.CredentialsFile)
+}
+
+// refusedKey says, for a key the API refuses, where it came from and how
+// to get one that works (SPEC §2a: `capture key create --save`).
+func refusedKey(c *cobra.Command) string {
+	switch from := keySource(c); from {
+	case "$" + apiclient.EnvAPIKey, "$" + apiclient.EnvKey:
+		return fmt.Sprintf("the key in %s (unknown or revoked): set it to an active key (`capture key create` makes one), or unset it to use credentials.json", from)
+	default:
+		return fmt.Sprintf("the key in %s (unknown or revoked): `capture key create --save` replaces it (or set %s)", from, apiclient.EnvAPIKey)
+	}
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -311,6 +311,43 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 	if code, _ := apiGet(t, api, old, "/me"); code != 401 {
 		t.Errorf("revoked key: %d", code)
 	}
+	// The clients that read it say where the refused key came from and
+	// how to replace it.
+	saved := filepath.Join(dir, "credentials.json")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "refused the key in "+saved+" (unknown or revoked)") ||
+			!strings.Contains(r.stderr, "`capture key create --save` replaces it") {
+			t.Errorf("%s with the revoked saved key: %+v", args[0], r)
+		}
+	}
+	t.Setenv("CAPTURE_KEY", "garbage")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "refused the key in $CAPTURE_KEY (unknown or revoked): set it to an active key") {
+			t.Errorf("%s with CAPTURE_KEY=garbage: %+v", args[0], r)
+		}
+	}
+	// A key no API could be sent, named before any call.
+	t.Setenv("CAPTURE_API_KEY", "cap_x\nInjected: y")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+		{"tui"},
+		{"mcp"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || r.stderr != "capture: the key in $CAPTURE_API_KEY contains characters a key never has (a key is cap_ followed by letters and digits)\n" {
+			t.Errorf("%s with a line break in the key: %+v", args[0], r)
+		}
+	}
+	clearCaptureEnv(t)
 	r = capture(t, "key", "create", "--save", "--json", "--data-dir", dir)
 	var created struct{ Key string }
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &created) != nil || !strings.HasPrefix(created.Key, "cap_") {

@@ -92,6 +92,10 @@ type Config struct {
 	Match, LinkKind string
 
 	Stdout io.Writer
+	// RefusedKey is what to say when the API refuses the key: where it
+	// came from and how to get one that works. "" says to set
+	// CAPTURE_API_KEY.
+	RefusedKey string
 
 	finder Finder
 }
@@ -292,6 +296,9 @@ func (c *Config) apiFailed(err error, doing string) error {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return fail(ExitUsage, "%v (is `capture serve` running? --api sets the URL)", err)
 	case contract.IsCode(err, contract.CodeUnauthorized):
+		if c.RefusedKey != "" {
+			return fail(ExitUsage, "the API at %s refused %s", c.Client.BaseURL(), c.RefusedKey)
+		}
 		return fail(ExitUsage, "the API at %s refused the key (unknown or revoked): set %s to a valid key",
 			c.Client.BaseURL(), apiclient.EnvAPIKey)
 	case errors.As(err, &ae):
