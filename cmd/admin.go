@@ -159,16 +159,27 @@ func newKeyCmd() *cobra.Command {
 				}
 				// The key is printed before it is saved, so that it is not
 				// lost when saving fails.
+				var perr error
 				if wantJSON(c) {
 					out := renderKey(k)
 					out.Secret = secret
-					if err := printJSON(c.OutOrStdout(), out); err != nil {
-						return err
-					}
+					perr = printJSON(c.OutOrStdout(), out)
 				} else {
-					fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
+					_, perr = fmt.Fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
 				}
-				if save, _ := c.Flags().GetBool("save"); save {
+				save, _ := c.Flags().GetBool("save")
+				if perr != nil {
+					// The key exists, and counts against the plan: say so,
+					// and how to be rid of it.
+					msg := fmt.Sprintf("created key %s in project %s, but could not print it (%v)", k.ID, p.Name, perr)
+					if save {
+						if path, err := saveKey(c, st, secret); err == nil {
+							return fmt.Errorf("%s; it is saved in %s", msg, path)
+						}
+					}
+					return fmt.Errorf("%s: `capture key revoke %s` revokes it; then create another", msg, k.ID)
+				}
+				if save {
 					path, err := saveKey(c, st, secret)
 					if err != nil {
 						return fmt.Errorf("key %s not saved: %w", k.ID, err)
@@ -310,11 +321,16 @@ func newInboxCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), contract.NewInbox{
+					err = printJSON(c.OutOrStdout(), contract.NewInbox{
 						Inbox: api.RenderInbox(in, cfg), SMTPPassword: in.SMTPPassword})
+				} else {
+					_, err = fmt.Fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP: %s\nSMTP username: %s\nSMTP password: %s\n",
+						in.Name, in.ID, smtpLine(cfg), in.ID, in.SMTPPassword)
 				}
-				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP: %s\nSMTP username: %s\nSMTP password: %s\n",
-					in.Name, in.ID, smtpLine(cfg), in.ID, in.SMTPPassword)
+				if err != nil {
+					return fmt.Errorf("created inbox %s (%s), but could not print it (%v): `capture inbox password %s` prints its SMTP password",
+						in.Name, in.ID, err, in.ID)
+				}
 				return nil
 			})
 		},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,44 @@ func TestDamagedDatabaseIsNamed(t *testing.T) {
 		r := capture(t, append(args, "--data-dir", dir)...)
 		if r.code != 1 || !strings.HasSuffix(r.stderr, want) || strings.Count(r.stderr, "capture: ") != 1 {
 			t.Errorf("%s on a damaged database: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+	}
+}
+
+// A secret just created that cannot be printed is not lost in silence:
+// the error says what was created and how to revoke it or read it again.
+func TestCreatedSecretThatCannotBePrinted(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full to fail writes with:", err)
+	}
+	defer full.Close()
+	dir := withDatabase(t, t.TempDir())
+	// The free plan holds one key, the bootstrap's.
+	if r := capture(t, "project", "set-plan", "default", "team", "--data-dir", dir); r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, tt := range []struct {
+		args []string
+		want *regexp.Regexp
+	}{
+		{[]string{"key", "create", "--json"}, regexp.MustCompile("^capture: created key (key_\\w+) in project default, but could not print it \\(write /dev/stdout: no space left on device\\): `capture key revoke (key_\\w+)` revokes it; then create another\n$")},
+		{[]string{"key", "create"}, regexp.MustCompile("^capture: created key (key_\\w+) in project default, but could not print it .*`capture key revoke (key_\\w+)` revokes it")},
+		{[]string{"inbox", "create", "--json"}, regexp.MustCompile("^capture: created inbox default-2 \\((inb_\\w+)\\), but could not print it \\(write /dev/stdout: no space left on device\\): `capture inbox password (inb_\\w+)` prints its SMTP password\n$")},
+		{[]string{"inbox", "create"}, regexp.MustCompile("^capture: created inbox default-3 \\((inb_\\w+)\\), but could not print it .*`capture inbox password (inb_\\w+)`")},
+	} {
+		cmd := exec.CommandContext(t.Context(), binary, append(tt.args, "--data-dir", dir)...)
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		err := cmd.Run()
+		m := tt.want.FindStringSubmatch(stderr.String())
+		if cmd.ProcessState.ExitCode() != 1 || m == nil || m[1] != m[2] {
+			t.Errorf("%v to /dev/full: %v, stderr %q", tt.args, err, stderr.String())
+			continue
+		}
+		// The id named is the one created.
+		if r := capture(t, tt.args[0], "list", "--data-dir", dir); !strings.Contains(r.stdout, m[1]) {
+			t.Errorf("%s list misses %s: %+v", tt.args[0], m[1], r)
 		}
 	}
 }
