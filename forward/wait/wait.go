@@ -227,7 +227,7 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 		err = ErrTimedOut
 	}
 	if err != nil {
-		return zero, c.apiFailed(err, "list the "+what+"es")
+		return zero, c.apiFailed(err, "list the "+plural(what))
 	}
 	var choices, named []string
 	var found T
@@ -249,8 +249,8 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	case len(named) > 1:
 		// Names need not be unique: watching one of them could wait on
 		// the wrong one.
-		return zero, fail(ExitUsage, "%d %ses are named %q: pass --%s with the id of one (%s)",
-			len(named), what, c.Source, what, strings.Join(named, ", "))
+		return zero, fail(ExitUsage, "%d %s are named %q: pass --%s with the id of one (%s)",
+			len(named), plural(what), c.Source, what, strings.Join(named, ", "))
 	default:
 		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
 	}
@@ -260,8 +260,16 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if len(all) == 0 {
 		return zero, fail(ExitUsage, "the project has no %s (`capture %s create` makes one)", what, what)
 	}
-	return zero, fail(ExitUsage, "the project has %d %ses and no single one named default: pass --%s (one of %s)",
-		len(all), what, what, strings.Join(choices, ", "))
+	return zero, fail(ExitUsage, "the project has %d %s and no single one named default: pass --%s (one of %s)",
+		len(all), plural(what), what, strings.Join(choices, ", "))
+}
+
+// plural is the plural of "inbox" or "endpoint".
+func plural(noun string) string {
+	if strings.HasSuffix(noun, "x") {
+		return noun + "es"
+	}
+	return noun + "s"
 }
 
 // DefaultOf is the one of all a wait takes when none is named (SPEC §14):
