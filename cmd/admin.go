@@ -51,7 +51,7 @@ func newProjectCmd() *cobra.Command {
 	c := &cobra.Command{Use: "project", Short: "Create and list projects (the scope of keys, inboxes and endpoints)"}
 
 	create := &cobra.Command{
-		Use: "create NAME", Short: "Create a project", Args: cobra.ExactArgs(1),
+		Use: "create NAME", Short: "Create a project", Args: exactArgs("project name"),
 		Example: "  capture project create staging --plan pro",
 		RunE: func(c *cobra.Command, args []string) error {
 			plan, _ := c.Flags().GetString("plan")
@@ -97,7 +97,7 @@ func newProjectCmd() *cobra.Command {
 	jsonFlag(list)
 
 	setPlan := &cobra.Command{
-		Use: "set-plan PROJECT PLAN", Short: "Move a project to another plan", Args: cobra.ExactArgs(2),
+		Use: "set-plan PROJECT PLAN", Short: "Move a project to another plan", Args: exactArgs("project id or name", "plan"),
 		Example: "  capture project set-plan default pro",
 		RunE: func(c *cobra.Command, args []string) error {
 			if _, err := store.LookupPlan(args[1]); err != nil {
@@ -228,7 +228,7 @@ func newKeyCmd() *cobra.Command {
 	jsonFlag(list)
 
 	revoke := &cobra.Command{
-		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: cobra.ExactArgs(1),
+		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: exactArgs("key id"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withStore(c, func(st *store.Store) error {
 				// Which key credentials.json holds can only be told
@@ -374,7 +374,7 @@ func newInboxCmd() *cobra.Command {
 	jsonFlag(list)
 
 	password := &cobra.Command{
-		Use: "password INBOX_ID", Short: "Print an inbox's SMTP password (--rotate replaces it)", Args: cobra.ExactArgs(1),
+		Use: "password INBOX_ID", Short: "Print an inbox's SMTP password (--rotate replaces it)", Args: exactArgs("inbox id"),
 		RunE: func(c *cobra.Command, args []string) error {
 			rotate, _ := c.Flags().GetBool("rotate")
 			return withStore(c, func(st *store.Store) error {
@@ -488,7 +488,7 @@ func newEndpointCmd() *cobra.Command {
 	set := &cobra.Command{
 		Use:   "set ENDPOINT_ID",
 		Short: "Set an endpoint's replay target and the response senders get",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("endpoint id"),
 		Example: `  capture endpoint set whe_… --target http://localhost:3000
   capture endpoint set whe_… --response-status 202 --response-header 'X-Test: 1' --response-body ok --response-delay 500ms`,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -282,6 +282,21 @@ func noArgs(_ *cobra.Command, args []string) error {
 	return nil
 }
 
+// exactArgs is cobra.ExactArgs naming what is missing or extra, in the
+// words of names (one per argument), with the usage line: cobra's own
+// "accepts 1 arg(s), received 0" says neither.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return usagef("missing %s: %s", names[len(args)], c.UseLine())
+		case len(args) > len(names):
+			return usagef("unexpected argument %q: %s", args[len(names)], c.UseLine())
+		}
+		return nil
+	}
+}
+
 // flagError says what a flag's value should be in place of the parser's
 // own text (`invalid argument "1.5" for "--timeout" flag: time: invalid
 // duration "1.5"`).
