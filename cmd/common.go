@@ -197,6 +197,12 @@ func apiFlag(c *cobra.Command) {
 // apiClient is a client of the read API that --api, the environment and
 // credentials.json name; without a key the command ends with exit code 2.
 func apiClient(c *cobra.Command) (*apiclient.Client, error) {
+	if c.Flags().Changed("database") {
+		// It is a root flag, so cobra takes it here too; ignored, it
+		// would let a script believe it was used.
+		return nil, usagef("--database is for serve and the administration commands: %s reads captures "+
+			"through the read API (--api, and the key from CAPTURE_API_KEY or credentials.json)", c.CommandPath())
+	}
 	api, _ := c.Flags().GetString("api")
 	dir, _ := c.Flags().GetString("data-dir")
 	creds, err := apiclient.Resolve(api, dir)

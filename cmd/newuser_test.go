@@ -405,3 +405,18 @@ func TestUnknownCommandBeforeItsFlags(t *testing.T) {
 		t.Errorf("shell completion: %+v", r)
 	}
 }
+
+// The clients of the read API refuse --database rather than ignore it.
+func TestReadAPIClientsRefuseDatabase(t *testing.T) {
+	for _, args := range [][]string{
+		{"wait", "email", "--database", "postgres://127.0.0.1:1/x"},
+		{"--database", "postgres://127.0.0.1:1/x", "forward", "--endpoint", "whe_x", "--to", "localhost:1"},
+		{"tui", "--database", "postgres://127.0.0.1:1/x"},
+		{"mcp", "--database", "postgres://127.0.0.1:1/x"},
+	} {
+		r := capture(t, args...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "capture: --database is for serve and the administration commands") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}
