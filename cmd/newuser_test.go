@@ -165,6 +165,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"serve", "extra", "--data-dir", dir}, 2, "capture: no arguments expected, got \"extra\" (see 'capture serve --help')\n"},
 		{[]string{"wait", "email", "--timeout", "1.5"}, 2,
 			"capture: --timeout 1.5: want a duration such as 30s, 2m or 1h30m (see 'capture wait email --help')\n"},
+		{[]string{"bench", "smtp", "--msgs", "0"}, 2, "capture: --msgs 0: want 1 or more (see 'capture bench smtp --help')\n"},
+		{[]string{"bench", "list", "--captures", "-1"}, 2, "capture: --captures -1: want 0 or more (see 'capture bench list --help')\n"},
+		{[]string{"bench", "smtp", "--mode", "ssl"}, 2, "capture: --mode \"ssl\": want starttls or tls (see 'capture bench smtp --help')\n"},
 		{[]string{"key", "revoke", "key_nope", "--data-dir", dir}, 1, "capture: not found: no key \"key_nope\"\n"},
 	} {
 		r := capture(t, tt.args...)
