@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,8 +44,19 @@ func database(c *cobra.Command) (string, error) {
 		// Not the URL itself: it may hold a password.
 		return "", usagef("%s: not a valid postgres:// URL", from)
 	}
+	if url != "" {
+		// The one setting of the URL whose mistake would otherwise be
+		// found only when connecting, and reported as a failed start.
+		u, _ := neturl.Parse(url)
+		if mode := u.Query().Get("sslmode"); mode != "" && !slices.Contains(sslModes, mode) {
+			return "", usagef("%s: sslmode %q: want one of %s", from, mode, strings.Join(sslModes, ", "))
+		}
+	}
 	return url, nil
 }
+
+// sslModes are the values of sslmode in a postgres:// URL (libpq's).
+var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
 
 // openStore opens the database for an administration command: the one
 // --database names, else the data dir's. A data dir without one is

@@ -59,6 +59,17 @@ func TestUnreadableDatabaseURLIsUsage(t *testing.T) {
 			t.Errorf("%s: %+v, want exit 2 naming --database without the URL", args[0], r)
 		}
 	}
+	// So is an sslmode no client knows, which connecting would find only
+	// after a failed start.
+	for _, args := range [][]string{
+		{"project", "list", "--database", "postgres://u:s3cret@127.0.0.1:1/db?sslmode=bogus"},
+		{"serve", "--database", "postgres://u:s3cret@127.0.0.1:1/db?sslmode=bogus", "--data-dir", t.TempDir()},
+	} {
+		r := capture(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, `--database: sslmode "bogus": want one of disable, allow, prefer, require, verify-ca, verify-full`) || strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("%s with sslmode=bogus: %+v", args[0], r)
+		}
+	}
 	// The environment's URL is named as such.
 	t.Setenv("CAPTURE_DATABASE_URL", "postgres://u:s3cret@%zz/db")
 	if r := capture(t, "project", "list"); r.code != 2 || !strings.Contains(r.stderr, "$CAPTURE_DATABASE_URL: not a valid postgres:// URL") {
