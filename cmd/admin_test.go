@@ -260,3 +260,19 @@ func TestCreatedSecretThatCannotBePrinted(t *testing.T) {
 		}
 	}
 }
+
+// The warning that a data dir was open to others is one line in the
+// style of the command's other messages, not a log record.
+func TestOpenDataDirWarningIsOneLine(t *testing.T) {
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := capture(t, "project", "list", "--data-dir", dir)
+	if want := "capture: data dir " + dir + " was open to other users (mode 0755); tightened to 0700\n"; r.code != 0 || r.stderr != want {
+		t.Errorf("project list on a 0755 data dir: %+v, want stderr %q", r, want)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir after: %v %v", fi.Mode(), err)
+	}
+}

@@ -87,6 +87,16 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 	if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
 		return nil, err
 	}
+	// OpenDir would log the warning through slog's default logger, with
+	// a time stamp and a level; a command's messages are lines like its
+	// errors.
+	warning, err := store.PrepareDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprintf(c.ErrOrStderr(), "capture: %s\n", warning)
+	}
 	return store.OpenDir(c.Context(), dir)
 }
 
