@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -105,7 +106,7 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 func withStore(c *cobra.Command, fn func(st *store.Store) error) error {
 	st, err := openStore(c)
 	if err != nil {
-		return explainReadOnly(sqlitePath(c), err)
+		return explainPostgres(explainReadOnly(sqlitePath(c), err))
 	}
 	err = fn(st)
 	if cerr := st.Close(); err == nil {
@@ -125,6 +126,25 @@ func sqlitePath(c *cobra.Command) string {
 		return ""
 	}
 	return filepath.Join(dir, store.DBFile)
+}
+
+// explainPostgres turns the server's refusal of a database or role that
+// does not exist (pgx: `server error: FATAL: database "x" does not exist
+// (SQLSTATE 3D000)`) into what to do about it, the SQLSTATE at the end.
+func explainPostgres(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case pe.Code == "3D000":
+		return fmt.Errorf("PostgreSQL has no such database (%s): create it (createdb NAME, owned by the URL's user) "+
+			"or fix the database name in the URL (SQLSTATE %s)", pe.Message, pe.Code)
+	case pe.Code == "28000" && strings.Contains(pe.Message, "does not exist"):
+		return fmt.Errorf("PostgreSQL has no such role (%s): create it (createuser NAME) "+
+			"or fix the user name in the URL (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	return err
 }
 
 // explainReadOnly turns SQLite's errors about the database file itself

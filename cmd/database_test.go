@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,33 @@ func TestSaveRefusedOnPostgres(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("data dir created: %v", err)
+	}
+}
+
+// A database or role the server does not have is said in words, with what
+// to do, and the SQLSTATE last.
+func TestMissingPostgresDatabaseOrRole(t *testing.T) {
+	base, err := url.Parse(storetest.EmptyPostgresDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDB := *base
+	noDB.Path = "/no_such_db"
+	noRole := *base
+	noRole.User = url.User("no_such_role")
+	for _, tt := range []struct{ url, want string }{
+		{noDB.String(), `capture: PostgreSQL has no such database (database "no_such_db" does not exist): create it (createdb NAME, owned by the URL's user) or fix the database name in the URL (SQLSTATE 3D000)`},
+		{noRole.String(), `capture: PostgreSQL has no such role (role "no_such_role" does not exist): create it (createuser NAME) or fix the user name in the URL (SQLSTATE 28000)`},
+	} {
+		for _, args := range [][]string{
+			{"project", "list"},
+			{"serve", "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0",
+				"--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0", "--data-dir", t.TempDir()},
+		} {
+			r := capture(t, append(args, "--database", tt.url)...)
+			if r.code != 1 || !strings.HasSuffix(r.stderr, tt.want+"\n") {
+				t.Errorf("%s on %s: %+v\nwant %s", args[0], tt.url, r, tt.want)
+			}
+		}
 	}
 }

@@ -173,7 +173,7 @@ func runServe(c *cobra.Command, _ []string) error {
 	if errors.Is(err, server.ErrStoppedNow) {
 		return exitError{code: exitInterrupted, err: err}
 	}
-	return explainReadOnly(sqlitePath(c), err)
+	return explainPostgres(explainReadOnly(sqlitePath(c), err))
 }
 
 // signalWatch closes c at the second SIGINT or SIGTERM. The first ends
