@@ -276,3 +276,23 @@ func TestOpenDataDirWarningIsOneLine(t *testing.T) {
 		t.Errorf("data dir after: %v %v", fi.Mode(), err)
 	}
 }
+
+// A name with spaces around it would pass for another in every list: it is
+// refused, as the web interface and the read API refuse it (one store rule).
+func TestNamesWithSurroundingSpacesAreRefused(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	for _, args := range [][]string{
+		{"project", "create", "staging "},
+		{"project", "create", " staging"},
+		{"inbox", "create", "--name", "signup "},
+		{"endpoint", "create", "--name", "\tstripe"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "must not begin or end with spaces") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if r := capture(t, "project", "list", "--data-dir", dir); strings.Contains(r.stdout, "staging") {
+		t.Errorf("a refused project was created: %+v", r)
+	}
+}
