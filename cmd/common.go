@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -136,13 +138,18 @@ func explainPostgres(err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
+	server := "PostgreSQL"
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Config != nil {
+		server += " at " + net.JoinHostPort(ce.Config.Host, strconv.Itoa(int(ce.Config.Port)))
+	}
 	switch {
 	case pe.Code == "3D000":
-		return fmt.Errorf("PostgreSQL has no such database (%s): create it (createdb NAME, owned by the URL's user) "+
-			"or fix the database name in the URL (SQLSTATE %s)", pe.Message, pe.Code)
+		return fmt.Errorf("%s has no such database (%s): create it (createdb NAME, owned by the URL's user) "+
+			"or fix the database name in the URL (SQLSTATE %s)", server, pe.Message, pe.Code)
 	case pe.Code == "28000" && strings.Contains(pe.Message, "does not exist"):
-		return fmt.Errorf("PostgreSQL has no such role (%s): create it (createuser NAME) "+
-			"or fix the user name in the URL (SQLSTATE %s)", pe.Message, pe.Code)
+		return fmt.Errorf("%s has no such role (%s): create it (createuser NAME) "+
+			"or fix the user name in the URL (SQLSTATE %s)", server, pe.Message, pe.Code)
 	}
 	return err
 }

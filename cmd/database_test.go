@@ -110,8 +110,8 @@ func TestMissingPostgresDatabaseOrRole(t *testing.T) {
 	noRole := *base
 	noRole.User = url.User("no_such_role")
 	for _, tt := range []struct{ url, want string }{
-		{noDB.String(), `capture: PostgreSQL has no such database (database "no_such_db" does not exist): create it (createdb NAME, owned by the URL's user) or fix the database name in the URL (SQLSTATE 3D000)`},
-		{noRole.String(), `capture: PostgreSQL has no such role (role "no_such_role" does not exist): create it (createuser NAME) or fix the user name in the URL (SQLSTATE 28000)`},
+		{noDB.String(), `capture: PostgreSQL at ` + base.Host + ` has no such database (database "no_such_db" does not exist): create it (createdb NAME, owned by the URL's user) or fix the database name in the URL (SQLSTATE 3D000)`},
+		{noRole.String(), `capture: PostgreSQL at ` + base.Host + ` has no such role (role "no_such_role" does not exist): create it (createuser NAME) or fix the user name in the URL (SQLSTATE 28000)`},
 	} {
 		for _, args := range [][]string{
 			{"project", "list"},
