@@ -51,7 +51,7 @@ func newProjectCmd() *cobra.Command {
 	c := &cobra.Command{Use: "project", Short: "Create and list projects (the scope of keys, inboxes and endpoints)"}
 
 	create := &cobra.Command{
-		Use: "create NAME", Short: "Create a project", Args: cobra.ExactArgs(1),
+		Use: "create NAME", Short: "Create a project", Args: exactArgs("project name"),
 		Example: "  capture project create staging --plan pro",
 		RunE: func(c *cobra.Command, args []string) error {
 			plan, _ := c.Flags().GetString("plan")
@@ -97,7 +97,7 @@ func newProjectCmd() *cobra.Command {
 	jsonFlag(list)
 
 	setPlan := &cobra.Command{
-		Use: "set-plan PROJECT PLAN", Short: "Move a project to another plan", Args: cobra.ExactArgs(2),
+		Use: "set-plan PROJECT PLAN", Short: "Move a project to another plan", Args: exactArgs("project id or name", "plan"),
 		Example: "  capture project set-plan default pro",
 		RunE: func(c *cobra.Command, args []string) error {
 			if _, err := store.LookupPlan(args[1]); err != nil {
@@ -136,6 +136,18 @@ func newKeyCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use: "create", Short: "Create an API key (shown once)", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if save, _ := c.Flags().GetBool("save"); save {
+				url, err := database(c)
+				if err != nil {
+					return err
+				}
+				if url != "" {
+					// credentials.json pairs a key with the data dir's own
+					// serve; on PostgreSQL there is none (README).
+					return usagef("--save writes the data dir's credentials.json, which PostgreSQL mode does not use: " +
+						"drop --save and pass the key to tui, forward, wait and mcp with CAPTURE_API_KEY")
+				}
+			}
 			return withStore(c, func(st *store.Store) error {
 				p, err := resolveProject(c, st)
 				if err != nil {
@@ -147,16 +159,27 @@ func newKeyCmd() *cobra.Command {
 				}
 				// The key is printed before it is saved, so that it is not
 				// lost when saving fails.
+				var perr error
 				if wantJSON(c) {
 					out := renderKey(k)
 					out.Secret = secret
-					if err := printJSON(c.OutOrStdout(), out); err != nil {
-						return err
-					}
+					perr = printJSON(c.OutOrStdout(), out)
 				} else {
-					fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
+					_, perr = fmt.Fprintf(c.OutOrStdout(), "created key %s in project %s; it is shown only now:\n%s\n", k.ID, p.Name, secret)
 				}
-				if save, _ := c.Flags().GetBool("save"); save {
+				save, _ := c.Flags().GetBool("save")
+				if perr != nil {
+					// The key exists, and counts against the plan: say so,
+					// and how to be rid of it.
+					msg := fmt.Sprintf("created key %s in project %s, but could not print it (%v)", k.ID, p.Name, perr)
+					if save {
+						if path, err := saveKey(c, st, secret); err == nil {
+							return fmt.Errorf("%s; it is saved in %s", msg, path)
+						}
+					}
+					return fmt.Errorf("%s: `capture key revoke %s` revokes it; then create another", msg, k.ID)
+				}
+				if save {
 					path, err := saveKey(c, st, secret)
 					if err != nil {
 						return fmt.Errorf("key %s not saved: %w", k.ID, err)
@@ -205,7 +228,7 @@ func newKeyCmd() *cobra.Command {
 	jsonFlag(list)
 
 	revoke := &cobra.Command{
-		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: cobra.ExactArgs(1),
+		Use: "revoke KEY_ID", Short: "Revoke an API key for good", Args: exactArgs("key id"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withStore(c, func(st *store.Store) error {
 				// Which key credentials.json holds can only be told
@@ -298,11 +321,16 @@ func newInboxCmd() *cobra.Command {
 					return err
 				}
 				if wantJSON(c) {
-					return printJSON(c.OutOrStdout(), contract.NewInbox{
+					err = printJSON(c.OutOrStdout(), contract.NewInbox{
 						Inbox: api.RenderInbox(in, cfg), SMTPPassword: in.SMTPPassword})
+				} else {
+					_, err = fmt.Fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP: %s\nSMTP username: %s\nSMTP password: %s\n",
+						in.Name, in.ID, smtpLine(cfg), in.ID, in.SMTPPassword)
 				}
-				fprintf(c.OutOrStdout(), "created inbox %s (%s)\nSMTP: %s\nSMTP username: %s\nSMTP password: %s\n",
-					in.Name, in.ID, smtpLine(cfg), in.ID, in.SMTPPassword)
+				if err != nil {
+					return fmt.Errorf("created inbox %s (%s), but could not print it (%v): `capture inbox password %s` prints its SMTP password",
+						in.Name, in.ID, err, in.ID)
+				}
 				return nil
 			})
 		},
@@ -346,7 +374,7 @@ func newInboxCmd() *cobra.Command {
 	jsonFlag(list)
 
 	password := &cobra.Command{
-		Use: "password INBOX_ID", Short: "Print an inbox's SMTP password (--rotate replaces it)", Args: cobra.ExactArgs(1),
+		Use: "password INBOX_ID", Short: "Print an inbox's SMTP password (--rotate replaces it)", Args: exactArgs("inbox id"),
 		RunE: func(c *cobra.Command, args []string) error {
 			rotate, _ := c.Flags().GetBool("rotate")
 			return withStore(c, func(st *store.Store) error {
@@ -460,7 +488,7 @@ func newEndpointCmd() *cobra.Command {
 	set := &cobra.Command{
 		Use:   "set ENDPOINT_ID",
 		Short: "Set an endpoint's replay target and the response senders get",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("endpoint id"),
 		Example: `  capture endpoint set whe_… --target http://localhost:3000
   capture endpoint set whe_… --response-status 202 --response-header 'X-Test: 1' --response-body ok --response-delay 500ms`,
 		RunE: func(c *cobra.Command, args []string) error {

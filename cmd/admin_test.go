@@ -2,13 +2,18 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capturedev/capture/store"
 )
@@ -130,8 +135,59 @@ func TestReadOnlyDatabaseIsNamed(t *testing.T) {
 			t.Errorf("%s on a read-only database: %v, stderr %q", args[0], err, stderr.String())
 		}
 	}
-	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") {
+	// Nothing was left behind: making the named file writable is all the
+	// fix the message asks for.
+	if err := os.Chmod(db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("inbox", "create", "--name", "accepted", "--data-dir", dir).CombinedOutput(); err != nil {
+		t.Errorf("after chmod 600 %s: %v %s", db, err, out)
+	}
+	if r := capture(t, "inbox", "list", "--data-dir", dir); r.code != 0 || strings.Contains(r.stdout, "refused") || !strings.Contains(r.stdout, "accepted") {
 		t.Errorf("after the refused write: %+v", r)
+	}
+}
+
+// Root may write any file, so a database made read-only by its mode is
+// refused on the mode, before SQLite creates its -wal and -shm files.
+func TestReadOnlyModeRefusedBeforeSQLiteOpens(t *testing.T) {
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
+	db := filepath.Join(dir, store.DBFile)
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"inbox", "create", "--name", "refused"},
+		{"serve", "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"},
+	} {
+		// Bounded: without the check, root's serve would start and run.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, binary, append(args, "--data-dir", dir)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Run()
+		cancel()
+		r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+		if os.Geteuid() == 0 {
+			want := "capture: the database " + db + " is read-only: its mode 0400 lets not even its owner write it (chmod u+w makes it writable); nothing changed\n"
+			if r.code != 1 || r.stderr != want {
+				t.Errorf("%s as root on a database of mode 0400: %+v", args[0], r)
+			}
+		} else if r.code != 1 || !strings.Contains(r.stderr, "this user cannot write it (permission denied); nothing changed") {
+			t.Errorf("%s on a database of mode 0400: %+v", args[0], r)
+		}
+		for _, side := range []string{db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(side); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s on a read-only database left %s behind: %v", args[0], filepath.Base(side), err)
+			}
+		}
+	}
+	if err := os.Chmod(db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := capture(t, "inbox", "create", "--name", "accepted", "--data-dir", dir); r.code != 0 {
+		t.Errorf("after chmod 600: %+v", r)
 	}
 }
 
@@ -164,5 +220,79 @@ func TestDamagedDatabaseIsNamed(t *testing.T) {
 		if r.code != 1 || !strings.HasSuffix(r.stderr, want) || strings.Count(r.stderr, "capture: ") != 1 {
 			t.Errorf("%s on a damaged database: exit %d, stderr %q", args[0], r.code, r.stderr)
 		}
+	}
+}
+
+// A secret just created that cannot be printed is not lost in silence:
+// the error says what was created and how to revoke it or read it again.
+func TestCreatedSecretThatCannotBePrinted(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full to fail writes with:", err)
+	}
+	defer full.Close()
+	dir := withDatabase(t, t.TempDir())
+	// The free plan holds one key, the bootstrap's.
+	if r := capture(t, "project", "set-plan", "default", "team", "--data-dir", dir); r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, tt := range []struct {
+		args []string
+		want *regexp.Regexp
+	}{
+		{[]string{"key", "create", "--json"}, regexp.MustCompile("^capture: created key (key_\\w+) in project default, but could not print it \\(write /dev/stdout: no space left on device\\): `capture key revoke (key_\\w+)` revokes it; then create another\n$")},
+		{[]string{"key", "create"}, regexp.MustCompile("^capture: created key (key_\\w+) in project default, but could not print it .*`capture key revoke (key_\\w+)` revokes it")},
+		{[]string{"inbox", "create", "--json"}, regexp.MustCompile("^capture: created inbox default-2 \\((inb_\\w+)\\), but could not print it \\(write /dev/stdout: no space left on device\\): `capture inbox password (inb_\\w+)` prints its SMTP password\n$")},
+		{[]string{"inbox", "create"}, regexp.MustCompile("^capture: created inbox default-3 \\((inb_\\w+)\\), but could not print it .*`capture inbox password (inb_\\w+)`")},
+	} {
+		cmd := exec.CommandContext(t.Context(), binary, append(tt.args, "--data-dir", dir)...)
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		err := cmd.Run()
+		m := tt.want.FindStringSubmatch(stderr.String())
+		if cmd.ProcessState.ExitCode() != 1 || m == nil || m[1] != m[2] {
+			t.Errorf("%v to /dev/full: %v, stderr %q", tt.args, err, stderr.String())
+			continue
+		}
+		// The id named is the one created.
+		if r := capture(t, tt.args[0], "list", "--data-dir", dir); !strings.Contains(r.stdout, m[1]) {
+			t.Errorf("%s list misses %s: %+v", tt.args[0], m[1], r)
+		}
+	}
+}
+
+// The warning that a data dir was open to others is one line in the
+// style of the command's other messages, not a log record.
+func TestOpenDataDirWarningIsOneLine(t *testing.T) {
+	dir := withDatabase(t, filepath.Join(t.TempDir(), "data"))
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := capture(t, "project", "list", "--data-dir", dir)
+	if want := "capture: data dir " + dir + " was open to other users (mode 0755); tightened to 0700\n"; r.code != 0 || r.stderr != want {
+		t.Errorf("project list on a 0755 data dir: %+v, want stderr %q", r, want)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir after: %v %v", fi.Mode(), err)
+	}
+}
+
+// A name with spaces around it would pass for another in every list: it is
+// refused, as the web interface and the read API refuse it (one store rule).
+func TestNamesWithSurroundingSpacesAreRefused(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	for _, args := range [][]string{
+		{"project", "create", "staging "},
+		{"project", "create", " staging"},
+		{"inbox", "create", "--name", "signup "},
+		{"endpoint", "create", "--name", "\tstripe"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "must not begin or end with spaces") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if r := capture(t, "project", "list", "--data-dir", dir); strings.Contains(r.stdout, "staging") {
+		t.Errorf("a refused project was created: %+v", r)
 	}
 }

@@ -35,8 +35,11 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			msgs, _ := c.Flags().GetInt("msgs")
 			size, _ := c.Flags().GetInt("size")
 			mode, _ := c.Flags().GetString("mode")
-			if conns < 1 || msgs < 1 || size < 1 || (mode != "starttls" && mode != "tls") {
-				return usagef("want --conns, --msgs, --size ≥ 1 and --mode starttls or tls")
+			if err := atLeast(c, 1, "conns", "msgs", "size"); err != nil {
+				return err
+			}
+			if mode != "starttls" && mode != "tls" {
+				return usagef("--mode %q: want starttls or tls", mode)
 			}
 			return withTargets(c, func(ts []*bench.Target) error {
 				cpu := serverCPU(ts[0])
@@ -70,8 +73,11 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			conns, _ := c.Flags().GetInt("conns")
 			d, _ := c.Flags().GetDuration("duration")
 			size, _ := c.Flags().GetInt("size")
-			if conns < 1 || d <= 0 || size < 2 {
-				return usagef("want --conns ≥ 1, --duration > 0 and --size ≥ 2")
+			if err := errors.Join(atLeast(c, 1, "conns"), atLeast(c, 2, "size")); err != nil {
+				return err
+			}
+			if d <= 0 {
+				return usagef("--duration %s: want more than 0", d)
 			}
 			body := append([]byte(`"`), bytes.Repeat([]byte("x"), size-2)...)
 			body = append(body, '"')
@@ -98,8 +104,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 		Use: "wait", Short: "Wake-up latency: capture acknowledged → waiting list call returns", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, _ := c.Flags().GetInt("n")
-			if n < 1 {
-				return usagef("want --n ≥ 1")
+			if err := atLeast(c, 1, "n"); err != nil {
+				return err
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.WaitLatency(c.Context(), n)
@@ -116,8 +122,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			n, _ := c.Flags().GetInt("n")
 			conns, _ := c.Flags().GetInt("conns")
 			captures, _ := c.Flags().GetInt("captures")
-			if n < 1 || conns < 1 || captures < 0 {
-				return usagef("want --n ≥ 1, --conns ≥ 1, --captures ≥ 0")
+			if err := errors.Join(atLeast(c, 1, "n", "conns"), atLeast(c, 0, "captures")); err != nil {
+				return err
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				l, err := t.ListLatency(c.Context(), n, conns, captures)
@@ -140,8 +146,11 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			if client == "both" {
 				clients = []string{bench.ClientGo, bench.ClientPython}
 			}
-			if n < 1 || (client != bench.ClientGo && client != bench.ClientPython && client != "both") {
-				return usagef("want --n ≥ 1 and --client go, python or both")
+			if err := atLeast(c, 1, "n"); err != nil {
+				return err
+			}
+			if client != bench.ClientGo && client != bench.ClientPython && client != "both" {
+				return usagef("--client %q: want go, python or both", client)
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				for _, client := range clients {
@@ -168,8 +177,11 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			clients, _ := c.Flags().GetInt("clients")
 			size, _ := c.Flags().GetInt("size")
 			links, _ := c.Flags().GetInt("links")
-			if clients < 1 || size < 1 || links < 0 || size > 10<<20 {
-				return usagef("want --clients ≥ 1, --size from 1 to 10485760 (the free plan's message size), --links ≥ 0")
+			if err := errors.Join(atLeast(c, 1, "clients", "size"), atLeast(c, 0, "links")); err != nil {
+				return err
+			}
+			if size > 10<<20 {
+				return usagef("--size %d: want at most 10485760 (the free plan's message size)", size)
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				res, err := t.SlowRead(c.Context(), clients, size, links)
@@ -194,8 +206,8 @@ stops it. Every capture counted was acknowledged only after its commit.`,
 			msgs, _ := c.Flags().GetInt("msgs")
 			size, _ := c.Flags().GetInt("size")
 			probes, _ := c.Flags().GetInt("probes")
-			if conns < 1 || msgs < 0 || size < 1 || probes < 1 {
-				return usagef("want --conns, --size, --probes ≥ 1 and --msgs ≥ 0")
+			if err := errors.Join(atLeast(c, 1, "conns", "size", "probes"), atLeast(c, 0, "msgs")); err != nil {
+				return err
 			}
 			return withTarget(c, func(t *bench.Target) error {
 				res, err := smtpload.Run(c.Context(), smtpload.Options{Addr: t.StartTLSAddr, Mode: "starttls", User: t.InboxID,
@@ -360,3 +372,14 @@ func joinErr(a, b error) error {
 
 // ms is a duration in the one unit every benchmark prints times in.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// atLeast refuses, as a usage error naming it, the first of the whole-number
+// flags names that is below min.
+func atLeast(c *cobra.Command, min int, names ...string) error {
+	for _, name := range names {
+		if v, _ := c.Flags().GetInt(name); v < min {
+			return usagef("--%s %d: want %d or more", name, v, min)
+		}
+	}
+	return nil
+}

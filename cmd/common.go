@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -42,8 +47,19 @@ func database(c *cobra.Command) (string, error) {
 		// Not the URL itself: it may hold a password.
 		return "", usagef("%s: not a valid postgres:// URL", from)
 	}
+	if url != "" {
+		// The one setting of the URL whose mistake would otherwise be
+		// found only when connecting, and reported as a failed start.
+		u, _ := neturl.Parse(url)
+		if mode := u.Query().Get("sslmode"); mode != "" && !slices.Contains(sslModes, mode) {
+			return "", usagef("%s: sslmode %q: want one of %s", from, mode, strings.Join(sslModes, ", "))
+		}
+	}
 	return url, nil
 }
+
+// sslModes are the values of sslmode in a postgres:// URL (libpq's).
+var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
 
 // openStore opens the database for an administration command: the one
 // --database names, else the data dir's. A data dir without one is
@@ -71,6 +87,19 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, store.DBFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no capture data in %s: run `capture serve` first (or pass --data-dir)", dir)
 	}
+	if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
+		return nil, err
+	}
+	// OpenDir would log the warning through slog's default logger, with
+	// a time stamp and a level; a command's messages are lines like its
+	// errors.
+	warning, err := store.PrepareDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprintf(c.ErrOrStderr(), "capture: %s\n", warning)
+	}
 	return store.OpenDir(c.Context(), dir)
 }
 
@@ -79,7 +108,7 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 func withStore(c *cobra.Command, fn func(st *store.Store) error) error {
 	st, err := openStore(c)
 	if err != nil {
-		return explainReadOnly(sqlitePath(c), err)
+		return explainPostgres(explainReadOnly(sqlitePath(c), err))
 	}
 	err = fn(st)
 	if cerr := st.Close(); err == nil {
@@ -99,6 +128,30 @@ func sqlitePath(c *cobra.Command) string {
 		return ""
 	}
 	return filepath.Join(dir, store.DBFile)
+}
+
+// explainPostgres turns the server's refusal of a database or role that
+// does not exist (pgx: `server error: FATAL: database "x" does not exist
+// (SQLSTATE 3D000)`) into what to do about it, the SQLSTATE at the end.
+func explainPostgres(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	server := "PostgreSQL"
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Config != nil {
+		server += " at " + net.JoinHostPort(ce.Config.Host, strconv.Itoa(int(ce.Config.Port)))
+	}
+	switch {
+	case pe.Code == "3D000":
+		return fmt.Errorf("%s has no such database (%s): create it (createdb NAME, owned by the URL's user) "+
+			"or fix the database name in the URL (SQLSTATE %s)", server, pe.Message, pe.Code)
+	case pe.Code == "28000" && strings.Contains(pe.Message, "does not exist"):
+		return fmt.Errorf("%s has no such role (%s): create it (createuser NAME) "+
+			"or fix the user name in the URL (SQLSTATE %s)", server, pe.Message, pe.Code)
+	}
+	return err
 }
 
 // explainReadOnly turns SQLite's errors about the database file itself
@@ -134,6 +187,15 @@ func readOnlyCause(path string, code int) string {
 	if code == sqlite3.SQLITE_READONLY_DIRECTORY {
 		return fmt.Sprintf("its directory cannot be written, and SQLite keeps its %s-wal and -shm files there", store.DBFile)
 	}
+	if cause := unwritable(path); cause != "" {
+		return cause
+	}
+	return "SQLite cannot write it (" + sqlite.ErrorCodeString[code] + ")"
+}
+
+// unwritable says which of the database's files this user cannot write,
+// or "" when it can write every one that exists.
+func unwritable(path string) string {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		// Opened for writing without O_TRUNC, nothing in it changes.
 		f, err := os.OpenFile(p, os.O_WRONLY, 0)
@@ -153,7 +215,28 @@ func readOnlyCause(path string, code int) string {
 		}
 		f.Close()
 	}
-	return "SQLite cannot write it (" + sqlite.ErrorCodeString[code] + ")"
+	return ""
+}
+
+// checkWritable refuses a SQLite database this user cannot write before
+// SQLite opens it. SQLite would open it all the same, create its -wal and
+// -shm files with the database's mode and fail only then, leaving behind
+// files that still refuse writes once the database's own mode is fixed.
+// Root may write any file: for root, a database its owner may not write
+// was made read-only on purpose, and is refused as well.
+func checkWritable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil // Opening it says what is wrong.
+	}
+	cause := unwritable(path)
+	if perm := info.Mode().Perm(); cause == "" && os.Geteuid() == 0 && perm&0o200 == 0 {
+		cause = fmt.Sprintf("its mode %04o lets not even its owner write it (chmod u+w makes it writable)", perm)
+	}
+	if cause == "" {
+		return nil
+	}
+	return fmt.Errorf("the database %s is read-only: %s; nothing changed", path, cause)
 }
 
 // apiFlag adds --api to a command that works over the read API.
@@ -164,13 +247,53 @@ func apiFlag(c *cobra.Command) {
 // apiClient is a client of the read API that --api, the environment and
 // credentials.json name; without a key the command ends with exit code 2.
 func apiClient(c *cobra.Command) (*apiclient.Client, error) {
+	if c.Flags().Changed("database") {
+		// It is a root flag, so cobra takes it here too; ignored, it
+		// would let a script believe it was used.
+		return nil, usagef("--database is for serve and the administration commands: %s reads captures "+
+			"through the read API (--api, and the key from CAPTURE_API_KEY or credentials.json)", c.CommandPath())
+	}
 	api, _ := c.Flags().GetString("api")
 	dir, _ := c.Flags().GetString("data-dir")
 	creds, err := apiclient.Resolve(api, dir)
 	if err != nil {
 		return nil, exitError{code: 2, err: err}
 	}
+	// A key is cap_ and base62 (SPEC §4). Anything else in it could not
+	// even be sent: a line break would end the Authorization header.
+	if strings.ContainsFunc(creds.Key, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_')
+	}) {
+		return nil, exitError{code: 2, err: fmt.Errorf("the key in %s contains characters a key never has (a key is cap_ followed by letters and digits)", keySource(c))}
+	}
 	return apiclient.New(creds.API, creds.Key, nil), nil
+}
+
+// keySource names where the key a client uses comes from, in the order
+// apiclient.Resolve reads them: $CAPTURE_API_KEY, $CAPTURE_KEY, or the
+// data dir's credentials.json.
+func keySource(c *cobra.Command) string {
+	for _, env := range []string{apiclient.EnvAPIKey, apiclient.EnvKey} {
+		if strings.TrimSpace(os.Getenv(env)) != "" {
+			return "$" + env
+		}
+	}
+	dir, err := dataDir(c)
+	if err != nil {
+		return datadir.CredentialsFile
+	}
+	return filepath.Join(dir, datadir.CredentialsFile)
+}
+
+// refusedKey says, for a key the API refuses, where it came from and how
+// to get one that works (SPEC §2a: `capture key create --save`).
+func refusedKey(c *cobra.Command) string {
+	switch from := keySource(c); from {
+	case "$" + apiclient.EnvAPIKey, "$" + apiclient.EnvKey:
+		return fmt.Sprintf("the key in %s (unknown or revoked): set it to an active key (`capture key create` makes one), or unset it to use credentials.json", from)
+	default:
+		return fmt.Sprintf("the key in %s (unknown or revoked): `capture key create --save` replaces it (or set %s)", from, apiclient.EnvAPIKey)
+	}
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -115,6 +115,7 @@ func runForward(c *cobra.Command, _ []string) error {
 		Stderr:     c.ErrOrStderr(),
 		Color:      output == forward.OutputText && forward.ColorFor(stdout),
 		Client:     client,
+		RefusedKey: refusedKey(c),
 	})
 	var se *forward.StartError
 	if errors.As(err, &se) {

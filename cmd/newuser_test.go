@@ -71,6 +71,47 @@ func TestFailedFirstStartLeavesAFirstStart(t *testing.T) {
 	}
 }
 
+// A serve flag no listener, certificate or capture URL can use is a usage
+// error, one line naming the flag, before anything is bound or written.
+func TestBadServeFlagsWriteNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	long := strings.Repeat("a", 64)
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--smtp-host", "bad host!"}, `--smtp-host "bad host!"`},
+		{[]string{"--smtp-host", ""}, `--smtp-host ""`},
+		{[]string{"--smtp-host", "-mail.test"}, `--smtp-host "-mail.test"`},
+		{[]string{"--smtp-host", "*.test"}, `--smtp-host "*.test"`},
+		{[]string{"--smtp-host", long + ".test"}, "longer than 63"},
+		{[]string{"--smtp-host", strings.Repeat("abcdefgh.", 30) + "test"}, "253"},
+		{[]string{"--public-url", "http://example.com/base?x=1"}, `--public-url "http://example.com/base?x=1": want no query`},
+		{[]string{"--public-url", "http://example.com/base?"}, "want no query"},
+		{[]string{"--public-url", "http://example.com#frag"}, "want no fragment"},
+		{[]string{"--public-url", "http://user:pw@example.com"}, "--public-url: want no user:password@"},
+		{[]string{"--public-url", "ftp://example.com"}, `--public-url "ftp://example.com"`},
+		{[]string{"--public-url", "http:///path"}, "want a host"},
+		{[]string{"--smtp-starttls", "127.0.0.1:23456,127.0.0.1:23456"}, "--smtp-starttls lists 127.0.0.1:23456 twice"},
+		{[]string{"--smtp-tls", "127.0.0.1:23457", "--http", "127.0.0.1:23457"}, "--smtp-tls 127.0.0.1:23457 is also given to --http"},
+	} {
+		args := append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
+			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, tt.flags...)
+		r := capture(t, args...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "pw") {
+			t.Errorf("%v: %+v", tt.flags, r)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("serve %v created the data dir: %v", tt.flags, err)
+		}
+	}
+	// Names and addresses that are fine still start.
+	_, banner := startServeProcess(t, dir, "--smtp-host", "Mail-1.example.test", "--public-url", "https://hooks.example.test/base/")
+	if got := banner["Capture URL"]; !strings.HasPrefix(got, "https://hooks.example.test/base/whe_") {
+		t.Errorf("capture URL under --public-url: %q", got)
+	}
+}
+
 // Administration commands on a data dir without a database fail, say
 // what to do, and create nothing (SPEC §2a).
 func TestAdministrationNeedsADatabase(t *testing.T) {
@@ -115,12 +156,18 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
 		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
 		{[]string{"help", "frob"}, 2, "capture: unknown help topic \"frob\" for \"capture\" (see 'capture --help')\n"},
-		{[]string{"key", "revoke"}, 2, "capture: accepts 1 arg(s), received 0 (see 'capture key revoke --help')\n"},
+		{[]string{"key", "revoke"}, 2, "capture: missing key id: capture key revoke KEY_ID [flags] (see 'capture key revoke --help')\n"},
+		{[]string{"endpoint", "set"}, 2, "capture: missing endpoint id: capture endpoint set ENDPOINT_ID [flags] (see 'capture endpoint set --help')\n"},
+		{[]string{"project", "set-plan", "multi"}, 2, "capture: missing plan: capture project set-plan PROJECT PLAN [flags] (see 'capture project set-plan --help')\n"},
+		{[]string{"inbox", "password", "inb_a", "inb_b"}, 2, "capture: unexpected argument \"inb_b\": capture inbox password INBOX_ID [flags] (see 'capture inbox password --help')\n"},
 		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2,
 			"capture: --response-status abc: want a whole number (see 'capture endpoint set --help')\n"},
 		{[]string{"serve", "extra", "--data-dir", dir}, 2, "capture: no arguments expected, got \"extra\" (see 'capture serve --help')\n"},
 		{[]string{"wait", "email", "--timeout", "1.5"}, 2,
 			"capture: --timeout 1.5: want a duration such as 30s, 2m or 1h30m (see 'capture wait email --help')\n"},
+		{[]string{"bench", "smtp", "--msgs", "0"}, 2, "capture: --msgs 0: want 1 or more (see 'capture bench smtp --help')\n"},
+		{[]string{"bench", "list", "--captures", "-1"}, 2, "capture: --captures -1: want 0 or more (see 'capture bench list --help')\n"},
+		{[]string{"bench", "smtp", "--mode", "ssl"}, 2, "capture: --mode \"ssl\": want starttls or tls (see 'capture bench smtp --help')\n"},
 		{[]string{"key", "revoke", "key_nope", "--data-dir", dir}, 1, "capture: not found: no key \"key_nope\"\n"},
 	} {
 		r := capture(t, tt.args...)
@@ -270,6 +317,43 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 	if code, _ := apiGet(t, api, old, "/me"); code != 401 {
 		t.Errorf("revoked key: %d", code)
 	}
+	// The clients that read it say where the refused key came from and
+	// how to replace it.
+	saved := filepath.Join(dir, "credentials.json")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "refused the key in "+saved+" (unknown or revoked)") ||
+			!strings.Contains(r.stderr, "`capture key create --save` replaces it") {
+			t.Errorf("%s with the revoked saved key: %+v", args[0], r)
+		}
+	}
+	t.Setenv("CAPTURE_KEY", "garbage")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "refused the key in $CAPTURE_KEY (unknown or revoked): set it to an active key") {
+			t.Errorf("%s with CAPTURE_KEY=garbage: %+v", args[0], r)
+		}
+	}
+	// A key no API could be sent, named before any call.
+	t.Setenv("CAPTURE_API_KEY", "cap_x\nInjected: y")
+	for _, args := range [][]string{
+		{"wait", "email", "--timeout", "5s"},
+		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+		{"tui"},
+		{"mcp"},
+	} {
+		r := capture(t, append(args, "--data-dir", dir)...)
+		if r.code != 2 || r.stderr != "capture: the key in $CAPTURE_API_KEY contains characters a key never has (a key is cap_ followed by letters and digits)\n" {
+			t.Errorf("%s with a line break in the key: %+v", args[0], r)
+		}
+	}
+	clearCaptureEnv(t)
 	r = capture(t, "key", "create", "--save", "--json", "--data-dir", dir)
 	var created struct{ Key string }
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &created) != nil || !strings.HasPrefix(created.Key, "cap_") {
@@ -290,5 +374,52 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 	json.Unmarshal([]byte(r.stdout), &keys)
 	if r := capture(t, "key", "revoke", keys.Items[0].ID, "--data-dir", dir); r.code != 1 || strings.Contains(r.stdout, "credentials.json") {
 		t.Errorf("revoke an already revoked key: %+v", r)
+	}
+}
+
+// A mistyped command is named as such, whatever flags follow it, and never
+// answered with help and exit 0 (SPEC §1).
+func TestUnknownCommandBeforeItsFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wiat", "email", "--to", "x"}, `capture: unknown command "wiat" for "capture"; did you mean "wait"? (see 'capture --help')` + "\n"},
+		{[]string{"wait", "emial", "--to", "x"}, `capture: unknown command "emial" for "capture wait"; did you mean "email"? (see 'capture wait --help')` + "\n"},
+		{[]string{"key", "craete", "--project", "x"}, `capture: unknown command "craete" for "capture key"; did you mean "create"? (see 'capture key --help')` + "\n"},
+		{[]string{"--data-dir", "/nonexistent", "wiat"}, `capture: unknown command "wiat" for "capture"; did you mean "wait"?`},
+		{[]string{"bogus", "--help"}, `capture: unknown command "bogus" for "capture" (see 'capture --help')` + "\n"},
+		{[]string{"status", "--help"}, `capture: unknown command "status" for "capture" (see 'capture --help')` + "\n"},
+		{[]string{"completion", "bogus"}, `capture: unknown command "bogus" for "capture completion" (see 'capture completion --help')` + "\n"},
+	} {
+		r := capture(t, tt.args...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, tt.want) {
+			t.Errorf("%v: %+v", tt.args, r)
+		}
+	}
+	// What is a command still runs, flags and all.
+	if r := capture(t, "completion", "bash"); r.code != 0 || !strings.Contains(r.stdout, "bash completion") {
+		t.Errorf("completion bash: code %d, stderr %q", r.code, r.stderr)
+	}
+	if r := capture(t, "wait", "email", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--to") {
+		t.Errorf("wait email --help: %+v", r)
+	}
+	if r := capture(t, "__complete", "wa"); r.code != 0 || !strings.Contains(r.stdout, "wait") {
+		t.Errorf("shell completion: %+v", r)
+	}
+}
+
+// The clients of the read API refuse --database rather than ignore it.
+func TestReadAPIClientsRefuseDatabase(t *testing.T) {
+	for _, args := range [][]string{
+		{"wait", "email", "--database", "postgres://127.0.0.1:1/x"},
+		{"--database", "postgres://127.0.0.1:1/x", "forward", "--endpoint", "whe_x", "--to", "localhost:1"},
+		{"tui", "--database", "postgres://127.0.0.1:1/x"},
+		{"mcp", "--database", "postgres://127.0.0.1:1/x"},
+	} {
+		r := capture(t, args...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "capture: --database is for serve and the administration commands") {
+			t.Errorf("%v: %+v", args, r)
+		}
 	}
 }

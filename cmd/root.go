@@ -52,7 +52,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	cmd, err := unknownCommand(root, args)
+	if err == nil {
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	if err == nil {
 		return 0
 	}
@@ -111,6 +114,74 @@ func oneLine(msg string) string {
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// unknownCommand looks, before cobra parses a flag, for a word that should
+// name a subcommand and names none. Cobra would report a flag the mistyped
+// command does not know (`capture wiat email --to x` as "unknown flag:
+// --to"), or print help and exit 0 (`capture bogus --help`); SPEC §1 wants
+// the unknown command named, exit 2.
+func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
+	// Cobra adds these two at execution; they must be found as commands.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	c, rest, err := root.Find(args)
+	if err != nil || !c.HasSubCommands() {
+		return nil, nil
+	}
+	word := firstWord(c, rest)
+	if word == "" || strings.HasPrefix(word, cobra.ShellCompRequestCmd) {
+		return nil, nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default
+	}
+	if s := c.SuggestionsFor(word); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return c, usageError{errors.New(msg)}
+}
+
+// firstWord is the first of args that is neither a flag nor a flag's
+// value, as c's flags read them; "" when there is none.
+func firstWord(c *cobra.Command, args []string) string {
+	lookup := func(name string, short bool) *pflag.Flag {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.InheritedFlags()} {
+			if short {
+				if f := fs.ShorthandLookup(name); f != nil {
+					return f
+				}
+			} else if f := fs.Lookup(name); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
+			// A flag that takes a value takes the next word with it.
+			if f := lookup(a[2:], false); f != nil && f.NoOptDefVal == "" {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) == 2:
+			if f := lookup(a[1:], true); f != nil && f.NoOptDefVal == "" {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// --name=value, or -xVALUE.
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 func newRoot() *cobra.Command {
@@ -209,6 +280,21 @@ func noArgs(_ *cobra.Command, args []string) error {
 		return usagef("no arguments expected, got %q", args[0])
 	}
 	return nil
+}
+
+// exactArgs is cobra.ExactArgs naming what is missing or extra, in the
+// words of names (one per argument), with the usage line: cobra's own
+// "accepts 1 arg(s), received 0" says neither.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return usagef("missing %s: %s", names[len(args)], c.UseLine())
+		case len(args) > len(names):
+			return usagef("unexpected argument %q: %s", args[len(names)], c.UseLine())
+		}
+		return nil
+	}
 }
 
 // flagError says what a flag's value should be in place of the parser's

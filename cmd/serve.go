@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -85,14 +88,40 @@ func runServe(c *cobra.Command, _ []string) error {
 	if (certFile == "") != (keyFile == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
+	// Everything a flag can get wrong is refused here, before serve binds
+	// or writes anything: a failed start leaves a first start to come.
 	if publicURL != "" {
-		if err := store.ValidateTarget(publicURL); err != nil {
-			return usagef("--public-url %q: want an absolute http:// or https:// URL", publicURL)
+		if err := checkPublicURL(publicURL); err != nil {
+			return usageError{err}
 		}
 	}
-	for _, a := range append([]string{httpAddr, captureAddr, emailAPI}, append(startTLS, implicitTLS...)...) {
-		if err := checkListenAddr(a); err != nil {
-			return usagef("listen address %q: %v", a, err)
+	if err := checkSMTPHost(smtpHost); err != nil {
+		return usagef("--smtp-host %q: %v", smtpHost, err)
+	}
+	listens := []struct {
+		flag  string
+		addrs []string
+	}{
+		{"--http", []string{httpAddr}}, {"--capture", []string{captureAddr}}, {"--email-api", []string{emailAPI}},
+		{"--smtp-starttls", startTLS}, {"--smtp-tls", implicitTLS},
+	}
+	taken := map[string]string{}
+	for _, l := range listens {
+		for _, a := range l.addrs {
+			if err := checkListenAddr(a); err != nil {
+				return usagef("listen address %q: %v", a, err)
+			}
+			key, ok := fixedAddr(a)
+			if !ok {
+				continue
+			}
+			if first, twice := taken[key]; twice {
+				if first == l.flag {
+					return usagef("%s lists %s twice: one listener per address", l.flag, a)
+				}
+				return usagef("%s %s is also given to %s: one listener per address", l.flag, a, first)
+			}
+			taken[key] = l.flag
 		}
 	}
 	// Memory stays small (tens of MiB) while ingest allocates quickly, so a
@@ -117,6 +146,11 @@ func runServe(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if url == "" {
+		if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
+			return err
+		}
+	}
 	version := versionString()
 	stopNow := secondSignal()
 	defer stopNow.stop()
@@ -139,7 +173,7 @@ func runServe(c *cobra.Command, _ []string) error {
 	if errors.Is(err, server.ErrStoppedNow) {
 		return exitError{code: exitInterrupted, err: err}
 	}
-	return explainReadOnly(sqlitePath(c), err)
+	return explainPostgres(explainReadOnly(sqlitePath(c), err))
 }
 
 // signalWatch closes c at the second SIGINT or SIGTERM. The first ends
@@ -188,6 +222,76 @@ func checkListenAddr(a string) error {
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// fixedAddr is a listen address as one to compare with the others, and
+// false for one whose port the system picks (port 0, or none), which any
+// number of listeners may share.
+func fixedAddr(a string) (string, bool) {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || port == "" || port == "0" {
+		return "", false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(strings.ToLower(host), port), true
+}
+
+// checkSMTPHost refuses a --smtp-host that cannot be a certificate's name:
+// an IP literal, or a DNS name of RFC 1123 labels (letters, digits and
+// inner hyphens, 1–63 characters each, 253 in all). The local CA is
+// constrained to it, so a name x509 refuses would fail serve only after it
+// had created the database.
+func checkSMTPHost(host string) error {
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	switch {
+	case host == "":
+		return errors.New("want a host name or an IP address")
+	case len(host) > 253:
+		return errors.New("a host name has at most 253 characters")
+	}
+	for _, label := range strings.Split(host, ".") {
+		switch {
+		case label == "":
+			return errors.New("want a host name such as mail.test: an empty label")
+		case len(label) > 63:
+			return fmt.Errorf("label %q is longer than 63 characters", label)
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return fmt.Errorf("label %q starts or ends with '-'", label)
+		}
+		for _, r := range label {
+			if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-') {
+				return fmt.Errorf("%q is not allowed in a host name (letters, digits, '-' and '.')", r)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPublicURL refuses a --public-url that capture URLs cannot be built
+// on: they are the URL followed by /whe_…, so a query, a fragment or
+// user:password@ would end up in the middle of every one of them.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Opaque != "":
+		return fmt.Errorf("--public-url %q: want an absolute http:// or https:// URL", raw)
+	case u.User != nil:
+		// Not the URL itself: it holds a password.
+		return errors.New("--public-url: want no user:password@ in it; capture URLs carry no credentials")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("--public-url %q: want an http:// or https:// URL", raw)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("--public-url %q: want a host, e.g. https://capture.example.test", raw)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("--public-url %q: want no query (?…): capture URLs are this URL followed by /whe_…", raw)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("--public-url %q: want no fragment (#…): capture URLs are this URL followed by /whe_…", raw)
 	}
 	return nil
 }

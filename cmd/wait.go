@@ -115,6 +115,7 @@ func runWait(c *cobra.Command, kind string) error {
 		return err
 	}
 	cfg.Client = client
+	cfg.RefusedKey = refusedKey(c)
 	err = wait.Run(c.Context(), cfg)
 	var we *wait.Error
 	if errors.As(err, &we) {

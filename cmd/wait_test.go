@@ -441,3 +441,37 @@ func readmeBlock(t *testing.T, heading string) string {
 	}
 	return block
 }
+
+// Inboxes and endpoints are counted in words that are words.
+func TestWaitNamesSeveralEndpoints(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, banner := startServeProcess(t, dir)
+	d := "--data-dir=" + dir
+	if r := capture(t, "project", "create", "p2", "--plan", "team", d); r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, name := range []string{"stripe", "stripe", "github"} {
+		if r := capture(t, "endpoint", "create", "--project", "p2", "--name", name, d); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	r := capture(t, "key", "create", "--project", "p2", "--json", d)
+	var key struct{ Key string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &key) != nil {
+		t.Fatal(r)
+	}
+	wait := func(args ...string) result {
+		cmd := exec.CommandContext(t.Context(), binary, append([]string{"wait", "request", "--timeout", "5s", "--api", banner["Read API"]}, args...)...)
+		cmd.Env = append(cleanEnv(), "CAPTURE_API_KEY="+key.Key, "CAPTURE_DATA_DIR="+t.TempDir())
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	}
+	if r := wait("--endpoint", "stripe"); r.code != 2 || !strings.Contains(r.stderr, `2 endpoints are named "stripe": pass --endpoint`) {
+		t.Errorf("two endpoints named stripe: %+v", r)
+	}
+	if r := wait(); r.code != 2 || !strings.Contains(r.stderr, "the project has 3 endpoints and no single one named default: pass --endpoint") {
+		t.Errorf("no default endpoint: %+v", r)
+	}
+}

@@ -59,6 +59,10 @@ type Config struct {
 	// Color adds ANSI colours to text output.
 	Color  bool
 	Client *apiclient.Client
+	// RefusedKey is what to say when the API refuses the key: where it
+	// came from and how to get one that works. "" says to set
+	// CAPTURE_API_KEY.
+	RefusedKey string
 	// HTTP delivers to the local handler; nil means a client that sends
 	// directly (no proxy), follows no redirects and gives up after
 	// DeliveryTimeout.
@@ -216,6 +220,9 @@ func (f *forwarder) start(ctx context.Context) error {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return startErrorf("%v (is `capture serve` running? --api sets the URL)", err)
 	case contract.IsCode(err, contract.CodeUnauthorized):
+		if f.cfg.RefusedKey != "" {
+			return startErrorf("the API at %s refused %s", api, f.cfg.RefusedKey)
+		}
 		return startErrorf("the API at %s refused the key (unknown or revoked): set %s to a valid key", api, apiclient.EnvAPIKey)
 	case err != nil:
 		return startErrorf("API at %s: %v", api, err)

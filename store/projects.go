@@ -32,6 +32,11 @@ func validName(kind, name string) error {
 	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("%w: %s name must not be empty", ErrInvalid, kind)
 	}
+	// "staging " would pass for "staging" in every list while --project
+	// staging found the other.
+	if strings.TrimSpace(name) != name {
+		return fmt.Errorf("%w: %s name %q must not begin or end with spaces", ErrInvalid, kind, name)
+	}
 	if utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
 		return fmt.Errorf("%w: %s name must be valid UTF-8 of at most 100 characters", ErrInvalid, kind)
 	}

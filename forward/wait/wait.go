@@ -92,6 +92,10 @@ type Config struct {
 	Match, LinkKind string
 
 	Stdout io.Writer
+	// RefusedKey is what to say when the API refuses the key: where it
+	// came from and how to get one that works. "" says to set
+	// CAPTURE_API_KEY.
+	RefusedKey string
 
 	finder Finder
 }
@@ -223,7 +227,7 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 		err = ErrTimedOut
 	}
 	if err != nil {
-		return zero, c.apiFailed(err, "list the "+what+"es")
+		return zero, c.apiFailed(err, "list the "+plural(what))
 	}
 	var choices, named []string
 	var found T
@@ -245,8 +249,8 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	case len(named) > 1:
 		// Names need not be unique: watching one of them could wait on
 		// the wrong one.
-		return zero, fail(ExitUsage, "%d %ses are named %q: pass --%s with the id of one (%s)",
-			len(named), what, c.Source, what, strings.Join(named, ", "))
+		return zero, fail(ExitUsage, "%d %s are named %q: pass --%s with the id of one (%s)",
+			len(named), plural(what), c.Source, what, strings.Join(named, ", "))
 	default:
 		return zero, fail(ExitUsage, "no %s %q in this key's project (`capture %s list` shows them)", what, c.Source, what)
 	}
@@ -256,8 +260,16 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	if len(all) == 0 {
 		return zero, fail(ExitUsage, "the project has no %s (`capture %s create` makes one)", what, what)
 	}
-	return zero, fail(ExitUsage, "the project has %d %ses and no single one named default: pass --%s (one of %s)",
-		len(all), what, what, strings.Join(choices, ", "))
+	return zero, fail(ExitUsage, "the project has %d %s and no single one named default: pass --%s (one of %s)",
+		len(all), plural(what), what, strings.Join(choices, ", "))
+}
+
+// plural is the plural of "inbox" or "endpoint".
+func plural(noun string) string {
+	if strings.HasSuffix(noun, "x") {
+		return noun + "es"
+	}
+	return noun + "s"
 }
 
 // DefaultOf is the one of all a wait takes when none is named (SPEC §14):
@@ -292,6 +304,9 @@ func (c *Config) apiFailed(err error, doing string) error {
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return fail(ExitUsage, "%v (is `capture serve` running? --api sets the URL)", err)
 	case contract.IsCode(err, contract.CodeUnauthorized):
+		if c.RefusedKey != "" {
+			return fail(ExitUsage, "the API at %s refused %s", c.Client.BaseURL(), c.RefusedKey)
+		}
 		return fail(ExitUsage, "the API at %s refused the key (unknown or revoked): set %s to a valid key",
 			c.Client.BaseURL(), apiclient.EnvAPIKey)
 	case errors.As(err, &ae):
