@@ -367,7 +367,6 @@ func TestVocabularySweepInterleaved(t *testing.T) {
 		t.Skip("PostgreSQL has no vocabulary")
 	}
 	setVar(t, &sweepTerms, 4)
-	setVar(t, &maxTermsPerMove, 2)
 	ctx := t.Context()
 	var path strings.Builder
 	path.WriteString("/aaadeadword/zzzdeadword")
@@ -404,9 +403,10 @@ func TestVocabularySweepInterleaved(t *testing.T) {
 	}
 	// Too many new terms for one move: filed two at a time, staged until
 	// all are.
+	setVar(t, &maxTermsPerMove, 2)
 	var filed strings.Builder
 	for i := range 6 {
-		fmt.Fprintf(&filed, " filedword%d", i)
+		fmt.Fprintf(&filed, " pppfiledword%d", i)
 	}
 	f.request("filed", NewRequest{Path: "/x", Query: filed.String()})
 	err := f.s.write(ctx, func(w *wtx) error {
@@ -416,7 +416,7 @@ func TestVocabularySweepInterleaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.staged() != 1 || !vocabularyOf(t, f.s)["filedword0"] {
+	if f.staged() != 1 || !vocabularyOf(t, f.s)["pppfiledword0"] {
 		t.Fatal("the first move did not file part of the row's terms and leave it staged")
 	}
 	for !r.last {
@@ -425,7 +425,7 @@ func TestVocabularySweepInterleaved(t *testing.T) {
 	if err := f.s.indexStaged(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for q, want := range map[string]string{"aadeadwor": "back", "zzdeadwor": "back", "iledword0": "filed", "iledword5": "filed"} {
+	for q, want := range map[string]string{"aadeadwor": "back", "zzdeadwor": "back", "pfiledword0": "filed", "pfiledword5": "filed"} {
 		if got := f.requests(RequestFilter{Q: q}); !slices.Equal(got, []string{want}) {
 			t.Errorf("q=%s found %v, want %s", q, got, want)
 		}
