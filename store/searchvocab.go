@@ -34,8 +34,12 @@ import (
 // Variables so that tests can make them small.
 var (
 	// sweepTerms bounds the vocabulary terms one slice checks, so that
-	// ingest queued behind a slice waits a few milliseconds at most.
-	sweepTerms = 512
+	// ingest queued behind a slice waits a few milliseconds at most: a
+	// slice of 256 held the writer 4 ms (median; BenchmarkVocabularySweep),
+	// about 15 µs a term, most of it the trigram index's deletes and their
+	// merges at commit. Smaller slices cost more commits for the same
+	// work.
+	sweepTerms = 256
 	// sweepMinTerms is the smallest vocabulary worth sweeping.
 	sweepMinTerms int64 = 4096
 )
@@ -45,7 +49,7 @@ var (
 type sweepMark struct {
 	swept bool
 	// terms is how many terms the sweep kept; deleted is captures
-	// deleted ever (deletedCapturesQuery) when it began.
+	// deleted ever (vocabularyStateQuery) when it began.
 	terms, deleted int64
 }
 
@@ -79,10 +83,13 @@ type vocabularySweep struct {
 	terms, deleted int64
 	// after is the last term checked; the next slice starts past it.
 	after string
-	// kept and removed count terms; slices and longest time the slices.
+	// kept and removed count terms, slices the writes; longest is the
+	// longest a slice's work took in its transaction, writes how long
+	// each slice's write took from queueing to commit.
 	kept, removed int64
 	slices        int
 	longest       time.Duration
+	writes        []time.Duration
 }
 
 // tidyVocabulary sweeps the vocabulary when that pays (sweepMark.due);
@@ -95,16 +102,22 @@ func (s *Store) tidyVocabulary(ctx context.Context) (vocabularySweep, error) {
 	if err := s.queryRow(ctx, vocabularyStateQuery).Scan(&sw.terms, &sw.deleted); err != nil {
 		return sw, fmt.Errorf("search vocabulary: %w", err)
 	}
-	return sw, s.sweepVocabulary(ctx, &sw)
+	err := s.sweepVocabulary(ctx, &sw)
+	return sw, err
 }
 
 // sweepVocabulary checks every term of the vocabulary, slice by slice,
 // each slice a write of its own. Unless sw.force, the first slice begins
-// only if the writer's sweepMark finds the sweep due.
+// only if the writer's sweepMark finds the sweep due. After each slice it
+// leaves the writer to others for as long as the slice's work took, so
+// that a sweep takes about half of it at most however busy ingest is:
+// queued back to back, the slices would join nearly every batch of
+// captures, and a capture would wait for one or two of them.
 func (s *Store) sweepVocabulary(ctx context.Context, sw *vocabularySweep) error {
 	for {
 		var r sweepSlice
 		skipped := false
+		start := time.Now()
 		err := s.write(ctx, func(t *wtx) error {
 			v := t.w.vocab
 			if sw.slices == 0 && !sw.force && !v.mark.due(sw.terms, sw.deleted) {
@@ -126,14 +139,23 @@ func (s *Store) sweepVocabulary(ctx context.Context, sw *vocabularySweep) error 
 		if skipped {
 			return nil
 		}
+		took := time.Since(start)
 		sw.slices++
 		sw.kept += r.kept
 		sw.removed += r.removed
 		sw.longest = max(sw.longest, r.took)
+		sw.writes = append(sw.writes, took)
 		if r.last {
 			return nil
 		}
 		sw.after = r.next
+		pause := time.NewTimer(r.took)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
