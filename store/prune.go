@@ -45,13 +45,19 @@ func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projec
 // Prune deletes captures older than their plan's retention and, in each
 // inbox and endpoint, the oldest captures beyond the plan's cap. It returns
 // how many it deleted. Replicas sharing a database prune one at a time: one
-// that finds another pruning leaves it to that one.
+// that finds another pruning leaves it to that one. On SQLite it then
+// takes out of the search vocabulary the terms deleted captures left, when
+// enough have gathered to pay for it (tidyVocabulary).
 func (s *Store) Prune(ctx context.Context, at time.Time) (int64, error) {
 	var total int64
 	_, err := s.b.exclusively(ctx, "prune", false, func() (err error) {
 		total, err = s.prune(ctx, at)
 		return err
 	})
+	if err != nil {
+		return total, err
+	}
+	_, err = s.tidyVocabulary(ctx)
 	return total, err
 }
 

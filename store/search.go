@@ -32,12 +32,14 @@ import (
 //     folded tokens: contentless (the text is in the capture's row
 //     already) and detail=none (no positions), so a capture costs one short
 //     posting per distinct token, and no text is stored twice.
-//   - search_terms is every token of 3 to 32 characters ever indexed (and
-//     the first 32 characters of longer ones), with a trigram index. A
-//     query word is looked up there first: "abc12" becomes the tokens that
-//     contain it, xyzabc123 OR abc123 OR …, and that is the FTS5 query. A
-//     word of one token is then answered by the index exactly, without
-//     reading any text.
+//   - search_terms is every token of 3 to 32 characters the index holds
+//     (and the first 32 characters of longer ones), with a trigram index.
+//     Terms no capture holds any more leave it in background sweeps
+//     after the pruner (searchvocab.go), so that a data dir at its cap
+//     stops growing. A query word is looked up there first: "abc12"
+//     becomes the tokens that contain it, xyzabc123 OR abc123 OR …, and
+//     that is the FTS5 query. A word of one token is then answered by the
+//     index exactly, without reading any text.
 //   - Phrases, words of several tokens (user@example.com), words of one or
 //     two characters and words in more than maxExpansion tokens narrow the
 //     candidates as far as the index can; each candidate's text is then
@@ -79,7 +81,8 @@ import (
 // are searched (the start of a hash is found, its middle is not), and a
 // token's characters past its 128th byte not at all; a query of words of
 // one or two characters only reads rows until a page is full; the
-// vocabulary keeps tokens whose captures were deleted.
+// vocabulary keeps tokens whose captures were deleted until the next
+// sweep, which waits for it to grow by a quarter.
 
 const (
 	// maxQueryBytes and maxQueryWords bound a query's work.

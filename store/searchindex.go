@@ -221,6 +221,8 @@ type vocabulary struct {
 	// transaction makes of it.
 	filing, filingNext [len(stagedIndexes)]filing
 	seed               maphash.Seed
+	// mark is what the last sweep of the vocabulary left (searchvocab.go).
+	mark sweepMark
 }
 
 // filing is a row whose terms are filed over several transactions: those
