@@ -48,7 +48,7 @@ func runMCP(c *cobra.Command, _ []string) error {
 	if _, err := client.Me(c.Context()); err != nil {
 		var ae *contract.Error
 		if errors.As(err, &ae) && ae.Code == contract.CodeUnauthorized {
-			err = fmt.Errorf("the API at %s rejected the key: %s", client.BaseURL(), ae.Message)
+			err = fmt.Errorf("the API at %s refused %s", client.BaseURL(), refusedKey(c))
 		}
 		return exitError{code: 2, err: err}
 	}

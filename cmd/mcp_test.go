@@ -178,8 +178,8 @@ func TestMCPStartErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"wrong key", "cap_0000000000000000000000000000wrong", []string{"--api", e.APIBase}, "rejected the key"},
-		{"malformed key", "nonsense", []string{"--api", e.APIBase}, "rejected the key"},
+		{"wrong key", "cap_0000000000000000000000000000wrong", []string{"--api", e.APIBase}, "refused the key in $CAPTURE_API_KEY (unknown or revoked)"},
+		{"malformed key", "nonsense", []string{"--api", e.APIBase}, "refused the key in $CAPTURE_API_KEY"},
 		{"no key", "", []string{"--api", e.APIBase}, "no API key"},
 		{"API unreachable", e.Key, []string{"--api", "http://127.0.0.1:1/api/v1"}, "cannot reach the API at http://127.0.0.1:1/api/v1"},
 		{"not an API URL", e.Key, []string{"--api", "ftp://example.test"}, "want an absolute http:// or https:// URL"},

@@ -722,7 +722,7 @@ class Forwarder:
         except APIError as e:
             if e.code == "unauthorized":
                 raise StartError(f"the API at {api} refused the key (unknown or revoked): "
-                                 "set CAPTURE_API_KEY to a valid key")
+                                 "set CAPTURE_API_KEY to an active key, or run `capture key create --save`")
             raise StartError(f"API at {api}: {e}")
         try:
             ep = self.call(self.api.endpoint, self.endpoint)
