@@ -103,12 +103,7 @@ func TestBrowserAxe(t *testing.T) {
 	src := axeSource(t)
 	e := start(t)
 	pages, replay := a11yPages(t, e)
-	dir := os.Getenv("CAPTURE_SCREENSHOTS")
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := screenshotDir(t)
 	modes := []struct {
 		name string
 		vp   viewport

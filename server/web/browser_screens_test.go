@@ -23,12 +23,7 @@ import (
 func TestBrowserEveryPageAtEverySize(t *testing.T) {
 	e := start(t)
 	pages := populate(t, e)
-	dir := os.Getenv("CAPTURE_SCREENSHOTS")
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := screenshotDir(t)
 	modes := []struct {
 		name string
 		vp   viewport
@@ -245,4 +240,16 @@ func TestBrowserHexDumpAndBidiIsolation(t *testing.T) {
 	b.waitFor(`document.querySelector("details.project-menu").open`)
 	b.do(chromedp.KeyEvent(kb.Escape))
 	b.waitFor(`!document.querySelector("details.project-menu").open && document.activeElement.matches("details.project-menu summary")`)
+}
+
+// screenshotDir is where pages are saved as PNGs (CAPTURE_SCREENSHOTS),
+// or "" for none.
+func screenshotDir(t *testing.T) string {
+	dir := os.Getenv("CAPTURE_SCREENSHOTS")
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
