@@ -471,9 +471,10 @@ func TestHTTPWaitEndsWhenItsKeyIsRevoked(t *testing.T) {
 }
 
 // postJSONRPC posts a JSON-RPC body to /mcp at url as a streamable HTTP
-// client does, with key, and Host set to host unless it is empty; it
-// returns the answer and its body.
-func postJSONRPC(t *testing.T, url, host, key, body string) (*http.Response, string) {
+// client does, with key, Host set to host unless it is empty, and the
+// headers of nameValues (name, value, …); it returns the answer and its
+// body.
+func postJSONRPC(t *testing.T, url, host, key, body string, nameValues ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -485,6 +486,9 @@ func postJSONRPC(t *testing.T, url, host, key, body string) (*http.Response, str
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		req.Header.Set(nameValues[i], nameValues[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -500,27 +504,9 @@ func postJSONRPC(t *testing.T, url, host, key, body string) (*http.Response, str
 func TestHTTPSessionsOfAKeyAreBounded(t *testing.T) {
 	e := mcptest.Start(t)
 	url := mcpURL(t, e)
-	post := func(sessionID, body string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+e.Key)
-		if sessionID != "" {
-			req.Header.Set("Mcp-Session-Id", sessionID)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
 	open := func() string {
 		t.Helper()
-		resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := postJSONRPC(t, url, "", e.Key, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
 		id := resp.Header.Get("Mcp-Session-Id")
 		if resp.StatusCode != http.StatusOK || id == "" {
 			t.Fatalf("initialize: %d %v", resp.StatusCode, resp.Header)
@@ -565,10 +551,9 @@ func TestHTTPSessionsOfAKeyAreBounded(t *testing.T) {
 		t.Fatal("the least recently used session stayed open past 32")
 	}
 
-	resp := post(first, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "list_inboxes") {
+	resp, b := postJSONRPC(t, url, "", e.Key, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		"Mcp-Session-Id", first, "Mcp-Protocol-Version", "2025-06-18")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b, "list_inboxes") {
 		t.Errorf("a request of the closed session: %d %s", resp.StatusCode, b)
 	}
 }
