@@ -167,7 +167,7 @@ type heldReader struct {
 	refuse func(id json.RawMessage, code int, message string)
 	chunk  []byte
 
-	partial  []byte // the start of a line still being read
+	lines    lines
 	skipping bool   // inside a line past maxLine, dropped up to its end
 	ready    []byte // whole lines for the SDK
 	err      error  // in's error, once ready is handed over
@@ -184,10 +184,10 @@ func (r *heldReader) Read(b []byte) (int, error) {
 		}
 		n, err := r.in.Read(r.chunk)
 		r.take(r.chunk[:n])
-		if err == io.EOF && len(r.partial) > 0 {
+		if err == io.EOF && len(r.lines.partial) > 0 {
 			// A last line without its newline is a message too.
-			r.line(r.partial)
-			r.partial = nil
+			r.line(r.lines.partial)
+			r.lines.partial = nil
 		}
 		r.err = err
 	}
@@ -196,27 +196,15 @@ func (r *heldReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// take splits what was read into lines.
+// take passes on the lines completed by what was read, and drops a line
+// growing past maxLine, answering it once.
 func (r *heldReader) take(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if !r.skipping {
-				r.partial = append(r.partial, b...)
-			}
-			if len(r.partial) > maxLine {
-				r.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: a line longer than %d MiB was skipped; send smaller messages", maxLine>>20))
-				r.partial, r.skipping = nil, true
-			}
-			return
+	r.lines.feed(b, r.line)
+	if len(r.lines.partial) > maxLine {
+		if !r.skipping {
+			r.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: a line longer than %d MiB was skipped; send smaller messages", maxLine>>20))
 		}
-		if r.skipping {
-			r.skipping = false
-		} else {
-			r.line(append(r.partial, b[:i]...))
-		}
-		r.partial = r.partial[:0]
-		b = b[i+1:]
+		r.lines.partial, r.skipping = nil, true
 	}
 }
 
@@ -229,6 +217,11 @@ const (
 // line passes on a line that holds a JSON-RPC message (or a batch), and
 // answers any other with its error.
 func (r *heldReader) line(l []byte) {
+	if r.skipping {
+		// The end of the line too long to pass on.
+		r.skipping = false
+		return
+	}
 	l = bytes.TrimSpace(l)
 	if len(l) == 0 {
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,32 @@ func TestStdioPassesBatchesOfOlderVersions(t *testing.T) {
 	var batch []answer
 	if err := json.Unmarshal([]byte(batchLine), &batch); err != nil || len(batch) != 2 || batch[0].Result == nil || batch[1].Result == nil {
 		t.Errorf("batch answer = %s", batchLine)
+	}
+}
+
+// A line longer than the SDK takes is answered once and dropped whole;
+// the next line is read as usual.
+func TestStdioSkipsALineTooLong(t *testing.T) {
+	e := mcptest.Start(t)
+	long := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("a", 17<<20) + `"}}`
+	lines, err := overStdio(t, e, append(initialize("2025-06-18"), long, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)...)
+	if err != nil && err != io.EOF {
+		t.Errorf("Run: %v", err)
+	}
+	var refused, answered []string
+	for _, l := range lines {
+		var a answer
+		json.Unmarshal([]byte(l), &a)
+		if a.Error != nil {
+			refused = append(refused, a.Error.Message)
+		} else {
+			answered = append(answered, string(a.ID))
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0], "a line longer than 16 MiB was skipped") {
+		t.Errorf("refusals: %q", refused)
+	}
+	if !slices.Equal(answered, []string{"1", "3"}) {
+		t.Errorf("answered %q, want 1 and 3", answered)
 	}
 }
