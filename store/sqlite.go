@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -338,11 +339,11 @@ var migrationMarks = map[int]string{
 // in order.
 func skippedMigrations(ctx context.Context, db *sql.DB, current int) ([]int, error) {
 	var skipped []int
-	for v := range 9 {
-		mark, ok := migrationMarks[v]
-		if !ok || v > current {
-			continue
+	for _, v := range slices.Sorted(maps.Keys(migrationMarks)) {
+		if v > current {
+			break
 		}
+		mark := migrationMarks[v]
 		var n int
 		if err := db.QueryRowContext(ctx, mark).Scan(&n); err != nil {
 			return nil, err
