@@ -146,7 +146,10 @@ func TestServeFinishesRequestsInFlightAtShutdown(t *testing.T) {
 		t.Errorf("shutdown ran into its timeout:\n%s", p.logs())
 	}
 	// The waits count too: they held a request each until they ended.
-	if line := p.awaitLog("shutting down"); !strings.Contains(line, "finishing 6 in-flight connections (up to 10s)") {
+	// The refused fifth may still count: its client can read the 429
+	// before net/http marks the connection idle again.
+	if line := p.awaitLog("shutting down"); !strings.Contains(line, "finishing 6 in-flight connections (up to 10s)") &&
+		!strings.Contains(line, "finishing 7 in-flight connections (up to 10s)") {
 		t.Errorf("logged at the signal: %s", line)
 	}
 
