@@ -499,7 +499,9 @@ func newEndpointCmd() *cobra.Command {
 			return withStore(c, func(st *store.Store) error {
 				e, err := st.UpdateEndpoint(c.Context(), args[0], u)
 				if err != nil {
-					return err
+					// What the store refuses here depends on the endpoint
+					// as saved (a 204 given a body): still the flags' fault.
+					return refusedValue(err)
 				}
 				cfg, err := addresses(c, st)
 				if err != nil {

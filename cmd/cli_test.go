@@ -160,6 +160,9 @@ func TestAdministration(t *testing.T) {
 		{"--response-header", "Transfer-Encoding: chunked"},
 		{"--target", "localhost:3000"},
 		{"--target", "http://x", "--no-target"},
+		{"--target", "http://localhost:99999"},
+		// The endpoint's saved body is "ok": a 204 sends none.
+		{"--response-status", "204"},
 		{},
 	} {
 		if r := capture(t, append([]string{"endpoint", "set", epID, d}, bad...)...); r.code != 2 {

@@ -135,6 +135,8 @@ func TestForwardUsageSameInPython(t *testing.T) {
 		{[]string{"--endpoint", "x", "--to", "localhost"}, `--endpoint "x": want an endpoint id (whe_…)`},
 		{[]string{"--endpoint", "x\x01\t\"é\u200b\xff", "--to", "localhost"}, `--endpoint "x\x01\t\"é\u200b\xff": want an endpoint id (whe_…)`},
 		{[]string{"--endpoint", "whe_x", "--to", "ftp://x"}, `--to: "ftp://x" is not an http:// or https:// URL of a local handler (e.g. localhost:3000)`},
+		{[]string{"--endpoint", "whe_x", "--to", "localhost:99999"}, `--to: "http://localhost:99999" is not an http:// or https:// URL of a local handler (e.g. localhost:3000)`},
+		{[]string{"--endpoint", "whe_x", "--to", "localhost:0"}, `--to: "http://localhost:0" is not an http:// or https:// URL of a local handler (e.g. localhost:3000)`},
 		{[]string{"--endpoint", "whe_x", "--to", "localhost:3000?x=1"}, `--to: "http://localhost:3000?x=1": give the handler's base URL without query, fragment or user info`},
 		{with("--interval", "0"), "--interval 0: want 1 to 60 seconds"},
 		{with("--interval", "61"), "--interval 61: want 1 to 60 seconds"},

@@ -224,7 +224,8 @@ def parse_target(s):
     try:
         u = urllib.parse.urlsplit(s)
         host = u.hostname
-        u.port  # noqa: B018 - raises on a bad port
+        if u.port == 0:  # parsed, but nothing listens on port 0
+            raise ValueError("port 0")
     except ValueError:
         raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
     if u.scheme not in ("http", "https") or not host:

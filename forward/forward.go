@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,13 +94,23 @@ func ParseTarget(s string) (string, error) {
 		s = "http://" + s
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" || !portInRange(u.Port()) {
 		return "", fmt.Errorf("%q is not an http:// or https:// URL of a local handler (e.g. localhost:3000)", s)
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return "", fmt.Errorf("%q: give the handler's base URL without query, fragment or user info", s)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// portInRange reports whether a URL's port, when it has one, is one a
+// connection can be made to: url.Parse takes any digits.
+func portInRange(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // Run forwards until ctx ends, then prints a summary and returns nil. It

@@ -17,7 +17,7 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("ParseTarget(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "ftp://x", "http://", "localhost:3000?x=1", "http://u:p@host", "http://h/#f"} {
+	for _, bad := range []string{"", "ftp://x", "http://", "localhost:3000?x=1", "http://u:p@host", "http://h/#f", "localhost:99999", "localhost:0", "http://[::1]:65536"} {
 		if got, err := ParseTarget(bad); err == nil {
 			t.Errorf("ParseTarget(%q) = %q, want an error", bad, got)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -114,6 +115,13 @@ func ValidateTarget(target string) error {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: target %q must be an absolute http:// or https:// URL", ErrInvalid, target)
+	}
+	// url.Parse takes any digits as a port; every replay to such a
+	// target would fail, so it is refused when saved.
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: target %q: port %s is not 1–65535", ErrInvalid, target, port)
+		}
 	}
 	return nil
 }
@@ -252,6 +260,17 @@ func (s *Store) UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate)
 			if _, err := t.exec(`UPDATE endpoints SET response_delay_ms = ? WHERE id = ?`, u.Delay.Milliseconds(), id); err != nil {
 				return err
 			}
+		}
+		// Checked on the result, since status and body may be set apart:
+		// HTTP sends no body with these, so a saved one would never reach
+		// the sender.
+		var status int
+		var body string
+		if err := t.queryRow(`SELECT response_status, response_body FROM endpoints WHERE id = ?`, id).Scan(&status, &body); err != nil {
+			return err
+		}
+		if body != "" && (status == http.StatusNoContent || status == http.StatusNotModified) {
+			return fmt.Errorf("%w: a %d response carries no body: clear the response body or choose another status", ErrInvalid, status)
 		}
 		return nil
 	})

@@ -146,7 +146,7 @@ func named[T any](f *searchFixture, items []T, id func(T) string) []string {
 	return names
 }
 
-func ptr(s string) *string { return &s }
+func ptr[T any](v T) *T { return &v }
 
 func TestSearchMessages(t *testing.T) {
 	f := newSearchFixture(t)

@@ -255,10 +255,27 @@ func TestInboxPasswordAndEndpointUpdate(t *testing.T) {
 		"header":  {Headers: map[string]string{"bad name": "x"}},
 		"length":  {Headers: map[string]string{"content-length": "99"}},
 		"chunked": {Headers: map[string]string{"Transfer-Encoding": "chunked"}},
+		"port":    {Target: ptr("http://127.0.0.1:99999/x")},
+		"port 0":  {Target: ptr("http://127.0.0.1:0/x")},
+		// The body "ok" is saved: HTTP sends none with these.
+		"204 with the saved body": {Status: ptr(204)},
+		"304 with a new body":     {Status: ptr(304), Body: ptr("x")},
 	} {
 		if _, err := s.UpdateEndpoint(ctx, e.ID, u); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	if got, err := s.Endpoint(ctx, "", e.ID); err != nil || got.Response.Status != 202 || got.Response.Body != "ok" || *got.TargetURL != target {
+		t.Fatalf("a refused update changed the endpoint: %+v %v", got, err)
+	}
+	if got, err := s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Status: ptr(204), Body: ptr("")}); err != nil || got.Response.Status != 204 {
+		t.Fatalf("204 with the body cleared: %+v %v", got, err)
+	}
+	if _, err := s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Body: ptr("late")}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a body for a 204 endpoint: %v", err)
+	}
+	if _, err := s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{Status: &status, Body: &body}); err != nil {
+		t.Fatal(err)
 	}
 	e, err = s.UpdateEndpoint(ctx, e.ID, EndpointUpdate{ClearTarget: true})
 	if err != nil || e.TargetURL != nil || e.Response.Status != 202 {
