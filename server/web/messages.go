@@ -166,7 +166,7 @@ func found(n int, p pager, one, many string) string {
 
 func messageRowOf(pid string, m store.MessageSummary) messageRow {
 	row := messageRow{ID: m.ID, URL: messageURL(pid, m.ID), Subject: m.Subject, Snippet: m.Snippet,
-		To: addressList(append(append([]store.Address{}, m.To...), m.Cc...)), Attachments: m.AttachmentCount,
+		To: addressList(m.To), Attachments: m.AttachmentCount,
 		Received: timeOf(m.ReceivedAt)}
 	if m.From != nil {
 		row.From, row.FromTitle = m.From.Name, m.From.Address

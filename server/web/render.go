@@ -251,12 +251,7 @@ func plural(n int64, one, many string) string {
 	return strconv.FormatInt(n, 10) + " " + many
 }
 
-func addressString(a store.Address) string {
-	if a.Name == "" {
-		return a.Address
-	}
-	return a.Name + " <" + a.Address + ">"
-}
+func addressString(a store.Address) string { return contract.FormatAddress(a.Name, a.Address) }
 
 func addressList(as []store.Address) string {
 	parts := make([]string, len(as))

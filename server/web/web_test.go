@@ -402,3 +402,28 @@ func TestSignInNextStaysOnSite(t *testing.T) {
 		}
 	}
 }
+
+// A name with a comma is quoted wherever recipients are listed, so
+// "Smith, John" does not read as two of them; the list's To column shows
+// the To recipients only, as its heading says.
+func TestRecipientsShownApart(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"zoe@example.org", "js@example.org", "cc@example.org"},
+		"From: a@example.com\nTo: Zoë <zoe@example.org>, \"Smith, John\" <js@example.org>\nCc: Copy <cc@example.org>\n"+
+			"Subject: recipients\n\nhi\n")
+	msgs, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(msgs.Items) != 1 {
+		t.Fatalf("messages: %v %v", msgs, err)
+	}
+	const to = `Zoë &lt;zoe@example.org&gt;, &#34;Smith, John&#34; &lt;js@example.org&gt;`
+	list := c.get("/projects/" + e.boot.Project.ID + "/inboxes/" + e.boot.Inbox.ID)
+	if !strings.Contains(list.body, `<span class="c-to" title="`+to+`">`+to+`</span>`) {
+		t.Errorf("list row's To: %s", list.body)
+	}
+	detail := c.get("/projects/" + e.boot.Project.ID + "/messages/" + msgs.Items[0].ID)
+	if !strings.Contains(detail.body, "<dd>"+to+"</dd>") || !strings.Contains(detail.body, "<dd>Copy &lt;cc@example.org&gt;</dd>") {
+		t.Errorf("detail's To and Cc: %s", detail.body)
+	}
+}

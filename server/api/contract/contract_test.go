@@ -250,3 +250,18 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatAddress(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"", "a@example.com"},
+		{"Zoë", "Zoë <a@example.com>"},
+		{"Smith, John", `"Smith, John" <a@example.com>`},
+		{`Say "hi"`, `"Say \"hi\"" <a@example.com>`},
+		{`back\slash.`, `"back\\slash." <a@example.com>`},
+		{" padded", `" padded" <a@example.com>`},
+	} {
+		if got := contract.FormatAddress(tt.name, "a@example.com"); got != tt.want {
+			t.Errorf("FormatAddress(%q) = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

@@ -246,10 +246,24 @@ type Address struct {
 }
 
 func (a Address) String() string {
-	if a.Name == nil || *a.Name == "" {
+	if a.Name == nil {
 		return a.Address
 	}
-	return *a.Name + " <" + a.Address + ">"
+	return FormatAddress(*a.Name, a.Address)
+}
+
+// FormatAddress shows a recipient as a mail client does: "Name
+// <address>", with the name quoted when it holds a character that would
+// otherwise read as the end of the recipient ("Smith, John"), so a list of
+// them still shows where each ends.
+func FormatAddress(name, address string) string {
+	if name == "" {
+		return address
+	}
+	if strings.ContainsAny(name, `()<>[]:;@\,."`) || strings.TrimSpace(name) != name {
+		name = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
+	}
+	return name + " <" + address + ">"
 }
 
 // MessageSummary is an item of GET /inboxes/{id}/messages.
