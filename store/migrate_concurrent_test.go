@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/capturedev/capture/store/pgtest"
 )
 
 // schemaDump lists what the schema holds, table by table and object by
@@ -207,5 +209,78 @@ func TestProcessesOpenTogether(t *testing.T) {
 				t.Fatalf("schema after opening together:\n%s\n\nwant, as one Open leaves it:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// pgSchemaDump lists the columns and indexes of the database at url, with
+// schema_version's rows.
+func pgSchemaDump(t *testing.T, url string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT table_name || '.' || column_name || ' ' || data_type FROM information_schema.columns
+		WHERE table_schema = current_schema()
+		UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()
+		UNION ALL SELECT 'schema_version row ' || version FROM schema_version
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}
+
+// Replicas started together on a new PostgreSQL database (SPEC §19) all
+// open it, and the migrations run once.
+func TestPostgresReplicasMigrateOnce(t *testing.T) {
+	if !pgtest.Requested() {
+		t.Skip("PostgreSQL only: SQLite's is TestOpenTogetherMigratesOnce")
+	}
+	alone := pgtest.Database(t, "", nil)
+	s, err := OpenPostgres(t.Context(), alone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	want := pgSchemaDump(t, alone)
+
+	const replicas = 6
+	url := pgtest.Database(t, "", nil)
+	start := make(chan struct{})
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			<-start
+			s, err := OpenPostgres(t.Context(), url)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	if got := pgSchemaDump(t, url); got != want {
+		t.Fatalf("schema after opening together:\n%s\n\nwant, as one Open leaves it:\n%s", got, want)
 	}
 }
