@@ -21,7 +21,13 @@ import (
 // touches as a whole WAL frame, and with one or two messages per commit
 // 8 and 16 KiB pages measured 20-30% fewer inserts per second. The
 // shorthand keys run after any _pragma entries, which the driver sorts.
-const pragmas = "_pragma=busy_timeout(5000)&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1"
+// The writer's connection leaves out the journal mode: it turns WAL on
+// itself (walMode), as opening a new database beside another process
+// needs.
+const (
+	connPragmas = "_pragma=busy_timeout(5000)&_synchronous=NORMAL&_foreign_keys=1"
+	pragmas     = connPragmas + "&_journal_mode=WAL"
+)
 
 // capture_sha256 lets migrations compute what hashKey computes, so that
 // rows written before a digest column existed can be filled in SQL.
@@ -82,7 +88,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 	// connection checkpoints in the background instead (checkpointLoop).
 	// journal_size_limit: the WAL grows to what one checkpoint interval of
 	// a burst wrote; once the writer starts it over, it shrinks back.
-	wdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+connPragmas+
 		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(67108864)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -337,15 +343,14 @@ var migrationMarks = map[int]string{
 
 // skippedMigrations are the versions up to current whose mark is missing,
 // in order.
-func skippedMigrations(ctx context.Context, db *sql.DB, current int) ([]int, error) {
+func skippedMigrations(ctx context.Context, tx *sql.Tx, current int) ([]int, error) {
 	var skipped []int
 	for _, v := range slices.Sorted(maps.Keys(migrationMarks)) {
 		if v > current {
 			break
 		}
-		mark := migrationMarks[v]
 		var n int
-		if err := db.QueryRowContext(ctx, mark).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, migrationMarks[v]).Scan(&n); err != nil {
 			return nil, err
 		}
 		if n == 0 {
@@ -355,28 +360,21 @@ func skippedMigrations(ctx context.Context, db *sql.DB, current int) ([]int, err
 	return skipped, nil
 }
 
+// migrateSQLite brings the schema up to date one migration at a time.
+// Processes opening one database together (two serves started at once,
+// an admin command beside a starting serve) run this side by side, so
+// what is applied is decided inside each migration's own write
+// transaction (the writer's DSN makes every one BEGIN IMMEDIATE): the
+// version and the marks are read there, after any other process's
+// migration has committed, and what that process applied is not applied
+// again.
 func migrateSQLite(ctx context.Context, db *sql.DB) error {
-	current, err := schemaVersion(ctx, db)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
 	all, err := migrationFiles("migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := notNewer(current, all); err != nil {
-		return err
-	}
-	skipped, err := skippedMigrations(ctx, db, current)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if all[len(all)-1].version == current && len(skipped) == 0 {
-		return nil
-	}
-	if current > 0 {
-		// A large database takes a while; say why nothing else happens.
-		slog.Info("upgrading the database schema", "from", current, "to", all[len(all)-1].version, "rerun", skipped)
+	if err := walMode(ctx, db); err != nil {
+		return fmt.Errorf("migrate: journal mode: %w", err)
 	}
 	// A migration may rebuild a table, which SQLite does with foreign keys
 	// off (they cannot change inside a transaction, and dropping the old
@@ -387,38 +385,19 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer db.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
-	for _, m := range all {
-		if m.version <= current && !slices.Contains(skipped, m.version) {
-			continue
-		}
-		tx, err := db.BeginTx(ctx, nil)
+	var applied []int
+	for {
+		m, err := migrateNext(ctx, db, all, applied)
 		if err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return err
 		}
-		attached, err := attachedObjects(ctx, tx)
-		if err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+		if m == nil {
+			break
 		}
-		if _, err := tx.ExecContext(ctx, m.body); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := restoreObjects(ctx, tx, attached, m.body); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := foreignKeysHold(ctx, tx); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = max(version, ?)`, m.version); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
-		}
+		applied = append(applied, m.version)
+	}
+	if len(applied) == 0 {
+		return nil
 	}
 	// A migration that rewrote a table left a WAL as large as the table;
 	// the writer never checkpoints, so fold it back and shrink it now.
@@ -426,6 +405,89 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate: checkpoint: %w", err)
 	}
 	return nil
+}
+
+// walMode turns WAL on, which a new database needs once. Connections
+// opening a new database together each read it, then want to write its
+// header; SQLite refuses all but one at once with SQLITE_BUSY rather than
+// let them wait on each other holding their reads. A refused one waits for
+// the lock through busy_timeout (BEGIN IMMEDIATE, holding nothing while
+// it waits) and asks again; by then the database is in WAL mode and the
+// ask writes nothing.
+func walMode(ctx context.Context, db *sql.DB) error {
+	for attempt := 1; ; attempt++ {
+		_, err := db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || attempt == 3 {
+			return err
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		tx.Rollback()
+	}
+}
+
+// migrateNext applies, in one write transaction, the first migration the
+// database still lacks, and returns it; nil when it lacks none. applied
+// are those this process applied before: finding one of them lacking
+// again (its mark gone) stops the loop with an error.
+func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int) (*migration, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	current, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if err := notNewer(current, all); err != nil {
+		return nil, err
+	}
+	skipped, err := skippedMigrations(ctx, tx, current)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	i := slices.IndexFunc(all, func(m migration) bool {
+		return m.version > current || slices.Contains(skipped, m.version)
+	})
+	if i < 0 {
+		// A new database's schema_version was made in this transaction.
+		if err := tx.Commit(); err != nil {
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		return nil, nil
+	}
+	m := &all[i]
+	if slices.Contains(applied, m.version) {
+		return nil, fmt.Errorf("migrate %s: applied, yet its mark is missing", m.name)
+	}
+	if current > 0 && len(applied) == 0 {
+		// A large database takes a while; say why nothing else happens.
+		slog.Info("upgrading the database schema", "from", current, "to", all[len(all)-1].version, "rerun", skipped)
+	}
+	attached, err := attachedObjects(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, m.body); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	if err := restoreObjects(ctx, tx, attached, m.body); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	if err := foreignKeysHold(ctx, tx); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = max(version, ?)`, m.version); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", m.name, err)
+	}
+	return m, nil
 }
 
 // schemaObject is an index or trigger as sqlite_schema records it.
