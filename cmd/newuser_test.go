@@ -94,6 +94,13 @@ func TestBadServeFlagsWriteNothing(t *testing.T) {
 		{[]string{"--public-url", "http:///path"}, "want a host"},
 		{[]string{"--smtp-starttls", "127.0.0.1:23456,127.0.0.1:23456"}, "--smtp-starttls lists 127.0.0.1:23456 twice"},
 		{[]string{"--smtp-tls", "127.0.0.1:23457", "--http", "127.0.0.1:23457"}, "--smtp-tls 127.0.0.1:23457 is also given to --http"},
+		{[]string{"--http", "0.0.0.0:23458", "--capture", "127.0.0.1:23458"}, "--capture 127.0.0.1:23458 is also given to --http as 0.0.0.0:23458"},
+		{[]string{"--capture", "[::1]:23458", "--email-api", ":23458"}, "--email-api :23458 is also given to --capture as [::1]:23458"},
+		{[]string{"--smtp-starttls", "127.0.0.1:23459,[::]:23459"}, "--smtp-starttls lists 127.0.0.1:23459 and [::]:23459"},
+		{[]string{"--email-api", "127.0.0.1:99999"}, `--email-api "127.0.0.1:99999": port "99999"`},
+		{[]string{"--http", "127.0.0.1"}, `--http "127.0.0.1": want HOST:PORT`},
+		{[]string{"--public-url", "https://hooks.example.test/a b"}, `--public-url "https://hooks.example.test/a b": ' ' cannot stand in a URL`},
+		{[]string{"--public-url", "https://hooks.example.test/{id}"}, `'{' cannot stand in a URL`},
 	} {
 		args := append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
 			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, tt.flags...)
