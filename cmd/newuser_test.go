@@ -161,7 +161,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"wait"}, 2, "capture: wait for what? \"email\" or \"request\" (see 'capture wait --help')\n"},
 		{[]string{"wait", "sms"}, 2, "capture: unknown command \"sms\" for \"capture wait\" (see 'capture wait --help')\n"},
 		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
-		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
+		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: --http \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
 		{[]string{"help", "frob"}, 2, "capture: unknown help topic \"frob\" for \"capture\" (see 'capture --help')\n"},
 		{[]string{"key", "revoke"}, 2, "capture: missing key id: capture key revoke KEY_ID [flags] (see 'capture key revoke --help')\n"},
 		{[]string{"endpoint", "set"}, 2, "capture: missing endpoint id: capture endpoint set ENDPOINT_ID [flags] (see 'capture endpoint set --help')\n"},
