@@ -377,10 +377,12 @@ func asNobody(t *testing.T) (dir string, run func(args ...string) *exec.Cmd) {
 	}
 }
 
+// A loopback address of its own keeps 2465 clear of anything else on
+// this machine.
 func TestPrivilegedPortsFallBackWithoutRoot(t *testing.T) {
 	dir, run := asNobody(t)
 	cmd := run("serve", "--data-dir", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
-		"--smtp-starttls", "127.0.0.1:587,127.0.0.1:0", "--smtp-tls", "127.0.0.1:465", "--email-api", "127.0.0.1:0")
+		"--smtp-starttls", "127.38.1.6:587,127.38.1.6:0", "--smtp-tls", "127.38.1.6:465", "--email-api", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -403,7 +405,7 @@ func TestPrivilegedPortsFallBackWithoutRoot(t *testing.T) {
 	}
 	logs := stderr.String()
 	// One warning line names both (SPEC §3).
-	if !strings.Contains(logs, "127.0.0.1:587 needs root; skipped") || !strings.Contains(logs, "using 127.0.0.1:2465 instead") ||
+	if !strings.Contains(logs, "127.38.1.6:587 needs root; skipped") || !strings.Contains(logs, "using 127.38.1.6:2465 instead") ||
 		strings.Count(logs, "level=WARN") != 1 {
 		t.Errorf("warnings: %s", logs)
 	}
@@ -431,6 +433,15 @@ func TestUnusableDataDir(t *testing.T) {
 	}
 	if r := capture(t, "project", "list", "--data-dir", shared); strings.Contains(r.stdout, "after") || !strings.Contains(r.stdout, "before") {
 		t.Errorf("after a refused write: %+v", r)
+	}
+
+	// One nobody may not even read is not called read-only. (The data
+	// dir is 0700 again: root's command above tightened it.)
+	os.Chmod(shared, 0o755)
+	os.Chmod(filepath.Join(shared, store.DBFile), 0o600)
+	out, err = run("project", "list", "--data-dir", shared).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), store.DBFile+" cannot be read: this user cannot read it (permission denied)") {
+		t.Errorf("unreadable database: %v %s", err, out)
 	}
 }
 

@@ -203,11 +203,7 @@ func unwritable(path string) string {
 			continue
 		}
 		if err != nil {
-			cause := err
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				cause = pe.Err
-			}
+			cause := pathErrorCause(err)
 			if p == path {
 				return fmt.Sprintf("this user cannot write it (%v)", cause)
 			}
@@ -216,6 +212,16 @@ func unwritable(path string) string {
 		f.Close()
 	}
 	return ""
+}
+
+// pathErrorCause drops fs.PathError's restatement of the path, which the
+// caller already names.
+func pathErrorCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // checkWritable refuses a SQLite database this user cannot write before
@@ -228,6 +234,12 @@ func checkWritable(path string) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil // Opening it says what is wrong.
+	}
+	// One this user cannot even read is not merely read-only.
+	if f, err := os.Open(path); errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("the database %s cannot be read: this user cannot read it (%v); nothing changed", path, pathErrorCause(err))
+	} else if err == nil {
+		f.Close()
 	}
 	cause := unwritable(path)
 	if perm := info.Mode().Perm(); cause == "" && os.Geteuid() == 0 && perm&0o200 == 0 {

@@ -94,6 +94,13 @@ func TestBadServeFlagsWriteNothing(t *testing.T) {
 		{[]string{"--public-url", "http:///path"}, "want a host"},
 		{[]string{"--smtp-starttls", "127.0.0.1:23456,127.0.0.1:23456"}, "--smtp-starttls lists 127.0.0.1:23456 twice"},
 		{[]string{"--smtp-tls", "127.0.0.1:23457", "--http", "127.0.0.1:23457"}, "--smtp-tls 127.0.0.1:23457 is also given to --http"},
+		{[]string{"--http", "0.0.0.0:23458", "--capture", "127.0.0.1:23458"}, "--capture 127.0.0.1:23458 is also given to --http as 0.0.0.0:23458"},
+		{[]string{"--capture", "[::1]:23458", "--email-api", ":23458"}, "--email-api :23458 is also given to --capture as [::1]:23458"},
+		{[]string{"--smtp-starttls", "127.0.0.1:23459,[::]:23459"}, "--smtp-starttls lists 127.0.0.1:23459 and [::]:23459"},
+		{[]string{"--email-api", "127.0.0.1:99999"}, `--email-api "127.0.0.1:99999": port "99999"`},
+		{[]string{"--http", "127.0.0.1"}, `--http "127.0.0.1": want HOST:PORT`},
+		{[]string{"--public-url", "https://hooks.example.test/a b"}, `--public-url "https://hooks.example.test/a b": ' ' cannot stand in a URL`},
+		{[]string{"--public-url", "https://hooks.example.test/{id}"}, `'{' cannot stand in a URL`},
 	} {
 		args := append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0", "--capture", "127.0.0.1:0",
 			"--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, tt.flags...)
@@ -154,7 +161,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"wait"}, 2, "capture: wait for what? \"email\" or \"request\" (see 'capture wait --help')\n"},
 		{[]string{"wait", "sms"}, 2, "capture: unknown command \"sms\" for \"capture wait\" (see 'capture wait --help')\n"},
 		{[]string{"serve", "--nope"}, 2, "capture: unknown flag: --nope (see 'capture serve --help')\n"},
-		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
+		{[]string{"serve", "--http", "127.0.0.1:99999", "--data-dir", dir}, 2, "capture: --http \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535 (see 'capture serve --help')\n"},
 		{[]string{"help", "frob"}, 2, "capture: unknown help topic \"frob\" for \"capture\" (see 'capture --help')\n"},
 		{[]string{"key", "revoke"}, 2, "capture: missing key id: capture key revoke KEY_ID [flags] (see 'capture key revoke --help')\n"},
 		{[]string{"endpoint", "set"}, 2, "capture: missing endpoint id: capture endpoint set ENDPOINT_ID [flags] (see 'capture endpoint set --help')\n"},

@@ -105,23 +105,19 @@ func runServe(c *cobra.Command, _ []string) error {
 		{"--http", []string{httpAddr}}, {"--capture", []string{captureAddr}}, {"--email-api", []string{emailAPI}},
 		{"--smtp-starttls", startTLS}, {"--smtp-tls", implicitTLS},
 	}
-	taken := map[string]string{}
+	type given struct{ flag, addr string }
+	var taken []given
 	for _, l := range listens {
 		for _, a := range l.addrs {
 			if err := checkListenAddr(a); err != nil {
-				return usagef("listen address %q: %v", a, err)
+				return usagef("%s %q: %v", l.flag, a, err)
 			}
-			key, ok := fixedAddr(a)
-			if !ok {
-				continue
-			}
-			if first, twice := taken[key]; twice {
-				if first == l.flag {
-					return usagef("%s lists %s twice: one listener per address", l.flag, a)
+			for _, first := range taken {
+				if server.Overlap(first.addr, a) {
+					return overlapError(first.flag, first.addr, l.flag, a)
 				}
-				return usagef("%s %s is also given to %s: one listener per address", l.flag, a, first)
 			}
-			taken[key] = l.flag
+			taken = append(taken, given{l.flag, a})
 		}
 	}
 	// Memory stays small (tens of MiB) while ingest allocates quickly, so a
@@ -158,7 +154,7 @@ func runServe(c *cobra.Command, _ []string) error {
 		Config: server.Config{
 			HTTPAddr: httpAddr, CaptureAddr: captureAddr,
 			SMTPStartTLSAddrs: startTLS, SMTPTLSAddrs: implicitTLS,
-			SMTPHost: smtpHost, PublicURL: publicURL, AllowInsecureAuth: insecure,
+			SMTPHost: smtpHost, SMTPHostGiven: f.Changed("smtp-host"), PublicURL: publicURL, AllowInsecureAuth: insecure,
 			EmailAPIAddr: emailAPI,
 			Downloads:    map[string][]byte{forward.PythonClientName: forward.PythonClient},
 			MCP:          func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
@@ -226,18 +222,41 @@ func checkListenAddr(a string) error {
 	return nil
 }
 
-// fixedAddr is a listen address as one to compare with the others, and
-// false for one whose port the system picks (port 0, or none), which any
-// number of listeners may share.
-func fixedAddr(a string) (string, bool) {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil || port == "" || port == "0" {
-		return "", false
+// overlapError is the usage error for two listen addresses that cannot
+// both be bound, found before anything binds: the same address twice, or
+// a wildcard (which takes its port on every address) and another address
+// on that port.
+func overlapError(firstFlag, first, flag, addr string) error {
+	_, port, _ := net.SplitHostPort(addr)
+	how := ""
+	if !sameAddr(first, addr) {
+		wildcard := first
+		if h, _, _ := net.SplitHostPort(addr); server.IsWildcard(h) {
+			wildcard = addr
+		}
+		how = fmt.Sprintf(" (%s takes port %s on every address)", wildcard, port)
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
+	if firstFlag == flag {
+		if how == "" {
+			return usagef("%s lists %s twice: one listener per address", flag, addr)
+		}
+		return usagef("%s lists %s and %s%s: one listener per address", flag, first, addr, how)
 	}
-	return net.JoinHostPort(strings.ToLower(host), port), true
+	if how == "" {
+		return usagef("%s %s is also given to %s: one listener per address", flag, addr, firstFlag)
+	}
+	return usagef("%s %s is also given to %s as %s%s: one listener per address", flag, addr, firstFlag, first, how)
+}
+
+// sameAddr reports whether two listen addresses are written differently
+// only: an IP's spelling, a host's case.
+func sameAddr(a, b string) bool {
+	hostA, portA, _ := net.SplitHostPort(a)
+	hostB, portB, _ := net.SplitHostPort(b)
+	if ipA, ipB := net.ParseIP(hostA), net.ParseIP(hostB); ipA != nil && ipB != nil {
+		return ipA.Equal(ipB) && portA == portB
+	}
+	return strings.EqualFold(hostA, hostB) && portA == portB
 }
 
 // checkSMTPHost refuses a --smtp-host that cannot be a certificate's name:
@@ -292,6 +311,13 @@ func checkPublicURL(raw string) error {
 		return fmt.Errorf("--public-url %q: want no query (?…): capture URLs are this URL followed by /whe_…", raw)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
 		return fmt.Errorf("--public-url %q: want no fragment (#…): capture URLs are this URL followed by /whe_…", raw)
+	}
+	// A URL holds these only percent-encoded: printed as they are, every
+	// capture URL would be cut short or invalid where a client reads it.
+	if i := strings.IndexFunc(raw, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || strings.ContainsRune("\"<>\\^`{|}", r)
+	}); i >= 0 {
+		return fmt.Errorf("--public-url %q: %q cannot stand in a URL as it is; percent-encode it (a space is %%20)", raw, raw[i])
 	}
 	return nil
 }

@@ -92,7 +92,14 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 
 	caPath := ""
 	if cfg.TLSCertFile == "" {
-		res, err := ensureCerts(ctx, st, cfg.DataDir, cfg.SMTPHost)
+		hosts := []string{srv.SMTPHost()}
+		if !st.Shared() {
+			// Replicas of one database share one certificate, for the
+			// --smtp-host they are all given; a server of its own also
+			// covers the addresses it is dialled at.
+			hosts = append(hosts, srv.specificSMTPIPs()...)
+		}
+		res, err := ensureCerts(ctx, st, cfg.DataDir, hosts)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
@@ -114,6 +121,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if w := srv.Warnings(); len(w) > 0 {
 		// One line for every privileged port skipped (SPEC §3).
 		log.Warn(strings.Join(w, ", "))
+	}
+	if w := srv.HostWarning(); w != "" {
+		log.Warn(w)
 	}
 	if err := st.SetAddresses(ctx, srv.Addresses()); err != nil {
 		return err
@@ -137,7 +147,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	if cfg.Banner != nil {
-		printBanner(cfg.Banner, srv, boot, cfg.SMTPHost, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), !st.Shared())
+		printBanner(cfg.Banner, srv, boot, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), !st.Shared())
 	}
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
@@ -172,13 +182,13 @@ func SMTPSummary(host string, startTLSPorts, tlsPorts []int) string {
 // ensureCerts makes sure the local CA and the SMTP certificate exist: in
 // the data dir, or in a shared database, where replicas starting together
 // take turns so that all of them present the one certificate.
-func ensureCerts(ctx context.Context, st *store.Store, dir, host string) (*certs.Result, error) {
+func ensureCerts(ctx context.Context, st *store.Store, dir string, hosts []string) (*certs.Result, error) {
 	if !st.Shared() {
-		return certs.Ensure(filepath.Join(dir, "tls"), []string{host})
+		return certs.Ensure(filepath.Join(dir, "tls"), hosts)
 	}
 	var res *certs.Result
 	err := st.Exclusively(ctx, "tls", func() (err error) {
-		res, err = certs.EnsureShared(certs.InDatabase(ctx, st, store.ErrNotFound), []string{host})
+		res, err = certs.EnsureShared(certs.InDatabase(ctx, st, store.ErrNotFound), hosts)
 		return err
 	})
 	if err == nil {
@@ -187,7 +197,7 @@ func ensureCerts(ctx context.Context, st *store.Store, dir, host string) (*certs
 	return res, err
 }
 
-func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caPath, signIn string, savedKey bool) {
+func printBanner(w io.Writer, srv *Server, b store.Bootstrap, dir, caPath, signIn string, savedKey bool) {
 	if b.Created {
 		fmt.Fprintf(w, "capture: first start, created project %q (plan %s) in %s\n\n", b.Project.Name, b.Project.Plan.Name, dir)
 	} else {
@@ -202,7 +212,7 @@ func printBanner(w io.Writer, srv *Server, b store.Bootstrap, smtpHost, dir, caP
 		}
 		row("API key", b.Secret+"   (shown once; "+saved+")")
 	}
-	row("SMTP", SMTPSummary(smtpHost, ports(srv.StartTLSAddrs()), ports(srv.TLSAddrs())))
+	row("SMTP", SMTPSummary(srv.SMTPHost(), ports(srv.StartTLSAddrs()), ports(srv.TLSAddrs())))
 	if b.Inbox.ID != "" {
 		row("Inbox", b.Inbox.ID+"   (the SMTP username)")
 		if b.Created {

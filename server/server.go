@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,11 @@ type Config struct {
 	SMTPStartTLSAddrs []string
 	SMTPTLSAddrs      []string
 	SMTPHost          string
+	// SMTPHostGiven says the user chose SMTPHost. When they did not, and
+	// every SMTP listener is bound to one address that is neither loopback
+	// nor a wildcard, that address is the host announced instead: the
+	// default name would not reach it.
+	SMTPHostGiven bool
 	// EmailAPIAddr is where the provider email APIs listen; "" means
 	// nowhere.
 	EmailAPIAddr string
@@ -74,6 +80,7 @@ type Server struct {
 	tlsLns            []net.Listener
 	emailLn           net.Listener // nil without EmailAPIAddr
 	warnings          []string
+	hostWarning       string
 }
 
 // Listen binds every listener first, so that a port in use is reported at
@@ -102,11 +109,14 @@ func Listen(st *store.Store, cfg Config) (*Server, error) {
 	if s.captureLn, err = listen("--capture", cfg.CaptureAddr); err != nil {
 		return nil, err
 	}
-	if s.startTLSLns, err = s.listenSMTP("--smtp-starttls", cfg.SMTPStartTLSAddrs, ""); err != nil {
+	if s.startTLSLns, err = s.listenSMTP("--smtp-starttls", cfg.SMTPStartTLSAddrs, 587, ""); err != nil {
 		return nil, err
 	}
-	if s.tlsLns, err = s.listenSMTP("--smtp-tls", cfg.SMTPTLSAddrs, "2465"); err != nil {
+	if s.tlsLns, err = s.listenSMTP("--smtp-tls", cfg.SMTPTLSAddrs, 465, "2465"); err != nil {
 		return nil, err
+	}
+	if !cfg.SMTPHostGiven {
+		s.cfg.SMTPHost, s.hostWarning = smtpHostFor(cfg.SMTPHost, append(s.StartTLSAddrs(), s.TLSAddrs()...))
 	}
 	if cfg.EmailAPIAddr != "" {
 		if s.emailLn, err = listen("--email-api", cfg.EmailAPIAddr); err != nil {
@@ -135,37 +145,122 @@ func unwrapOpError(err error) error {
 	return err
 }
 
-// listenSMTP binds SMTP addresses. A privileged port that needs root is
-// skipped with a warning and, when fallbackPort is set, replaced by that port
-// on the same host.
-func (s *Server) listenSMTP(flag string, addrs []string, fallbackPort string) ([]net.Listener, error) {
+// listenSMTP binds SMTP addresses. The flag's privileged port (587 for
+// STARTTLS, 465 for implicit TLS), when it needs root, is skipped with a
+// warning and, when fallbackPort is set, replaced by that port on the same
+// host (SPEC §3). Any other failure, a refusal of another port below 1024
+// included, stops serve: the user asked for that port and gets it or an
+// error.
+func (s *Server) listenSMTP(flag string, addrs []string, privileged int, fallbackPort string) ([]net.Listener, error) {
 	var out []net.Listener
+	fail := func(err error) ([]net.Listener, error) {
+		closeAll(out)
+		return nil, err
+	}
 	for _, addr := range addrs {
 		l, err := listen(flag, addr)
 		if err == nil {
 			out = append(out, l)
 			continue
 		}
-		host, port, splitErr := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		if splitErr != nil || p == 0 || p >= 1024 || !errors.Is(err, syscall.EACCES) {
-			closeAll(out)
-			return nil, err
+		host, port, _ := net.SplitHostPort(addr)
+		if p, _ := net.LookupPort("tcp", port); p != privileged || !errors.Is(err, syscall.EACCES) {
+			return fail(err)
 		}
-		msg := fmt.Sprintf("%s %s needs root; skipped", flag, addr)
-		if fallbackPort != "" {
-			alt := net.JoinHostPort(host, fallbackPort)
-			l, err := listen(flag, alt)
-			if err != nil {
-				closeAll(out)
-				return nil, err
-			}
-			out = append(out, l)
-			msg = fmt.Sprintf("%s %s needs root; using %s instead", flag, addr, alt)
+		if fallbackPort == "" {
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s needs root; skipped", flag, addr))
+			continue
 		}
-		s.warnings = append(s.warnings, msg)
+		alt := net.JoinHostPort(host, fallbackPort)
+		// The user may list the fallback port already: it is served,
+		// and binding it twice would fail.
+		if given := slices.IndexFunc(addrs, func(a string) bool { return Overlap(a, alt) }); given >= 0 {
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s needs root; skipped (%s is served already)", flag, addr, addrs[given]))
+			continue
+		}
+		if l, err = net.Listen("tcp", alt); err != nil {
+			// Named as what it replaces: the user never gave alt.
+			return fail(fmt.Errorf("%s %s, used in place of %s (which needs root): %w", flag, alt, addr, unwrapOpError(err)))
+		}
+		out = append(out, l)
+		s.warnings = append(s.warnings, fmt.Sprintf("%s %s needs root; using %s instead", flag, addr, alt))
 	}
 	return out, nil
+}
+
+// Overlap reports whether two listen addresses cannot both be bound: the
+// same port on the same host, or on any host when either is a wildcard
+// (none, 0.0.0.0 or ::). Go binds a wildcard as one dual-stack socket, so
+// even 0.0.0.0 takes the port on ::1 too. A port the system picks (0 or
+// none) overlaps nothing.
+func Overlap(a, b string) bool {
+	hostA, portA, errA := net.SplitHostPort(a)
+	hostB, portB, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	pa, errA := net.LookupPort("tcp", portA)
+	pb, errB := net.LookupPort("tcp", portB)
+	if errA != nil || errB != nil || pa == 0 || pa != pb {
+		return false
+	}
+	if IsWildcard(hostA) || IsWildcard(hostB) {
+		return true
+	}
+	return canonicalHost(hostA) == canonicalHost(hostB)
+}
+
+// IsWildcard reports whether a listen address's host is every address.
+func IsWildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+func canonicalHost(host string) string {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
+	}
+	return strings.ToLower(host)
+}
+
+// smtpHostFor is the SMTP host to announce when the user gave none: the
+// one address every SMTP listener is bound to, when that is neither
+// loopback nor a wildcard, since the default name would not reach it.
+// SMTP bound to several such addresses keeps the default, with a warning
+// that says how to name one that reaches them.
+func smtpHostFor(def string, bound []net.Addr) (host, warning string) {
+	var unreached []*net.TCPAddr
+	for _, a := range bound {
+		if t, ok := a.(*net.TCPAddr); ok && !t.IP.IsLoopback() && !t.IP.IsUnspecified() {
+			unreached = append(unreached, t)
+		}
+	}
+	if len(unreached) == 0 {
+		return def, ""
+	}
+	oneIP := func(t *net.TCPAddr) bool { return t.IP.Equal(unreached[0].IP) }
+	if len(unreached) == len(bound) && !slices.ContainsFunc(unreached, func(t *net.TCPAddr) bool { return !oneIP(t) }) {
+		return unreached[0].IP.String(), ""
+	}
+	names := make([]string, len(unreached))
+	for i, t := range unreached {
+		names[i] = t.String()
+	}
+	return def, fmt.Sprintf("SMTP listens on %s, which %s does not reach, and clients are told %s: "+
+		"pass --smtp-host with a name that reaches every SMTP listener", strings.Join(names, ", "), def, def)
+}
+
+// specificSMTPIPs are the addresses SMTP is bound to that are neither
+// loopback nor a wildcard: the SMTP certificate must cover them, as the
+// addresses clients dial.
+func (s *Server) specificSMTPIPs() []string {
+	var out []string
+	for _, a := range append(s.StartTLSAddrs(), s.TLSAddrs()...) {
+		if t, ok := a.(*net.TCPAddr); ok && !t.IP.IsLoopback() && !t.IP.IsUnspecified() {
+			out = append(out, t.IP.String())
+		}
+	}
+	return out
 }
 
 func closeAll(ls []net.Listener) {
@@ -186,6 +281,14 @@ func (s *Server) closeListeners() {
 
 // Warnings are the privileged ports that were skipped.
 func (s *Server) Warnings() []string { return s.warnings }
+
+// HostWarning says, when it is not "", that SMTP listens where the SMTP
+// host announced does not reach.
+func (s *Server) HostWarning() string { return s.hostWarning }
+
+// SMTPHost is the host announced for SMTP: the one given, or the one
+// address every SMTP listener is bound to (Config.SMTPHostGiven).
+func (s *Server) SMTPHost() string { return s.cfg.SMTPHost }
 
 // HTTPAddr is the bound read API address.
 func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }

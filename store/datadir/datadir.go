@@ -21,13 +21,14 @@ import (
 const Env = "CAPTURE_DATA_DIR"
 
 // Resolve picks the data dir: the flag, else $CAPTURE_DATA_DIR, else the
-// platform's per-user data dir.
+// platform's per-user data dir. It is always absolute, so that the paths
+// serve prints (credentials.json, the CA) can be used from anywhere.
 func Resolve(flag string) (string, error) {
 	if flag != "" {
-		return flag, nil
+		return absolute(flag)
 	}
 	if env := os.Getenv(Env); env != "" {
-		return env, nil
+		return absolute(env)
 	}
 	if runtime.GOOS == "darwin" {
 		home, err := os.UserHomeDir()
@@ -36,7 +37,9 @@ func Resolve(flag string) (string, error) {
 		}
 		return filepath.Join(home, "Library", "Application Support", "capture"), nil
 	}
-	if xdg := os.Getenv("XDG_DATA_HOME"); xdg != "" {
+	// The XDG base directory spec: a relative $XDG_DATA_HOME is invalid
+	// and ignored, as if it were unset.
+	if xdg := os.Getenv("XDG_DATA_HOME"); xdg != "" && filepath.IsAbs(xdg) {
 		return filepath.Join(xdg, "capture"), nil
 	}
 	home, err := os.UserHomeDir()
@@ -44,6 +47,14 @@ func Resolve(flag string) (string, error) {
 		return "", fmt.Errorf("find data dir: %w", err)
 	}
 	return filepath.Join(home, ".local", "share", "capture"), nil
+}
+
+func absolute(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return abs, nil
 }
 
 // CredentialsFile is written into the data dir by the first `capture serve`.

@@ -23,6 +23,29 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// A relative data dir is made absolute, and a relative $XDG_DATA_HOME is
+// ignored (the XDG base directory spec), so that every path serve prints
+// works from any directory.
+func TestResolveRelative(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := Resolve("rel/dir"); d != filepath.Join(wd, "rel", "dir") {
+		t.Fatalf("relative flag: %s", d)
+	}
+	t.Setenv(Env, "./env")
+	if d, _ := Resolve(""); d != filepath.Join(wd, "env") {
+		t.Fatalf("relative env: %s", d)
+	}
+	t.Setenv(Env, "")
+	t.Setenv("XDG_DATA_HOME", "xdg")
+	t.Setenv("HOME", "/home/someone")
+	if d, _ := Resolve(""); d != "/home/someone/.local/share/capture" {
+		t.Fatalf("relative XDG_DATA_HOME: %s", d)
+	}
+}
+
 func TestCredentialsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := Credentials{API: "http://127.0.0.1:7780/api/v1", Key: "cap_x"}
