@@ -58,7 +58,7 @@ func TestHeadersKeepTheirOrder(t *testing.T) {
 		want       []string
 	}{
 		{"get_message", fmt.Sprintf(`{"message_id":%q}`, msgID), msgWant},
-		{"wait_for_message", fmt.Sprintf(`{"inbox_id":%q,"subject":"headers in order","since":%q,"timeout_seconds":0}`, e.InboxID, before), msgWant},
+		{"wait_for_message", fmt.Sprintf(`{"inbox_id":%q,"subject":"headers in order","since":%q}`, e.InboxID, before), msgWant},
 		{"get_request", fmt.Sprintf(`{"request_id":%q}`, reqID), reqWant},
 	}
 	lines := initialize("2025-06-18")
@@ -80,6 +80,17 @@ func TestHeadersKeepTheirOrder(t *testing.T) {
 		}
 		for i, c := range calls {
 			checkResultOrder(t, c.tool, byID[fmt.Sprint(10+i)], c.want)
+		}
+		// The wait, given no timeout_seconds, waited with the default.
+		var wait struct {
+			StructuredContent struct {
+				Query struct {
+					TimeoutSeconds int `json:"timeout_seconds"`
+				} `json:"query"`
+			} `json:"structuredContent"`
+		}
+		if json.Unmarshal(byID["11"], &wait); wait.StructuredContent.Query.TimeoutSeconds != 20 {
+			t.Errorf("wait_for_message without timeout_seconds: %s", byID["11"])
 		}
 	})
 
