@@ -17,18 +17,17 @@ import (
 // inputs are the tools' input schemas by tool name, for checkArguments.
 type inputs map[string]*jsonschema.Schema
 
-// checkArguments runs before the SDK's own schema validation, whose
-// messages are a validator's ("validating \"arguments\": … maximum: 31/1 is
-// greater than 30"): it finds the same mistakes in a tool call's arguments
-// and answers them as a tool error a model can act on (SPEC §12).
+// checkArguments runs before the schema validation of a tool's arguments
+// (see arguments), whose messages are a validator's ("validating
+// \"arguments\": … maximum: 31/1 is greater than 30"): it finds the same
+// mistakes in a tool call's arguments and answers them as a tool error a
+// model can act on (SPEC §12).
 func (in inputs) checkArguments(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		if call, ok := req.(*mcpsdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
 			if schema := in[call.Params.Name]; schema != nil {
 				if problems := argumentProblems(schema, call.Params.Arguments); len(problems) > 0 {
-					res := &mcpsdk.CallToolResult{}
-					res.SetError(explain(invalidArguments(problems)))
-					return res, nil
+					return toolFailure(explain(invalidArguments(problems))), nil
 				}
 			}
 		}

@@ -9,7 +9,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 
@@ -119,6 +122,12 @@ type tool struct {
 // add registers a typed tool. Schemas are inferred here rather than by the
 // SDK so that schemaTypes and the input adjustments apply, and every error
 // the handler returns becomes a tool error the model can read.
+//
+// The tool is added untyped because the SDK's typed tools write their
+// result through a map, which sorts every object's keys: a message's
+// headers would lose the order received (SPEC §8) and the notice would no
+// longer come before untrusted_content. Here the result is validated
+// against its schema as the SDK would, and sent as encoded.
 func add[In, Out any](reg registry, t tool, h func(context.Context, In) (Out, error)) {
 	opts := &jsonschema.ForOptions{TypeSchemas: schemaTypes}
 	in, err := jsonschema.For[In](opts)
@@ -133,6 +142,14 @@ func add[In, Out any](reg registry, t tool, h func(context.Context, In) (Out, er
 	if err != nil {
 		panic("mcp: output schema of " + t.name + ": " + err.Error())
 	}
+	inResolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic("mcp: input schema of " + t.name + ": " + err.Error())
+	}
+	outResolved, err := out.Resolve(nil)
+	if err != nil {
+		panic("mcp: output schema of " + t.name + ": " + err.Error())
+	}
 	ann := &mcpsdk.ToolAnnotations{Title: t.title, ReadOnlyHint: t.readOnly, OpenWorldHint: new(false)}
 	if !t.readOnly {
 		// A replay adds a delivery and sends a request; it deletes nothing,
@@ -140,17 +157,76 @@ func add[In, Out any](reg registry, t tool, h func(context.Context, In) (Out, er
 		ann.DestructiveHint = new(false)
 		ann.OpenWorldHint = new(true)
 	}
-	mcpsdk.AddTool(reg.server, &mcpsdk.Tool{
+	reg.server.AddTool(&mcpsdk.Tool{
 		Name: t.name, Title: t.title, Description: t.description,
 		InputSchema: in, OutputSchema: out, Annotations: ann,
-	}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, args In) (*mcpsdk.CallToolResult, Out, error) {
+	}, func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		args, err := arguments[In](req.Params.Arguments, inResolved)
+		if err != nil {
+			return toolFailure(err), nil
+		}
 		res, err := h(ctx, args)
 		if err != nil {
-			var zero Out
-			return nil, zero, explain(err)
+			return toolFailure(explain(err)), nil
 		}
-		return nil, res, nil
+		return structured(res, outResolved)
 	})
+}
+
+// arguments reads a call's arguments into In, after filling in the
+// schema's defaults and validating them, as the SDK does for typed tools;
+// checkArguments has already answered the mistakes a model makes.
+func arguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+	var in In
+	args := map[string]any{}
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && string(trimmed) != "null" {
+		if err := json.Unmarshal(trimmed, &args); err != nil {
+			return in, fmt.Errorf("unmarshaling arguments: %w", err)
+		}
+	}
+	if err := schema.ApplyDefaults(&args); err != nil {
+		return in, fmt.Errorf("applying defaults: %w", err)
+	}
+	if err := schema.Validate(&args); err != nil {
+		return in, fmt.Errorf("validating \"arguments\": %w", err)
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return in, err
+	}
+	return in, json.Unmarshal(b, &in)
+}
+
+// structured is the result of a call that returned out: out's JSON,
+// validated against the output schema, as structuredContent and, for
+// clients that read only text, as its text content, both in the order
+// out encodes its keys.
+func structured(out any, schema *jsonschema.Resolved) (*mcpsdk.CallToolResult, error) {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("marshaling output: %w", err)
+	}
+	// Validated as JSON, not as the Go value: contract.Headers and
+	// contract.Time encode as something other than their Go shape.
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("unmarshaling output: %w", err)
+	}
+	if err := schema.Validate(&v); err != nil {
+		return nil, fmt.Errorf("validating tool output: %w", err)
+	}
+	return &mcpsdk.CallToolResult{
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
+
+// toolFailure is the tool error result of err, which a model reads; an
+// error of the protocol itself would end the call without one.
+func toolFailure(err error) *mcpsdk.CallToolResult {
+	res := &mcpsdk.CallToolResult{}
+	res.SetError(err)
+	return res
 }
 
 // bound sets the minimum and maximum of an integer property.

@@ -99,6 +99,9 @@ type Mail struct {
 	Kinds map[string]string
 	// Codes are the verification codes ingest found, most likely first.
 	Codes []store.Code
+	// Headers are the message's headers in the order received; nil: a
+	// Subject header alone.
+	Headers []store.Header
 }
 
 // Message stores a message in an inbox, as the SMTP listener would after
@@ -125,14 +128,16 @@ func (e *Env) message(inboxID string, m Mail) (string, error) {
 		text := "link " + u
 		links[i] = store.Link{URL: u, Text: &text, Origin: origin(u), Kind: m.Kinds[u]}
 	}
+	if m.Headers == nil {
+		m.Headers = []store.Header{{Name: "Subject", Values: []string{m.Subject}}}
+	}
 	raw := "From: App <app@example.test>\r\nTo: " + m.To + "\r\nSubject: " + m.Subject + "\r\n\r\n" + m.Text + "\r\n"
 	nm := &store.NewMessage{
 		InboxID: inboxID, ReceivedAt: time.Now(),
 		EnvelopeFrom: "app@example.test", EnvelopeTo: []string{m.To},
 		From: &store.Address{Name: "App", Address: "app@example.test"}, To: []store.Address{{Address: m.To}},
 		Subject: m.Subject, Text: &m.Text, Links: links, Codes: m.Codes, Snippet: m.Text,
-		Headers: []store.Header{{Name: "Subject", Values: []string{m.Subject}}},
-		Raw:     []byte(raw),
+		Headers: m.Headers, Raw: []byte(raw),
 	}
 	if m.HTML != "" {
 		nm.HTML = &m.HTML
