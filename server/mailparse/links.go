@@ -741,15 +741,32 @@ type collapser struct {
 	runes   int
 	max     int
 	pending bool
+	// joiner is a zero-width joiner or non-joiner seen right after a
+	// visible character: it is kept only if another visible character
+	// follows, as in an emoji sequence (👨‍👩‍👧) or a Persian word, and
+	// dropped where it pads a preview next to spaces.
+	joiner rune
 }
 
 func (c *collapser) reset() {
-	c.b, c.runes, c.pending = c.b[:0], 0, false
+	c.b, c.runes, c.pending, c.joiner = c.b[:0], 0, false, 0
+}
+
+func isJoiner(r rune) bool { return r == '\u200d' || r == '\u200c' }
+
+// join remembers a joiner that follows a visible character.
+func (c *collapser) join(r rune) {
+	if len(c.b) > 0 && !c.pending && c.joiner == 0 {
+		c.joiner = r
+		return
+	}
+	c.joiner = 0
 }
 
 func (c *collapser) full() bool { return c.max > 0 && c.runes >= c.max }
 
 func (c *collapser) space() {
+	c.joiner = 0
 	if len(c.b) > 0 {
 		c.pending = true
 	}
@@ -765,6 +782,16 @@ func (c *collapser) rune(r rune) {
 		if c.runes++; c.full() {
 			return
 		}
+	}
+	if c.joiner != 0 {
+		// Only with room for what it joins: a snippet never ends in one.
+		if c.runes+2 > c.max && c.max > 0 {
+			c.joiner, c.runes = 0, c.max
+			return
+		}
+		c.b = utf8.AppendRune(c.b, c.joiner)
+		c.joiner = 0
+		c.runes++
 	}
 	c.b = utf8.AppendRune(c.b, r)
 	c.runes++
@@ -799,6 +826,8 @@ func writeCollapsed[T string | []byte](c *collapser, s T) {
 		switch {
 		case unicode.IsSpace(r):
 			c.space()
+		case isJoiner(r):
+			c.join(r)
 		case invisible(r):
 		default:
 			c.rune(r)

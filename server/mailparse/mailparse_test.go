@@ -621,6 +621,21 @@ Content-Type: text/html
 	eq(t, "Snippet", m.Snippet, "From the HTML body")
 }
 
+// Joiners inside an emoji sequence or a word stay, so the snippet shows
+// what the body does; joiners that pad a preview next to spaces go, and a
+// snippet cut at its length never ends in one.
+func TestParseSnippetKeepsJoiners(t *testing.T) {
+	const family, persian = "👨\u200d👩\u200d👧", "می\u200cخواهم"
+	for _, ctype := range []string{"text/plain", "text/html"} {
+		m := Parse([]byte("Content-Type: " + ctype + "; charset=utf-8\r\n\r\n" +
+			family + " family " + persian + " \u200c \u200c\u200d \u200cend\u200c"))
+		eq(t, ctype+" snippet", m.Snippet, family+" family "+persian+" end")
+	}
+	cut := strings.Repeat("a", snippetRunes-2) + " " + family
+	m := Parse([]byte("Content-Type: text/plain; charset=utf-8\r\n\r\n" + cut))
+	eq(t, "cut snippet", m.Snippet, strings.Repeat("a", snippetRunes-2)+" 👨")
+}
+
 // TestParseHostileInput feeds inputs that have broken mail parsers: it wants
 // no panic, a usable result and bounded warnings.
 func TestParseHostileInput(t *testing.T) {
