@@ -103,21 +103,7 @@ func TestOpenTogetherMigratesOnce(t *testing.T) {
 			for round := range 3 {
 				path := filepath.Join(t.TempDir(), DBFile)
 				copyDatabase(t, from, path)
-				start := make(chan struct{})
-				errs := make([]error, openers)
-				var wg sync.WaitGroup
-				for i := range openers {
-					wg.Go(func() {
-						<-start
-						s, err := OpenSQLite(t.Context(), path)
-						if err == nil {
-							err = s.Close()
-						}
-						errs[i] = err
-					})
-				}
-				close(start)
-				wg.Wait()
+				errs := openTogether(openers, func() (*Store, error) { return OpenSQLite(t.Context(), path) })
 				for i, err := range errs {
 					if err != nil {
 						t.Errorf("round %d, opener %d: %v", round, i, err)
@@ -260,21 +246,7 @@ func TestPostgresReplicasMigrateOnce(t *testing.T) {
 
 	const replicas = 6
 	url := pgtest.Database(t, "", nil)
-	start := make(chan struct{})
-	errs := make([]error, replicas)
-	var wg sync.WaitGroup
-	for i := range replicas {
-		wg.Go(func() {
-			<-start
-			s, err := OpenPostgres(t.Context(), url)
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := openTogether(replicas, func() (*Store, error) { return OpenPostgres(t.Context(), url) })
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("replica %d: %v", i, err)
@@ -283,4 +255,25 @@ func TestPostgresReplicasMigrateOnce(t *testing.T) {
 	if got := pgSchemaDump(t, url); got != want {
 		t.Fatalf("schema after opening together:\n%s\n\nwant, as one Open leaves it:\n%s", got, want)
 	}
+}
+
+// openTogether opens and closes the store n times at once, released
+// together, and returns what each open (or its close) gave.
+func openTogether(n int, open func() (*Store, error)) []error {
+	start := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			s, err := open()
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }
