@@ -24,21 +24,27 @@ type searchFixture struct {
 	names    map[string]string // capture id → name
 }
 
+// newStoreIndexedByHand is newStore whose staged index rows move into
+// FTS5 only when a test says: no commit of its own runs in between.
+func newStoreIndexedByHand(t *testing.T) *Store {
+	t.Helper()
+	if pgtest.Requested() {
+		return newStore(t)
+	}
+	s, err := openSQLite(t.Context(), filepath.Join(t.TempDir(), DBFile), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // newSearchFixture's store moves staged index rows only when the test
 // says (indexed): each search can be tried before and after. On
 // PostgreSQL nothing is staged: a capture is indexed as it is stored.
 func newSearchFixture(t *testing.T) *searchFixture {
 	t.Helper()
-	var s *Store
-	if pgtest.Requested() {
-		s = newStore(t)
-	} else {
-		var err error
-		if s, err = openSQLite(t.Context(), filepath.Join(t.TempDir(), DBFile), time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-	}
+	s := newStoreIndexedByHand(t)
 	p := mustProject(t, s, "search", "team")
 	in, err := s.CreateInbox(t.Context(), p.ID, "in")
 	if err != nil {
