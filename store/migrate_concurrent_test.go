@@ -24,32 +24,8 @@ func schemaDump(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	versions, err := db.Query(`SELECT version FROM schema_version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer versions.Close()
-	for versions.Next() {
-		var v string
-		versions.Scan(&v)
-		out = append(out, "schema_version row "+v)
-	}
+	out := queryLines(t, db, `SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
+	out = append(out, queryLines(t, db, `SELECT 'schema_version row ' || version FROM schema_version`)...)
 	return strings.Join(out, "\n")
 }
 
@@ -207,27 +183,11 @@ func pgSchemaDump(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT table_name || '.' || column_name || ' ' || data_type FROM information_schema.columns
+	return strings.Join(queryLines(t, db, `SELECT table_name || '.' || column_name || ' ' || data_type FROM information_schema.columns
 		WHERE table_schema = current_schema()
 		UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()
 		UNION ALL SELECT 'schema_version row ' || version FROM schema_version
-		ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(out, "\n")
+		ORDER BY 1`), "\n")
 }
 
 // Replicas started together on a new PostgreSQL database (SPEC §19) all
@@ -276,4 +236,26 @@ func openTogether(n int, open func() (*Store, error)) []error {
 	close(start)
 	wg.Wait()
 	return errs
+}
+
+// queryLines runs q, whose rows are one text column each, and returns them.
+func queryLines(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
