@@ -229,17 +229,11 @@ func canonicalHost(host string) string {
 // SMTP bound to several such addresses keeps the default, with a warning
 // that says how to name one that reaches them.
 func smtpHostFor(def string, bound []net.Addr) (host, warning string) {
-	var unreached []*net.TCPAddr
-	for _, a := range bound {
-		if t, ok := a.(*net.TCPAddr); ok && !t.IP.IsLoopback() && !t.IP.IsUnspecified() {
-			unreached = append(unreached, t)
-		}
-	}
+	unreached := specificIPs(bound)
 	if len(unreached) == 0 {
 		return def, ""
 	}
-	oneIP := func(t *net.TCPAddr) bool { return t.IP.Equal(unreached[0].IP) }
-	if len(unreached) == len(bound) && !slices.ContainsFunc(unreached, func(t *net.TCPAddr) bool { return !oneIP(t) }) {
+	if len(unreached) == len(bound) && !slices.ContainsFunc(unreached, func(ip *net.TCPAddr) bool { return !ip.IP.Equal(unreached[0].IP) }) {
 		return unreached[0].IP.String(), ""
 	}
 	names := make([]string, len(unreached))
@@ -250,15 +244,24 @@ func smtpHostFor(def string, bound []net.Addr) (host, warning string) {
 		"pass --smtp-host with a name that reaches every SMTP listener", strings.Join(names, ", "), def, def)
 }
 
-// specificSMTPIPs are the addresses SMTP is bound to that are neither
-// loopback nor a wildcard: the SMTP certificate must cover them, as the
-// addresses clients dial.
+// specificIPs are the addresses of bound that are neither loopback nor a
+// wildcard: ones a default name such as localhost does not reach.
+func specificIPs(bound []net.Addr) []*net.TCPAddr {
+	var out []*net.TCPAddr
+	for _, a := range bound {
+		if t, ok := a.(*net.TCPAddr); ok && !t.IP.IsLoopback() && !t.IP.IsUnspecified() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// specificSMTPIPs are the specific addresses SMTP is bound to: the SMTP
+// certificate must cover them, as the addresses clients dial.
 func (s *Server) specificSMTPIPs() []string {
 	var out []string
-	for _, a := range append(s.StartTLSAddrs(), s.TLSAddrs()...) {
-		if t, ok := a.(*net.TCPAddr); ok && !t.IP.IsLoopback() && !t.IP.IsUnspecified() {
-			out = append(out, t.IP.String())
-		}
+	for _, t := range specificIPs(append(s.StartTLSAddrs(), s.TLSAddrs()...)) {
+		out = append(out, t.IP.String())
 	}
 	return out
 }
