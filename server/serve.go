@@ -68,20 +68,26 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		srv.cfg.TLSConfig = certs.ServerConfig(cert)
 	}
 
-	st, err := store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	if !st.Shared() {
-		// Claimed once the database has made sure the dir exists, and
-		// before anything of this server's own is written there; let go
-		// once the database is closed.
+	if cfg.Database == "" {
+		// The data dir is claimed before its database is opened: opening
+		// may migrate it, which after an upgrade can take a while, and a
+		// second serve started meanwhile must hear that the dir is in use,
+		// not wait out SQLite's lock and report it locked. Let go once the
+		// database is closed (defers run last in, first out).
+		if warning, err := store.PrepareDir(cfg.DataDir); err != nil {
+			return err
+		} else if warning != "" {
+			log.Warn(warning)
+		}
 		release, err := datadir.Lock(cfg.DataDir)
 		if err != nil {
-			st.Close()
 			return err
 		}
 		defer release()
+	}
+	st, err := store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
+	if err != nil {
+		return err
 	}
 	defer st.Close()
 	srv.store = st

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/datadir"
 	"github.com/capturedev/capture/store/pgtest"
 	"github.com/capturedev/capture/store/storetest"
 )
@@ -718,4 +719,50 @@ func TestServeOneServerPerDataDir(t *testing.T) {
 	first.stop(os.Interrupt)
 	third := startServe(t, dir)
 	third.stop(os.Interrupt)
+}
+
+// TestServeInUseWhileTheFirstOpensItsDatabase: a serve still opening its
+// database (an upgrade's migrations hold SQLite's write lock) already holds
+// the data dir, so a second one says the dir is in use at once instead of
+// waiting out the database's lock and reporting it locked.
+func TestServeInUseWhileTheFirstOpensItsDatabase(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("replicas of a shared database may run side by side")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	startServe(t, dir).stop(os.Interrupt)
+
+	// Stand in for the first serve mid-upgrade: its data-dir lock, and a
+	// write transaction open on its database.
+	release, err := datadir.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	db, err := sql.Open("sqlite", filepath.Join(dir, store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+
+	second := launchServe(t, dir)
+	select {
+	case err := <-second.done:
+		second.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("second serve kept running")
+	}
+	if logs := second.logs(); !strings.Contains(logs, "in use by another `capture serve`") {
+		t.Errorf("second serve said %q, want that the data dir is in use", logs)
+	}
 }
