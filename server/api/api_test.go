@@ -549,8 +549,9 @@ func TestMessageRoutes(t *testing.T) {
 			{URL: "https://app.test/Unsubscribe", Origin: "https://app.test", Kind: store.LinkUnsubscribe}},
 		LinksTruncated: true,
 		Codes:          []store.Code{{Value: "482915", Context: "Your code is 482-915."}, {Value: "ZX81", Context: "or ZX81"}},
-		Attachments:    []store.NewAttachment{{Filename: "r.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}},
-		Raw:            []byte("Subject: Confirm your account\r\n\r\nhi\r\n"),
+		Attachments: []store.NewAttachment{{Filename: "r.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")},
+			{ContentType: "text/calendar; method=REQUEST", Data: []byte("BEGIN:VCALENDAR")}},
+		Raw: []byte("Subject: Confirm your account\r\n\r\nhi\r\n"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -612,8 +613,17 @@ func TestMessageRoutes(t *testing.T) {
 	}
 	att := m["attachments"].([]any)[0].(map[string]any)
 	a := e.call("GET", "/messages/"+id+"/attachments/"+att["id"].(string), nil)
-	if string(a.body) != "%PDF-1.4" || a.header.Get("Content-Type") != "application/pdf" {
+	if string(a.body) != "%PDF-1.4" || a.header.Get("Content-Type") != "application/pdf" ||
+		a.header.Get("Content-Disposition") != `attachment; filename=r.pdf` {
 		t.Errorf("attachment: %v %q", a.header, a.body)
+	}
+	// A part without a name (an invite, a bounce's report) is a download
+	// too, named by its id and type as the web names it.
+	invite := m["attachments"].([]any)[1].(map[string]any)
+	a = e.call("GET", "/messages/"+id+"/attachments/"+invite["id"].(string), nil)
+	if want := "attachment; filename=" + invite["id"].(string) + ".ics"; string(a.body) != "BEGIN:VCALENDAR" ||
+		a.header.Get("Content-Disposition") != want {
+		t.Errorf("nameless attachment: %v %q, want Content-Disposition %s", a.header, a.body, want)
 	}
 	if r := e.call("GET", "/messages/"+id+"/attachments/att_nope", nil); r.status != 404 {
 		t.Errorf("unknown attachment: %d", r.status)

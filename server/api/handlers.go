@@ -147,9 +147,13 @@ func (a *API) messageAttachment(w http.ResponseWriter, r *http.Request, ps httpr
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if att.Filename != "" {
-		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": att.Filename}))
+	// A part the sender gave no name (an invite, a bounce's report) is
+	// still a download, named by its id and type as the web names it.
+	name := att.Filename
+	if name == "" {
+		name = att.ID + contract.FileExtension(ct)
 	}
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	a.writePart(w, r, data)
 	return nil
 }
