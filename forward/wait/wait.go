@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,19 +102,40 @@ type Config struct {
 	finder Finder
 }
 
+// durationSyntax is what time.ParseDuration reads. A value written so
+// that it still refuses is too long for a time.Duration, which its error
+// does not tell from a typo.
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// MaxSinceBack is the furthest back --since reaches as a duration: the
+// longest time.Duration, in whole hours (about 292 years). An RFC 3339
+// time reaches further.
+const MaxSinceBack = time.Duration(math.MaxInt64) / time.Hour * time.Hour
+
 // ParseSince reads --since: an RFC 3339 time with a zone, or a duration
 // back from now ("10m").
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("--since %q: want a duration back from now greater than zero", s)
-		}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err == nil && d > 0 && d <= MaxSinceBack:
 		return now.Add(-d), nil
+	case err == nil && d <= 0, strings.HasPrefix(s, "-") && durationSyntax.MatchString(s):
+		return time.Time{}, fmt.Errorf("--since %q: want a duration back from now greater than zero", s)
+	case err == nil, durationSyntax.MatchString(s):
+		years := int(MaxSinceBack.Hours() / (365.2425 * 24))
+		return time.Time{}, fmt.Errorf("--since %q: too far back: a duration back is at most %s (about %d years); "+
+			"an RFC 3339 time (1700-01-01T00:00:00Z) reaches further", s, formatDuration(MaxSinceBack), years)
 	}
 	t, err := contract.ParseTime(s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time with a zone (2026-01-02T15:04:05Z) or a duration back (10m)", s)
+	}
+	if t.IsZero() {
+		// 0001-01-01T00:00:00Z is Config's "no --since" (from the start
+		// on); nothing was captured in its first nanosecond, so the one
+		// after keeps the same captures.
+		t = t.Add(time.Nanosecond)
 	}
 	return t, nil
 }

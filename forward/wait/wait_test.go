@@ -91,6 +91,8 @@ func TestParseSince(t *testing.T) {
 		"1h30m":                     now.Add(-90 * time.Minute),
 		"2026-02-28T10:00:00Z":      time.Date(2026, 2, 28, 10, 0, 0, 0, time.UTC),
 		"2026-03-01T13:00:00+02:00": time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC),
+		// The zero time would mean no --since, from the start on.
+		"0001-01-01T00:00:00Z": time.Time{}.Add(time.Nanosecond),
 	} {
 		if got, err := ParseSince(in, now); err != nil || !got.Equal(want) {
 			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
@@ -100,6 +102,26 @@ func TestParseSince(t *testing.T) {
 		if got, err := ParseSince(bad, now); err == nil {
 			t.Errorf("ParseSince(%q) = %v, want an error", bad, got)
 		}
+	}
+	// The same times as the read API's since=: one parser.
+	for _, bad := range []string{"2026-03-01T10:00:00+24:00", "2026-03-01T10:00:00,5Z"} {
+		if got, err := ParseSince(bad, now); err == nil || !strings.Contains(err.Error(), "want an RFC 3339 time") {
+			t.Errorf("ParseSince(%q) = %v, %v; want an error: not RFC 3339", bad, got, err)
+		}
+	}
+	// The longest duration back reaches about 292 years; one longer is well
+	// formed but too far back, and says how far it may go.
+	if got, err := ParseSince("2562047h", now); err != nil || !got.Equal(now.Add(-MaxSinceBack)) {
+		t.Errorf("ParseSince(2562047h) = %v, %v", got, err)
+	}
+	for _, long := range []string{"3000000h", "2562048h", "9223372036854775808ns", "2000000h2000000h", "2562047h30m"} {
+		_, err := ParseSince(long, now)
+		if err == nil || !strings.Contains(err.Error(), "too far back: a duration back is at most 2562047h (about 292 years)") {
+			t.Errorf("ParseSince(%q): %v; want too far back, naming the bound", long, err)
+		}
+	}
+	if _, err := ParseSince("-3000000h", now); err == nil || !strings.Contains(err.Error(), "greater than zero") {
+		t.Errorf("ParseSince(-3000000h): %v; want a duration greater than zero", err)
 	}
 }
 
