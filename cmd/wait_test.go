@@ -199,6 +199,15 @@ func TestWaitEmail(t *testing.T) {
 	s.waitNow(t, "email", "--to", "alice@example.com", "--timeout", "1s").
 		expect(t, 1, "", "no email to alice@example.com within 1s")
 
+	// A --timeout shorter than a round trip to the API is the wait's own:
+	// it ends as any wait that found nothing (exit 1), after one look at
+	// what is there, and an inbox that does not exist is still named.
+	s.waitNow(t, "email", "--to", "alice@example.com", "--timeout", "1ms").
+		expect(t, 1, "", "capture: no email to alice@example.com within 1ms\n")
+	s.waitNow(t, "email", "--to", "alice@example.com", "--since", "1m", "--print", "subject", "--timeout", "1ns").
+		expect(t, 0, "Old news\n", "")
+	s.waitNow(t, "email", "--inbox", "nope", "--timeout", "1ms").expect(t, 2, "", `no inbox "nope"`)
+
 	// The confirmation email arrives while the wait holds: its link is
 	// printed alone. The timeout is beyond one long-poll.
 	p := s.holdingProxy(t)

@@ -84,6 +84,31 @@ func TestCodesKindsSearchOnTheWire(t *testing.T) {
 	}
 }
 
+// An API that answers "come back later" (too_many_waits) until the wait
+// is over leaves it timed out, exit 1, with that answer as the reason
+// nothing was seen: it is neither a usage error nor a configuration one.
+func TestWaitEndsWhileTheAPIIsBusy(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/inboxes" {
+			w.Write([]byte(`{"items":[{"id":"inb_1","name":"default","created_at":"2026-01-01T00:00:00.000Z",` +
+				`"message_count":0,"smtp":{"host":"localhost","username":"inb_1","ports":{"starttls":[2587],"tls":[]}}}],"next":null}`))
+			return
+		}
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"error":{"code":"too_many_waits","message":"the project holds 10 waits already"}}`))
+	}))
+	defer api.Close()
+	err := Run(t.Context(), Config{Client: apiclient.New(api.URL+"/api/v1", "cap_k", nil), Kind: Email,
+		Timeout: 200 * time.Millisecond, Stdout: io.Discard})
+	var we *Error
+	if !errors.As(err, &we) || we.Code != ExitTimedOut || !strings.Contains(err.Error(), "no email within 200ms (the API was busy: ") ||
+		!strings.Contains(err.Error(), "10 waits already") {
+		t.Errorf("Run = %v; want exit %d, no email within 200ms, and the API's answer", err, ExitTimedOut)
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
