@@ -525,7 +525,8 @@ func newEndpointCmd() *cobra.Command {
 	set.Flags().Int("response-status", 0, "status code answered to senders (200–599)")
 	set.Flags().StringArray("response-header", nil, "header answered to senders, 'Name: value' (repeatable; replaces all)")
 	set.Flags().String("response-body", "", "body answered to senders")
-	set.Flags().Duration("response-delay", 0, "delay before answering, up to 10s (e.g. 250ms)")
+	set.Flags().Duration("response-delay", 0, fmt.Sprintf("delay before answering, up to %s (e.g. 250ms)", store.MaxResponseDelay))
+	setWant(set.Flags(), "response-delay", fmt.Sprintf("a duration from 0 to %s, such as 250ms or 2s", store.MaxResponseDelay))
 	jsonFlag(set)
 	c.AddCommand(create, list, set)
 	return c

@@ -169,6 +169,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"inbox", "password", "inb_a", "inb_b"}, 2, "capture: unexpected argument \"inb_b\": capture inbox password INBOX_ID [flags] (see 'capture inbox password --help')\n"},
 		{[]string{"endpoint", "set", "whe_x", "--response-status", "abc", "--data-dir", dir}, 2,
 			"capture: --response-status abc: want a whole number (see 'capture endpoint set --help')\n"},
+		// A delay is capped at 10s: the hint suggests values inside it.
+		{[]string{"endpoint", "set", "whe_x", "--response-delay", "1.5", "--data-dir", dir}, 2,
+			"capture: --response-delay 1.5: want a duration from 0 to 10s, such as 250ms or 2s (see 'capture endpoint set --help')\n"},
 		{[]string{"serve", "extra", "--data-dir", dir}, 2, "capture: no arguments expected, got \"extra\" (see 'capture serve --help')\n"},
 		{[]string{"wait", "email", "--timeout", "1.5"}, 2,
 			"capture: --timeout 1.5: want a duration such as 30s, 2m or 1h30m (see 'capture wait email --help')\n"},

@@ -297,6 +297,19 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// wantAnnotation holds what a flag's value should be, when the words for
+// its type (flagError) would suggest values it refuses.
+const wantAnnotation = "capture_want"
+
+// setWant makes flagError say want for a value of flag name it cannot
+// read: "a duration from 0 to 10s, such as 250ms or 2s" for a delay that
+// 30s or 1h30m would not fit.
+func setWant(f *pflag.FlagSet, name, want string) {
+	if err := f.SetAnnotation(name, wantAnnotation, []string{want}); err != nil {
+		panic(err) // a flag not defined: a mistake in the code
+	}
+}
+
 // flagError says what a flag's value should be in place of the parser's
 // own text (`invalid argument "1.5" for "--timeout" flag: time: invalid
 // duration "1.5"`).
@@ -304,6 +317,9 @@ func flagError(_ *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if !errors.As(err, &bad) {
 		return usageError{err}
+	}
+	if want := bad.GetFlag().Annotations[wantAnnotation]; len(want) > 0 {
+		return usagef("--%s %s: want %s", bad.GetFlag().Name, bad.GetValue(), want[0])
 	}
 	want := ""
 	switch bad.GetFlag().Value.Type() {

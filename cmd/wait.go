@@ -21,9 +21,10 @@ after the command started count, unless --since says otherwise, so a re-run
 never picks up the previous run's email. The oldest match is the one printed.
 
 Exit codes: 0 found and printed; 1 nothing arrived within --timeout (default
-30s, longer waits are fine); 2 usage or configuration error (bad flag, no key,
-unknown inbox, API not running); 3 the capture arrived but has no such part
-(no matching link, no code), its id named on stderr.
+30s, longer waits are fine; however short, what is there is looked at once);
+2 usage or configuration error (bad flag, no key, unknown inbox, API not
+running); 3 the capture arrived but has no such part (no matching link, no
+code), its id named on stderr.
 
 It works over the read API, against a local or a remote serve. The API key comes
 from $CAPTURE_API_KEY, else $CAPTURE_KEY, else credentials.json in the data dir;

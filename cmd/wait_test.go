@@ -199,6 +199,15 @@ func TestWaitEmail(t *testing.T) {
 	s.waitNow(t, "email", "--to", "alice@example.com", "--timeout", "1s").
 		expect(t, 1, "", "no email to alice@example.com within 1s")
 
+	// A --timeout shorter than a round trip to the API is the wait's own:
+	// it ends as any wait that found nothing (exit 1), after one look at
+	// what is there, and an inbox that does not exist is still named.
+	s.waitNow(t, "email", "--to", "alice@example.com", "--timeout", "1ms").
+		expect(t, 1, "", "capture: no email to alice@example.com within 1ms\n")
+	s.waitNow(t, "email", "--to", "alice@example.com", "--since", "1m", "--print", "subject", "--timeout", "1ns").
+		expect(t, 0, "Old news\n", "")
+	s.waitNow(t, "email", "--inbox", "nope", "--timeout", "1ms").expect(t, 2, "", `no inbox "nope"`)
+
 	// The confirmation email arrives while the wait holds: its link is
 	// printed alone. The timeout is beyond one long-poll.
 	p := s.holdingProxy(t)
@@ -237,6 +246,12 @@ func TestWaitEmail(t *testing.T) {
 		{[]string{"email", "--kind", "verify"}, "--print link"},
 		{[]string{"email", "--print", "link", "--kind", "confirm"}, "--kind"},
 		{[]string{"email", "--since", "yesterday"}, "--since"},
+		// Read as the read API reads since=: RFC 3339's offsets stop at
+		// 23 hours, and its fraction follows a period.
+		{[]string{"email", "--since", "2026-01-02T15:04:05+24:00", "--timeout", "1s"}, `--since "2026-01-02T15:04:05+24:00": want an RFC 3339 time`},
+		{[]string{"email", "--since", "2026-01-02T15:04:05,5Z", "--timeout", "1s"}, `--since "2026-01-02T15:04:05,5Z": want an RFC 3339 time`},
+		// Well formed, but longer than a duration can be.
+		{[]string{"email", "--since", "3000000h"}, `--since "3000000h": too far back: a duration back is at most 2562047h (about 292 years)`},
 		{[]string{"email", "--timeout", "0s"}, "--timeout"},
 		{[]string{"email", "--bogus"}, "bogus"},
 		{[]string{"request", "--to", "x"}, "unknown flag"},
@@ -261,7 +276,7 @@ func TestWaitEmail(t *testing.T) {
 
 func TestWaitRequest(t *testing.T) {
 	s := serveBinary(t)
-	s.hook(t, "POST", "/ci/1/hook", []byte("earlier run"))
+	earlier := s.hook(t, "POST", "/ci/1/hook", []byte("earlier run"))
 
 	p := s.holdingProxy(t)
 	r := s.start(t, p.api, "request", "--path", "/ci/2/", "--method", "put", "--print", "body", "--endpoint", "default")
@@ -281,6 +296,8 @@ func TestWaitRequest(t *testing.T) {
 	if json.Unmarshal(r.stdout.Bytes(), &m) != nil || m["method"] != "POST" || m["body"] != "wrong method" {
 		t.Errorf("--print json: %s", r.stdout.String())
 	}
+	// The earliest time there is still reaches back, as any other --since.
+	s.waitNow(t, "request", "--path", "/ci/1/", "--since", "0001-01-01T00:00:00Z", "--timeout", "5s").expect(t, 0, earlier+"\n", "")
 	s.waitNow(t, "request", "--path", "/ci/3/", "--timeout", "1500ms").
 		expect(t, 1, "", "no request under /ci/3/ within 1.5s")
 	s.waitNow(t, "request", "--endpoint", "whe_nope", "--timeout", "1s").expect(t, 2, "", `no endpoint "whe_nope"`)

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,19 +102,40 @@ type Config struct {
 	finder Finder
 }
 
+// durationSyntax is what time.ParseDuration reads. A value written so
+// that it still refuses is too long for a time.Duration, which its error
+// does not tell from a typo.
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// MaxSinceBack is the furthest back --since reaches as a duration: the
+// longest time.Duration, in whole hours (about 292 years). An RFC 3339
+// time reaches further.
+const MaxSinceBack = time.Duration(math.MaxInt64) / time.Hour * time.Hour
+
 // ParseSince reads --since: an RFC 3339 time with a zone, or a duration
 // back from now ("10m").
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("--since %q: want a duration back from now greater than zero", s)
-		}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err == nil && d > 0 && d <= MaxSinceBack:
 		return now.Add(-d), nil
+	case err == nil && d <= 0, strings.HasPrefix(s, "-") && durationSyntax.MatchString(s):
+		return time.Time{}, fmt.Errorf("--since %q: want a duration back from now greater than zero", s)
+	case err == nil, durationSyntax.MatchString(s):
+		years := int(MaxSinceBack.Hours() / (365.2425 * 24))
+		return time.Time{}, fmt.Errorf("--since %q: too far back: a duration back is at most %s (about %d years); "+
+			"an RFC 3339 time (1700-01-01T00:00:00Z) reaches further", s, formatDuration(MaxSinceBack), years)
 	}
 	t, err := contract.ParseTime(s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time with a zone (2026-01-02T15:04:05Z) or a duration back (10m)", s)
+	}
+	if t.IsZero() {
+		// 0001-01-01T00:00:00Z is Config's "no --since" (from the start
+		// on); nothing was captured in its first nanosecond, so the one
+		// after keeps the same captures.
+		t = t.Add(time.Nanosecond)
 	}
 	return t, nil
 }
@@ -171,45 +194,53 @@ func Run(ctx context.Context, c Config) error {
 		c.Stdout = io.Discard
 	}
 	c.finder.Client = c.Client
+	// --timeout bounds the waiting, not the calls: the inbox or endpoint
+	// is still resolved, and what is there already looked at, when it is
+	// shorter than a round trip (1ms); it then ends as any wait that
+	// found nothing, with exit 1.
+	c.finder.Until = c.Start.Add(c.Timeout)
 	if c.Kind == Email {
 		return c.email(ctx)
 	}
 	return c.request(ctx)
 }
 
-// partTimeout bounds reading the part of a capture found: a capture that
-// arrived in the last moment of the wait is still printed.
-const partTimeout = 10 * time.Second
+// callGrace is how long the API has to answer a call, past the end of the
+// wait when the call is made at the last moment (or after a --timeout
+// shorter than a round trip): the inbox is still resolved, what is there
+// still looked at, and a capture that arrived at the last moment still
+// printed.
+const callGrace = 10 * time.Second
 
 func (c *Config) email(ctx context.Context) error {
-	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	callCtx, cancel := context.WithDeadline(ctx, c.finder.Until.Add(callGrace))
 	defer cancel()
-	inbox, err := resolve(waitCtx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
+	inbox, err := resolve(callCtx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
 	if err != nil {
 		return err
 	}
-	m, err := c.finder.NextMessage(waitCtx, inbox.ID, apiclient.MessageQuery{
+	m, err := c.finder.NextMessage(callCtx, inbox.ID, apiclient.MessageQuery{
 		To: c.To, From: c.From, Subject: c.Subject, Q: c.Q, Since: c.Since})
 	if err != nil {
-		return c.waitFailed(waitCtx, err, "email", c.emailFilters(inbox.Name))
+		return c.waitFailed(callCtx, err, "email", c.emailFilters(inbox.Name))
 	}
-	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	partCtx, cancel := context.WithTimeout(ctx, callGrace)
 	defer cancel()
 	return c.printEmail(partCtx, m)
 }
 
 func (c *Config) request(ctx context.Context) error {
-	waitCtx, cancel := context.WithDeadline(ctx, c.Start.Add(c.Timeout))
+	callCtx, cancel := context.WithDeadline(ctx, c.finder.Until.Add(callGrace))
 	defer cancel()
-	ep, err := resolve(waitCtx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+	ep, err := resolve(callCtx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
 	if err != nil {
 		return err
 	}
-	r, err := c.finder.NextRequest(waitCtx, ep.ID, apiclient.RequestQuery{Method: c.Method, Path: c.Path, Q: c.Q, Since: c.Since})
+	r, err := c.finder.NextRequest(callCtx, ep.ID, apiclient.RequestQuery{Method: c.Method, Path: c.Path, Q: c.Q, Since: c.Since})
 	if err != nil {
-		return c.waitFailed(waitCtx, err, "request", c.requestFilters(ep.Name))
+		return c.waitFailed(callCtx, err, "request", c.requestFilters(ep.Name))
 	}
-	partCtx, cancel := context.WithTimeout(ctx, partTimeout)
+	partCtx, cancel := context.WithTimeout(ctx, callGrace)
 	defer cancel()
 	return c.printRequest(partCtx, r)
 }
@@ -317,15 +348,22 @@ func (c *Config) apiFailed(err error, doing string) error {
 
 // waitFailed says what did not arrive, or why the wait could not go on.
 func (c *Config) waitFailed(ctx context.Context, err error, noun, filters string) error {
-	if !errors.Is(err, ErrTimedOut) {
-		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fail(ExitTimedOut, "interrupted: no %s%s arrived", noun, filters)
-		}
-		return c.apiFailed(err, "wait for the "+noun)
-	}
 	msg := fmt.Sprintf("no %s%s within %s", noun, filters, formatDuration(c.Timeout))
-	if errors.Is(err, apiclient.ErrUnreachable) {
-		msg += " (the API stopped answering: " + errors.Unwrap(err).Error() + ")"
+	switch {
+	case errors.Is(err, ErrTimedOut):
+		if errors.Is(err, apiclient.ErrUnreachable) {
+			msg += " (the API stopped answering: " + errors.Unwrap(err).Error() + ")"
+		}
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fail(ExitTimedOut, "interrupted: no %s%s arrived", noun, filters)
+	default:
+		// The API's last answer when the wait ended asked to come back
+		// later (too_many_waits, unavailable): the wait timed out, and
+		// that answer says why nothing was seen.
+		if _, later := apiclient.RetryAfter(err); !later {
+			return c.apiFailed(err, "wait for the "+noun)
+		}
+		msg += " (the API was busy: " + err.Error() + ")"
 	}
 	return &Error{Code: ExitTimedOut, Err: errors.New(msg)}
 }

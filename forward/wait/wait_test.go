@@ -84,6 +84,31 @@ func TestCodesKindsSearchOnTheWire(t *testing.T) {
 	}
 }
 
+// An API that answers "come back later" (too_many_waits) until the wait
+// is over leaves it timed out, exit 1, with that answer as the reason
+// nothing was seen: it is neither a usage error nor a configuration one.
+func TestWaitEndsWhileTheAPIIsBusy(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/inboxes" {
+			w.Write([]byte(`{"items":[{"id":"inb_1","name":"default","created_at":"2026-01-01T00:00:00.000Z",` +
+				`"message_count":0,"smtp":{"host":"localhost","username":"inb_1","ports":{"starttls":[2587],"tls":[]}}}],"next":null}`))
+			return
+		}
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"error":{"code":"too_many_waits","message":"the project holds 10 waits already"}}`))
+	}))
+	defer api.Close()
+	err := Run(t.Context(), Config{Client: apiclient.New(api.URL+"/api/v1", "cap_k", nil), Kind: Email,
+		Timeout: 200 * time.Millisecond, Stdout: io.Discard})
+	var we *Error
+	if !errors.As(err, &we) || we.Code != ExitTimedOut || !strings.Contains(err.Error(), "no email within 200ms (the API was busy: ") ||
+		!strings.Contains(err.Error(), "10 waits already") {
+		t.Errorf("Run = %v; want exit %d, no email within 200ms, and the API's answer", err, ExitTimedOut)
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
@@ -91,6 +116,8 @@ func TestParseSince(t *testing.T) {
 		"1h30m":                     now.Add(-90 * time.Minute),
 		"2026-02-28T10:00:00Z":      time.Date(2026, 2, 28, 10, 0, 0, 0, time.UTC),
 		"2026-03-01T13:00:00+02:00": time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC),
+		// The zero time would mean no --since, from the start on.
+		"0001-01-01T00:00:00Z": time.Time{}.Add(time.Nanosecond),
 	} {
 		if got, err := ParseSince(in, now); err != nil || !got.Equal(want) {
 			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
@@ -100,6 +127,26 @@ func TestParseSince(t *testing.T) {
 		if got, err := ParseSince(bad, now); err == nil {
 			t.Errorf("ParseSince(%q) = %v, want an error", bad, got)
 		}
+	}
+	// The same times as the read API's since=: one parser.
+	for _, bad := range []string{"2026-03-01T10:00:00+24:00", "2026-03-01T10:00:00,5Z"} {
+		if got, err := ParseSince(bad, now); err == nil || !strings.Contains(err.Error(), "want an RFC 3339 time") {
+			t.Errorf("ParseSince(%q) = %v, %v; want an error: not RFC 3339", bad, got, err)
+		}
+	}
+	// The longest duration back reaches about 292 years; one longer is well
+	// formed but too far back, and says how far it may go.
+	if got, err := ParseSince("2562047h", now); err != nil || !got.Equal(now.Add(-MaxSinceBack)) {
+		t.Errorf("ParseSince(2562047h) = %v, %v", got, err)
+	}
+	for _, long := range []string{"3000000h", "2562048h", "9223372036854775808ns", "2000000h2000000h", "2562047h30m"} {
+		_, err := ParseSince(long, now)
+		if err == nil || !strings.Contains(err.Error(), "too far back: a duration back is at most 2562047h (about 292 years)") {
+			t.Errorf("ParseSince(%q): %v; want too far back, naming the bound", long, err)
+		}
+	}
+	if _, err := ParseSince("-3000000h", now); err == nil || !strings.Contains(err.Error(), "greater than zero") {
+		t.Errorf("ParseSince(-3000000h): %v; want a duration greater than zero", err)
 	}
 }
 

@@ -216,6 +216,11 @@ func TestQueryValidation(t *testing.T) {
 		{"?wait=-1", "wait", "invalid_parameter"},
 		{"?since=2026-01-02T15:04:05", "since", "invalid_parameter"},
 		{"?since=yesterday", "since", "invalid_parameter"},
+		// RFC 3339's offset hours stop at 23 and its fraction follows a
+		// period, though Go's time.Parse takes both.
+		{"?since=2026-01-02T15:04:05%2B24:00", "since", "invalid_parameter"},
+		{"?since=2026-01-02T15:04:05+24:00", "since", "invalid_parameter"},
+		{"?since=2026-01-02T15:04:05,123Z", "since", "invalid_parameter"},
 		{"?before=req_a&after=req_b", "before", "invalid_parameter"},
 	}
 	for _, c := range cases {

@@ -110,7 +110,7 @@ func (q *query) parseSince() time.Time {
 	}
 	t, err := contract.ParseTime(q.str("since"))
 	if err != nil {
-		q.bad["since"] = "must be an RFC 3339 time with a zone offset or Z, e.g. 2026-01-02T15:04:05Z"
+		q.bad["since"] = "must be an RFC 3339 time with Z or a zone offset from -23:59 to +23:59, e.g. 2026-01-02T15:04:05Z"
 		return time.Time{}
 	}
 	return t

@@ -210,6 +210,27 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q): want an error for a time without a zone", s)
 		}
 	}
+	// The offsets at the ends of RFC 3339's range, and its fraction of any
+	// length.
+	for s, want := range map[string]time.Time{
+		"2026-01-02T15:04:05.5+23:59":         time.Date(2026, 1, 1, 15, 5, 5, 5e8, time.UTC),
+		"2026-01-02T15:04:05.123456789-23:59": time.Date(2026, 1, 3, 15, 3, 5, 123456789, time.UTC),
+		"2026-01-02T15:04:05-00:00":           time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+	} {
+		if got, err := contract.ParseTime(s); err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	// What time.Parse takes but RFC 3339 does not: an offset's hours past
+	// 23 or minutes past 59, a comma before the fraction, a one-digit hour,
+	// an offset without its colon.
+	for _, s := range []string{"2026-01-02T15:04:05+24:00", "2026-01-02T15:04:05-24:00", "2026-01-02T15:04:05 24:00",
+		"2026-01-02T15:04:05+99:00", "2026-01-02T15:04:05+02:60", "2026-01-02T15:04:05,123Z", "2026-01-02T15:04:05,5+02:00",
+		"2026-01-02T5:04:05Z", "2026-01-02T15:04:05+0200", "2026-01-02T15:04:05.Z", "2026-01-02T15:04:05+2:00"} {
+		if got, err := contract.ParseTime(s); err == nil {
+			t.Errorf("ParseTime(%q) = %v; want an error: not RFC 3339", s, got)
+		}
+	}
 }
 
 // Invalid's message names every field of a few, and the first ten of many,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -59,10 +60,19 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// rfc3339 is RFC 3339's date-time (5.6), checked before time.Parse reads
+// it: Parse checks each field's range but, to stay compatible with what it
+// took before, also takes a comma before the fraction and any two digits
+// as an offset's hours, so "+24:00" would read as a day's offset
+// (go.dev/issue/54580).
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+
 // ParseTime reads a time as the API takes one (since=): RFC 3339 with a
 // zone offset or Z; a naive time is ambiguous and refused. An unencoded
 // "+02:00" in a query string arrives as " 02:00", which is still
-// unambiguous and read as meant.
+// unambiguous and read as meant. Every reader of a time (the read API, the
+// web UI, capture wait, the MCP tools) goes through here, so all take the
+// same times.
 func ParseTime(s string) (time.Time, error) {
 	if i := strings.LastIndexByte(s, ' '); i > 0 && i >= len(s)-6 {
 		s = s[:i] + "+" + s[i+1:]
@@ -77,6 +87,10 @@ func ParseTime(s string) (time.Time, error) {
 			b[len(b)-1] = 'Z'
 		}
 		s = string(b)
+	}
+	if !rfc3339.MatchString(s) {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time: want 2006-01-02T15:04:05Z, "+
+			"a fraction after a period (.250), and Z or an offset from -23:59 to +23:59", s)
 	}
 	return time.Parse(time.RFC3339Nano, s)
 }
