@@ -224,6 +224,12 @@ func TestWaitEmail(t *testing.T) {
 	s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "text").
 		expect(t, 0, "Welcome!\nhttps://app.test/home\nConfirm: https://app.test/confirm?t=abc123\n", "")
 
+	// A subject whose encoded words hold line breaks and a NUL still
+	// prints on one line.
+	s.mail(t, "alice@example.com", "=?utf-8?Q?Line_one=0D=0Aline=00two=0A?=", "Split.")
+	s.waitNow(t, "email", "--subject", "line one", "--since", "1m", "--print", "subject").
+		expect(t, 0, "Line one line two\n", "")
+
 	r = s.waitNow(t, "email", "--subject", "confirm", "--since", "1m", "--print", "json")
 	var m map[string]any
 	if err := json.Unmarshal(r.stdout.Bytes(), &m); err != nil || m["subject"] != "Confirm your address" || m["body"] == nil {

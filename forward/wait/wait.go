@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -424,7 +425,7 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 	case "id":
 		return line(c.Stdout, m.ID)
 	case "subject":
-		return line(c.Stdout, m.Subject)
+		return line(c.Stdout, oneLine(m.Subject))
 	case "json":
 		return c.printWhole(ctx, m.ID, c.Client.MessageJSON)
 	case "link":
@@ -524,6 +525,34 @@ func (c *Config) partFailed(err error, id string) error {
 		return fail(ExitNoPart, "%s arrived but was deleted before it could be read", id)
 	}
 	return c.apiFailed(err, "read "+id)
+}
+
+// oneLine keeps a value on the one line SPEC §14 promises: a subject may
+// carry line breaks and other controls from its encoded words
+// (=?utf-8?Q?a=0Ab?=), which would otherwise split it in a script's
+// $(…). Each run of them between words becomes one space; tabs stay.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) {
+		return s
+	}
+	var b strings.Builder
+	gap := false
+	for _, r := range s {
+		if breaksLine(r) {
+			gap = true
+			continue
+		}
+		if gap && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		gap = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func breaksLine(r rune) bool {
+	return r != '\t' && unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
 
 func line(w io.Writer, s string) error {
