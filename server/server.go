@@ -631,9 +631,9 @@ func longRequests(next http.Handler, stopping context.Context) http.Handler {
 			rc.SetWriteDeadline(deadline)
 		}
 		if waitsForEvents(r) {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			defer context.AfterFunc(stopping, cancel)()
+			ctx, cancel := context.WithCancelCause(r.Context())
+			defer cancel(nil)
+			defer context.AfterFunc(stopping, func() { cancel(api.ErrStopping) })()
 			r = r.WithContext(ctx)
 		}
 		next.ServeHTTP(w, r)

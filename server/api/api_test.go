@@ -817,3 +817,52 @@ func TestReplay(t *testing.T) {
 		t.Errorf("history has %d deliveries, want 4", len(deliveries))
 	}
 }
+
+// TestWaitGivenUpIsNotARefusal: a client that stops waiting (a `capture
+// wait` that timed out) was refused nothing, so the refusals metric, which
+// operators alert on, does not count it as unavailable.
+func TestWaitGivenUpIsNotARefusal(t *testing.T) {
+	st := storetest.Store(t)
+	boot, err := st.EnsureBootstrap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var refused []string
+	a := api.New(st, api.Config{SMTPHost: "localhost", CaptureBase: "http://127.0.0.1:7781",
+		Logger: slog.New(slog.DiscardHandler), Refused: func(code string) {
+			mu.Lock()
+			refused = append(refused, code)
+			mu.Unlock()
+		}})
+	srv := httptest.NewServer(a)
+	defer st.Close()
+
+	ctx, giveUp := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET",
+			srv.URL+api.Prefix+"/inboxes/"+boot.Inbox.ID+"/messages?to=nobody&wait=30", nil)
+		req.Header.Set("Authorization", "Bearer "+boot.Secret)
+		resp, err := srv.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	for a.ActiveWaits(boot.Project.ID) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the wait ended before it was held: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	giveUp()
+	<-done
+	srv.Close() // returns once every handler has finished, the wait's included
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 0 {
+		t.Errorf("a wait given up by its client was counted as refused: %v", refused)
+	}
+}

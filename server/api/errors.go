@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -40,10 +41,15 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.Warn("API request refused: the database is unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errUnavailable("the database cannot be reached")
 	case r.Context().Err() != nil:
-		// The request's context ends when the client goes away (nobody
-		// reads this) or when serve shuts down: a wait in progress must
-		// then say so, never end as an empty 200.
+		// The request's context ends when serve shuts down, and a wait in
+		// progress must then say so, never end as an empty 200; or when
+		// the client went away (a wait given up), which nobody reads and
+		// no server refused, so it is not counted as a refusal.
 		e = errUnavailable("the server is shutting down")
+		if !errors.Is(context.Cause(r.Context()), ErrStopping) {
+			contract.WriteError(w, e)
+			return
+		}
 	default:
 		a.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errInternal
@@ -58,6 +64,10 @@ func (a *API) writeError(w http.ResponseWriter, e *contract.Error) {
 	}
 	contract.WriteError(w, e)
 }
+
+// ErrStopping is the cause the server cancels a held request's context
+// with when it begins to stop, to tell that from a client gone away.
+var ErrStopping = errors.New("the server is stopping")
 
 var errInternal = &contract.Error{Code: contract.CodeInternal, Message: "internal error"}
 
