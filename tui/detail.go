@@ -546,8 +546,15 @@ func size(n int64) string {
 
 // clean makes captured text safe to print: a sender controls it, and an
 // escape sequence in a subject must not reach the terminal. Control
-// characters become visible, tabs become spaces, \r\n becomes \n.
+// characters become visible, tabs become spaces, \r\n becomes \n, and
+// the rest is drawn as wide as the layout measures it (cellText).
 func clean(s string) string {
+	return cellText(escapeControls(s))
+}
+
+// escapeControls shows control characters as ^X, and C1 controls and
+// invalid bytes as U+FFFD, so that captured text cannot move the cursor.
+func escapeControls(s string) string {
 	ok := true
 	for _, r := range s {
 		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == utf8.RuneError {
