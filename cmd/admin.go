@@ -155,7 +155,7 @@ func newKeyCmd() *cobra.Command {
 				}
 				k, secret, err := st.CreateKey(c.Context(), p.ID)
 				if err != nil {
-					return err
+					return overQuota(err, p, fmt.Sprintf("revoke one first (`capture key list --project %s`, then `capture key revoke KEY_ID`), or ", p.Name))
 				}
 				// The key is printed before it is saved, so that it is not
 				// lost when saving fails.
@@ -314,7 +314,7 @@ func newInboxCmd() *cobra.Command {
 				}
 				in, err := st.CreateInbox(c.Context(), p.ID, name)
 				if err != nil {
-					return refusedValue(err)
+					return overQuota(refusedValue(err), p, "")
 				}
 				cfg, err := addresses(c, st)
 				if err != nil {
@@ -427,7 +427,7 @@ func newEndpointCmd() *cobra.Command {
 				}
 				e, err := st.CreateEndpoint(c.Context(), p.ID, name, target)
 				if err != nil {
-					return refusedValue(err)
+					return overQuota(refusedValue(err), p, "")
 				}
 				cfg, err := addresses(c, st)
 				if err != nil {
@@ -633,6 +633,16 @@ func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
 
 // refusedValue makes a value the store refuses (a name too long, a bad
 // target) the usage error it is: it came from a flag or an argument.
+// overQuota adds to a refusal for want of room in the project's plan what
+// the user can do about it: first (when there is something), or move the
+// project to a plan that holds more.
+func overQuota(err error, p store.Project, first string) error {
+	if !errors.Is(err, store.ErrQuotaExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w; %smove the project to a larger plan (`capture project set-plan %s pro`)", err, first, p.Name)
+}
+
 func refusedValue(err error) error {
 	if errors.Is(err, store.ErrInvalid) {
 		return usageError{err}

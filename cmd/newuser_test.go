@@ -224,7 +224,7 @@ func TestEndpointResponseStatusIsFinal(t *testing.T) {
 func TestSetPlanRefusesWhatDoesNotFit(t *testing.T) {
 	dir := withDatabase(t, t.TempDir())
 	d := "--data-dir=" + dir
-	if r := capture(t, "key", "create", d); r.code != 1 || !strings.Contains(r.stderr, "quota_exceeded: the free plan allows 1 active API key\n") {
+	if r := capture(t, "key", "create", d); r.code != 1 || !strings.Contains(r.stderr, "quota_exceeded: the free plan allows 1 active API key; revoke one first (`capture key list --project default`, then `capture key revoke KEY_ID`), or move the project to a larger plan (`capture project set-plan default pro`)\n") {
 		t.Errorf("second key on free: %+v", r)
 	}
 	if r := capture(t, "project", "set-plan", "default", "pro", d); r.code != 0 {
