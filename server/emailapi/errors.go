@@ -1,6 +1,7 @@
 package emailapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,11 +124,18 @@ func jsonKind(k string) string {
 	return "a number"
 }
 
-// writeJSON sends v with status.
+// writeJSON sends v with status. Like the providers' own answers, it
+// writes < > & as they are: a Mailgun id "<…@domain>" reads as itself to
+// a person with curl or grep, not as \u003c…\u003e.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	b := []byte(`{}`)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+	} else {
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

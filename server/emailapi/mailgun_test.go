@@ -77,6 +77,9 @@ func TestMailgunMultipart(t *testing.T) {
 	r := e.mailgun("api", e.password(), ct, body)
 	m := e.only()
 	wantJSON(t, r, 200, `{"id":"<`+m.ID+`@mg.example.com>","message":"Queued. Thank you."}`)
+	if !bytes.Contains(r.body, []byte(`"id":"<`+m.ID+`@mg.example.com>"`)) {
+		t.Errorf("the id is escaped: %s", r.body)
+	}
 	if m.Subject != "Your order" || m.From.Name != "Äpp" ||
 		!slices.Equal(addresses(m.To), []string{"alice@example.com", "bob@example.com", "erin@example.com"}) ||
 		!slices.Equal(addresses(m.Cc), []string{"carol@example.com"}) ||
