@@ -333,6 +333,7 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 	for _, args := range [][]string{
 		{"wait", "email", "--timeout", "5s"},
 		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+		{"tui"},
 	} {
 		r := capture(t, append(args, "--data-dir", dir)...)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "refused the key in "+saved+" (unknown or revoked)") ||
@@ -344,6 +345,7 @@ func TestRevokeTheSavedKeyAndSaveANewOne(t *testing.T) {
 	for _, args := range [][]string{
 		{"wait", "email", "--timeout", "5s"},
 		{"forward", "--endpoint", "whe_nope", "--to", "localhost:1"},
+		{"tui"},
 	} {
 		r := capture(t, append(args, "--data-dir", dir)...)
 		if r.code != 2 || !strings.Contains(r.stderr, "refused the key in $CAPTURE_KEY (unknown or revoked): set it to an active key") {

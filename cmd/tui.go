@@ -41,8 +41,9 @@ func runTUI(c *cobra.Command, _ []string) error {
 		return err
 	}
 	err = tui.Run(c.Context(), tui.Config{
-		Client: client,
-		Output: c.OutOrStdout(),
+		Client:     client,
+		Output:     c.OutOrStdout(),
+		RefusedKey: refusedKey(c),
 	})
 	var se *tui.StartError
 	if errors.As(err, &se) {

@@ -245,7 +245,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleKey(msg)
 	case meMsg:
 		if msg.err != nil && m.unchecked && m.ctx.Err() == nil && !answersLater(msg.err) {
-			m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), msg.err)}
+			m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), m.cfg.RefusedKey, msg.err)}
 			m.stop()
 			return m, tea.Quit
 		}

@@ -36,6 +36,9 @@ type Config struct {
 	OpenURL func(url string) error
 	// Location is the zone capture times are shown in; nil means local time.
 	Location *time.Location
+	// RefusedKey, if set, is what to say of a key the API refuses: where
+	// it came from and how to get one that works.
+	RefusedKey string
 }
 
 // StartError means the viewer could not start: no usable key, a URL that
@@ -64,7 +67,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// in its status line until the API answers. A refusal is the user's to
 	// fix, now.
 	if err != nil && !answersLater(err) {
-		return &StartError{Err: startProblem(cfg.Client.BaseURL(), err)}
+		return &StartError{Err: startProblem(cfg.Client.BaseURL(), cfg.RefusedKey, err)}
 	}
 	if cfg.Output == nil {
 		cfg.Output = os.Stdout
@@ -105,9 +108,11 @@ func answersLater(err error) bool {
 }
 
 // startProblem says in one line what to fix.
-func startProblem(api string, err error) error {
+func startProblem(api, refusedKey string, err error) error {
 	var ae *contract.Error
 	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && refusedKey != "":
+		return fmt.Errorf("the API at %s refused %s", api, refusedKey)
 	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
 		return fmt.Errorf("the API at %s refused the key: %s (check %s, %s or credentials.json)",
 			api, ae.Message, apiclient.EnvAPIKey, apiclient.EnvKey)
