@@ -207,6 +207,10 @@ func TestWaitEmail(t *testing.T) {
 	s.waitNow(t, "email", "--to", "alice@example.com", "--since", "1m", "--print", "subject", "--timeout", "1ns").
 		expect(t, 0, "Old news\n", "")
 	s.waitNow(t, "email", "--inbox", "nope", "--timeout", "1ms").expect(t, 2, "", `no inbox "nope"`)
+	// An --api that is another listener says so.
+	other := s.CaptureURL[:strings.Index(s.CaptureURL, "/whe_")] + "/api/v1"
+	s.start(t, other, "email", "--timeout", "1s").wait(t).
+		expect(t, 2, "", other+" does not serve the read API (want a URL ending in /api/v1)")
 
 	// The confirmation email arrives while the wait holds: its link is
 	// printed alone. The timeout is beyond one long-poll.

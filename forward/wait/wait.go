@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -257,6 +258,12 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	all, err := apiclient.Retry(ctx, func() ([]T, error) { return apiclient.All(ctx, list) }, nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = ErrTimedOut
+	}
+	var ae *contract.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		// The read API lists inboxes and endpoints at any key: a 404 here
+		// is a URL that is some other listener (the capture URL, say).
+		return zero, fail(ExitUsage, "%s does not serve the read API (want a URL ending in /api/v1): %v", c.Client.BaseURL(), err)
 	}
 	if err != nil {
 		return zero, c.apiFailed(err, "list the "+plural(what))
