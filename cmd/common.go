@@ -268,6 +268,11 @@ func apiClient(c *cobra.Command) (*apiclient.Client, error) {
 	api, _ := c.Flags().GetString("api")
 	dir, _ := c.Flags().GetString("data-dir")
 	creds, err := apiclient.Resolve(api, dir)
+	if errors.Is(err, apiclient.ErrNoKey) && os.Getenv(databaseEnv) != "" {
+		// PostgreSQL mode writes no credentials.json, and refuses --save.
+		err = fmt.Errorf("%w: set %s; with $%s set, serve writes no credentials.json: `capture key create` prints a key",
+			apiclient.ErrNoKey, apiclient.EnvAPIKey, databaseEnv)
+	}
 	if err != nil {
 		return nil, exitError{code: 2, err: err}
 	}

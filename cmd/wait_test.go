@@ -281,6 +281,14 @@ func TestWaitEmail(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "no API key") {
 		t.Errorf("no key: %v, %s", err, out)
 	}
+	// In PostgreSQL mode there is no credentials.json to save a key in.
+	noKey = exec.Command(binary, "wait", "email", "--data-dir", t.TempDir())
+	noKey.Env = append(cleanEnv(), "CAPTURE_DATABASE_URL=postgres://capture@localhost/capture")
+	out, err = noKey.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 ||
+		!strings.Contains(string(out), "no API key: set CAPTURE_API_KEY; with $CAPTURE_DATABASE_URL set, serve writes no credentials.json") {
+		t.Errorf("no key in PostgreSQL mode: %v, %s", err, out)
+	}
 	s.start(t, "http://127.0.0.1:1/api/v1", "email", "--timeout", "5s").wait(t).expect(t, 2, "", "cannot reach the API")
 }
 

@@ -19,6 +19,9 @@ const (
 	EnvKey    = "CAPTURE_KEY"
 )
 
+// ErrNoKey means neither the environment nor credentials.json gave a key.
+var ErrNoKey = errors.New("no API key")
+
 // Resolve finds the API base URL and key the way every client of a local
 // capture does. The key comes from $CAPTURE_API_KEY, else $CAPTURE_KEY,
 // else credentials.json in the data dir; the URL from apiFlag, else
@@ -51,14 +54,14 @@ func Resolve(apiFlag, dataDirFlag string) (datadir.Credentials, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			// serve writes the file on a first start only: once lost,
 			// a new key saved there replaces it.
-			return datadir.Credentials{}, fmt.Errorf("no API key: set %s (or %s), or save one in %s with `capture key create --save` (a first `capture serve` writes it too)",
-				EnvAPIKey, EnvKey, filepath.Join(dir, datadir.CredentialsFile))
+			return datadir.Credentials{}, fmt.Errorf("%w: set %s (or %s), or save one in %s with `capture key create --save` (a first `capture serve` writes it too)",
+				ErrNoKey, EnvAPIKey, EnvKey, filepath.Join(dir, datadir.CredentialsFile))
 		default:
 			return datadir.Credentials{}, err
 		}
 		if c.Key == "" {
-			return datadir.Credentials{}, fmt.Errorf("no API key: set %s (or %s); %s holds none",
-				EnvAPIKey, EnvKey, filepath.Join(dir, datadir.CredentialsFile))
+			return datadir.Credentials{}, fmt.Errorf("%w: set %s (or %s); %s holds none",
+				ErrNoKey, EnvAPIKey, EnvKey, filepath.Join(dir, datadir.CredentialsFile))
 		}
 	}
 	if c.API == "" {
