@@ -254,6 +254,7 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 // well-formed multipart is split first and enmime reads each leaf.
 func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings, split bool) {
 	var root *enmime.Part
+	msg = trimSoftBreaks(msg, hdr)
 	err := checkShape(hdr, msg[hdr.body:])
 	if err == nil {
 		ok := false
