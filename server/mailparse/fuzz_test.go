@@ -214,6 +214,8 @@ var shortcutSeeds = []string{
 	"Subject: html named\r\nContent-Type: text/html; name=page.html\r\n\r\n<p>x</p>\r\n",
 	"Subject: html cid\r\nContent-Type: text/html\r\n\r\n<img src=\"cid:x\"><a href=\"https://e.example/u\">Unsubscribe</a>\r\n",
 	"Subject: qp spaced\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nbad =ZZ end= \r\ntrailing space   \r\nlast=\t",
+	"Subject: =?gb2312?B?1tDOxCCVMoI2?=\r\nContent-Type: text/plain; charset=gb2312\r\n\r\n\xd6\xd0\xce\xc4 \x952\x826 \x80\r\n",
+	"Subject: =?utf-7?Q?Gr+APwA3w-e?= =?iso-8859-1?Q?=80?= =?us-ascii?Q?caf=C3=A9?=\r\nContent-Type: text/plain; charset=utf-7\r\n\r\nGr+APwA3w-e\r\n",
 }
 
 // splitSeeds are multiparts near the edge of what splitMIME accepts.
