@@ -795,6 +795,7 @@ func (f *codeFinder) joined(a, b int, linking bool) bool {
 type gap struct {
 	runes     int  // characters, white space runs counted as one
 	sentence  bool // a sentence ends in it
+	sentences int  // how many
 	paragraph int  // blank lines in it
 	lines     int  // line breaks in it
 }
@@ -821,6 +822,7 @@ func (f *codeFinder) gap(a, b int) gap {
 		case r == ' ' || r == '\t' || r == '\r' || r >= utf8.RuneSelf && unicode.IsSpace(r):
 			if (prev == '.' || prev == '!' || prev == '?') && !space {
 				g.sentence = true
+				g.sentences++
 			}
 			space = true
 		default:
@@ -832,6 +834,7 @@ func (f *codeFinder) gap(a, b int) gap {
 			switch r {
 			case '。', '！', '？':
 				g.sentence = true
+				g.sentences++
 			}
 		}
 		prev = r
@@ -999,6 +1002,12 @@ func (f *codeFinder) proximity(q span, c candidate, isAlone bool) (prox, dist in
 			return 0, g.runes, true
 		case isAlone && g.paragraph <= 1 && g.runes <= 100:
 			return 0, g.runes, true
+		case g.paragraph == 0 && g.lines <= 1 && g.sentences == 1 && g.runes <= 40:
+			// The very next sentence may say what the number was: "Enter
+			// 302918 to continue. This is your authentication code." Only
+			// a cue that names a verification code outright (3) gets a
+			// number through from there, with its usual shape.
+			return -1, g.runes, true
 		}
 	}
 	return 0, 0, false

@@ -47,6 +47,11 @@ func TestFindCodes(t *testing.T) {
 		{name: "subject and body merge", subject: "Your code: 482913", text: "Code: 482913", want: []string{"482913"}},
 		{name: "order number between", text: "Your verification code for order 4821 is 9931.", want: []string{"9931"}},
 		{name: "ranked", text: "Your new code is 664028. The old code 118734 no longer works.", want: []string{"664028", "118734"}},
+		{name: "named in the next sentence", text: "Enter 302918 to continue. This is your authentication code.", want: []string{"302918"}},
+		{name: "next sentence, passcode", text: "Use 482913 to sign in. It is a one-time passcode.", want: []string{"482913"}},
+		// Equally named codes rank by shape: six digits is what a
+		// one-time code most often looks like. Document order breaks ties.
+		{name: "two labelled codes", text: "Ihr Bestätigungscode lautet: 5821\n認証コード：918273", want: []string{"918273", "5821"}},
 
 		{name: "phone", text: "Your code is below. Call us at 1-800-555-0199 or (415) 555-0132."},
 		{name: "order number", text: "Order #48213 has shipped. Order number: 48214."},
@@ -66,6 +71,13 @@ func TestFindCodes(t *testing.T) {
 		{name: "letters only", text: "Your code: ABCDEF"},
 		{name: "minutes", text: "The code is valid for 1440 minutes."},
 		{name: "unequal groups", text: "Your code: 555-0132"},
+		{name: "next sentence, weak cue", text: "Enter 302918 to continue. This is your code."},
+		{name: "next sentence, order number", text: "Your order 302918 has shipped. Your verification code is below."},
+		{name: "next sentence, phone", text: "Call 4155550132 today. We will ask for your security code."},
+		{name: "next sentence, date", text: "See you on 2024-05-14. Bring your verification code."},
+		{name: "next sentence, labelling", text: "Ref 302918 is attached. Verification code: 5521", want: []string{"5521"}},
+		{name: "two sentences on", text: "Enter 302918 to continue. Thanks. This is your authentication code."},
+		{name: "next paragraph", text: "Enter 302918 to continue.\n\nThis is your authentication code."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/net/html/charset"
-	"golang.org/x/text/encoding/charmap"
 )
 
 // field is one unfolded header line of the top-level header section.
@@ -145,8 +142,9 @@ func validHeaderName(name []byte) bool {
 	return true
 }
 
-// headerDecoder decodes RFC 2047 words with any charset the WHATWG encoding
-// list knows (it covers ISO-8859-x, Windows-125x, KOI8, CJK encodings).
+// headerDecoder decodes RFC 2047 words with any charset lookupCharset
+// knows (ISO-8859-x, Windows-125x, KOI8, CJK encodings, UTF-7), so that a
+// word reads as a body in the same charset does.
 type headerDecoder struct {
 	wd       mime.WordDecoder
 	w        *warnings
@@ -163,8 +161,17 @@ func (d *headerDecoder) decoder() *mime.WordDecoder {
 }
 
 func (d *headerDecoder) charsetReader(label string, r io.Reader) (io.Reader, error) {
-	enc, _ := charset.Lookup(label)
-	if enc == nil {
+	if l := strings.ToLower(strings.TrimSpace(label)); l == "ascii" || l == "us-ascii" {
+		// As for bodies: senders state US-ASCII and send UTF-8; other
+		// 8-bit bytes are Windows-1252, which the standard makes of it.
+		b, err := io.ReadAll(r)
+		if err != nil || utf8.Valid(b) {
+			return bytes.NewReader(b), err
+		}
+		return bytes.NewReader(windows1252(b)), nil
+	}
+	enc, _, ok := lookupCharset(label)
+	if !ok {
 		// Keeping the bytes beats dropping the header; invalid UTF-8 is
 		// replaced afterwards.
 		d.unknown = label
@@ -181,8 +188,35 @@ func (d *headerDecoder) text(name string, v []byte) string {
 		return string(v)
 	}
 	d.w.addf("header %s has 8-bit bytes that are not UTF-8; read as windows-1252", quoteShort(name))
-	out, _ := charmap.Windows1252.NewDecoder().Bytes(v)
-	return string(out)
+	return string(windows1252(v))
+}
+
+// ownCharsets renames, in the encoded words of s, the two charsets that
+// mime.WordDecoder decodes without asking charsetReader (its ISO-8859-1 is
+// Latin-1, with C1 controls where senders meant “ and €; its US-ASCII
+// turns every 8-bit byte into U+FFFD) to labels of theirs that it passes
+// on, so that a word reads as a body in its charset does.
+func ownCharsets(s string) string {
+	var sb strings.Builder
+	for rest := s; ; {
+		i := strings.Index(rest, "=?")
+		if i < 0 {
+			if sb.Len() == 0 {
+				return s
+			}
+			sb.WriteString(rest)
+			return sb.String()
+		}
+		sb.WriteString(rest[:i+2])
+		rest = rest[i+2:]
+		for _, r := range [...]struct{ from, to string }{{"iso-8859-1?", "latin1?"}, {"us-ascii?", "ascii?"}} {
+			if len(rest) >= len(r.from) && strings.EqualFold(rest[:len(r.from)], r.from) {
+				sb.WriteString(r.to)
+				rest = rest[len(r.from):]
+				break
+			}
+		}
+	}
 }
 
 // words decodes RFC 2047 encoded words in s.
@@ -191,7 +225,7 @@ func (d *headerDecoder) words(name, s string) string {
 		return s
 	}
 	d.unknown = ""
-	out, err := d.decoder().DecodeHeader(s)
+	out, err := d.decoder().DecodeHeader(ownCharsets(s))
 	if err != nil {
 		d.w.addf("header %s: encoded words not decoded: %v", quoteShort(name), err)
 		return s

@@ -23,7 +23,6 @@ import (
 	"github.com/jhillyerd/enmime/v2"
 	"github.com/jhillyerd/enmime/v2/mediatype"
 	"golang.org/x/net/html/charset"
-	"golang.org/x/text/encoding/charmap"
 )
 
 // Address is a mailbox from an address header.
@@ -100,7 +99,10 @@ var parser = enmime.NewParser(
 )
 
 // parseMediaType declares UTF-8 where enmime would otherwise guess, and
-// reads ISO-8859-1 as Windows-1252.
+// names every other charset by lookupCharset's canonical name, so that
+// enmime decodes a body with the decoder a browser would pick for its
+// label (ISO-8859-1 as Windows-1252, GB2312 as GB18030) and the one
+// header words in that charset get.
 //
 // A body without a charset (or with us-ascii, which lazy senders state while
 // sending UTF-8) is passed through as bytes; Parse then keeps it if it is
@@ -125,10 +127,13 @@ func parseMediaType(ctype string) (string, map[string]string, []string, error) {
 		case cs == "" || cs == "us-ascii" || cs == "ascii" ||
 			(mtype != "text/plain" && mtype != "text/html"):
 			params["charset"] = "utf-8"
-		case cs == "iso-8859-1" || cs == "iso8859-1" || cs == "latin1":
-			// As browsers do (WHATWG Encoding): senders that say Latin-1
-			// mean Windows-1252 when they use 0x80-0x9F (the euro sign).
-			params["charset"] = "windows-1252"
+		default:
+			// The replacement encoding (iso-2022-kr, hz-gb-2312…) turns a
+			// whole body into one U+FFFD; enmime's warning about an unknown
+			// charset and the bytes as sent say more.
+			if _, name, ok := lookupCharset(cs); ok && name != "replacement" {
+				params["charset"] = name
+			}
 		}
 	}
 	mediaTypes.put(ctype, mediaType{mtype, params, invalid})
@@ -254,6 +259,7 @@ func parse(raw []byte, shortcut bool) (m *Message) {
 // well-formed multipart is split first and enmime reads each leaf.
 func (b *bodies) readMIME(msg []byte, hdr headerSection, w *warnings, split bool) {
 	var root *enmime.Part
+	msg = trimSoftBreaks(msg, hdr)
 	err := checkShape(hdr, msg[hdr.body:])
 	if err == nil {
 		ok := false
@@ -443,7 +449,7 @@ func (b *bodies) fallback(body []byte) {
 		return
 	}
 	if !utf8.Valid(body) {
-		body, _ = charmap.Windows1252.NewDecoder().Bytes(body)
+		body = windows1252(body)
 	}
 	b.text = joinBody(b.text, body)
 	b.hasText = true
@@ -508,8 +514,7 @@ func bodyText(p *enmime.Part, isHTML bool, w *warnings) []byte {
 			}
 		}
 		w.addf("part %s: text without charset is not UTF-8; read as windows-1252", p.PartID)
-		out, _ := charmap.Windows1252.NewDecoder().Bytes(c)
-		return out
+		return windows1252(c)
 	}
 	w.addf("part %s: body is not valid %s; bad bytes replaced", p.PartID, quoteShort(declared))
 	return bytes.ToValidUTF8(c, []byte("\uFFFD"))

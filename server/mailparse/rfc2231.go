@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/net/html/charset"
 )
 
 // extendedParam decodes the RFC 2231 parameter name (filename, name) of a
@@ -82,8 +80,8 @@ func extendedParam(value, name string) (string, bool) {
 	if label == "" {
 		return string(raw), true
 	}
-	enc, _ := charset.Lookup(label)
-	if enc == nil {
+	enc, _, ok := lookupCharset(label)
+	if !ok {
 		return "", false
 	}
 	out, err := enc.NewDecoder().Bytes(raw)

@@ -77,11 +77,33 @@ func (sp *splitter) parts(parent *enmime.Part, body []byte, depth int) bool {
 	if depth > maxMIMEDepth {
 		return false
 	}
-	delim := []byte("--" + parent.Boundary)
+	spans, ok := delimit(body, parent.Boundary)
+	if !ok {
+		return false
+	}
+	for i, s := range spans {
+		if sp.count++; sp.count > maxMIMEParts {
+			return false
+		}
+		id := strconv.Itoa(i + 1)
+		if depth > 1 {
+			id = parent.PartID + "." + id
+		}
+		if !sp.part(parent, body[s.start:s.end], id, depth) {
+			return false
+		}
+	}
+	return true
+}
+
+// delimit finds the parts of a multipart body the way enmime's boundary
+// reader would, declining (ok false) wherever the two could differ.
+func delimit(body []byte, boundary string) (spans []span, ok bool) {
+	delim := []byte("--" + boundary)
 	// Every '\r' must start a line break: enmime's boundary reader skips
 	// the byte after a CR when it looks for a delimiter.
 	if bytes.Count(body, []byte("\r")) != bytes.Count(body, []byte("\r\n")) {
-		return false
+		return nil, false
 	}
 	// Delimiter lines, with where each starts and where the line ends.
 	type mark struct{ start, next int }
@@ -96,12 +118,12 @@ func (sp *splitter) parts(parent *enmime.Part, body []byte, depth int) bool {
 		switch {
 		case bytes.Equal(line, delim):
 			if closed || next == len(body) && !bytes.HasSuffix(body, []byte("\n")) {
-				return false
+				return nil, false
 			}
 			marks = append(marks, mark{pos, next})
 		case len(line) == len(delim)+2 && bytes.HasPrefix(line, delim) && bytes.HasSuffix(line, []byte("--")):
 			if closed {
-				return false
+				return nil, false
 			}
 			closed = true
 			marks = append(marks, mark{pos, next})
@@ -111,30 +133,22 @@ func (sp *splitter) parts(parent *enmime.Part, body []byte, depth int) bool {
 	// The boundary may appear nowhere else: enmime would take it for a
 	// delimiter in the middle of a line too.
 	if !closed || len(marks) < 2 || bytes.Count(body, delim) != len(marks) {
-		return false
+		return nil, false
 	}
+	spans = make([]span, 0, len(marks)-1)
 	for i := 0; i+1 < len(marks); i++ {
 		start, end := marks[i].next, marks[i+1].start
 		if end <= start {
-			return false // an empty part: enmime reports it
+			return nil, false // an empty part: enmime reports it
 		}
 		// The line break before the next delimiter belongs to it.
 		end--
 		if end > start && body[end-1] == '\r' {
 			end--
 		}
-		if sp.count++; sp.count > maxMIMEParts {
-			return false
-		}
-		id := strconv.Itoa(i + 1)
-		if depth > 1 {
-			id = parent.PartID + "." + id
-		}
-		if !sp.part(parent, body[start:end], id, depth) {
-			return false
-		}
+		spans = append(spans, span{start, end})
 	}
-	return true
+	return spans, true
 }
 
 // part reads one part: a nested multipart is split in turn, a leaf is read
