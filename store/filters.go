@@ -100,7 +100,6 @@ func pathKey(p string) string {
 	return b.String()
 }
 
-
 func isPrintableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] >= 0x7f {
