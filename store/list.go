@@ -205,8 +205,3 @@ func pageRows[T any](ctx context.Context, s *Store, q string, args []any, window
 	}
 	return items, ids, read, rows.Err()
 }
-
-// likeNeedle lower-cases a substring filter for instr() over the
-// pre-lowered search columns, which keeps the match case-insensitive for
-// every script, not only ASCII as LIKE is.
-func likeNeedle(s string) string { return strings.ToLower(s) }

@@ -70,18 +70,11 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	warningsJSON, _ := json.Marshal(warnings)
 
 	var fromName, fromAddr any
-	searchFrom := []string{m.EnvelopeFrom}
 	if m.From != nil {
 		fromName, fromAddr = nullString(m.From.Name), m.From.Address
-		searchFrom = append(searchFrom, m.From.Name, m.From.Address)
 	}
-	searchTo := append([]string{}, m.EnvelopeTo...)
-	for _, a := range m.To {
-		searchTo = append(searchTo, a.Address)
-	}
-	for _, a := range m.Cc {
-		searchTo = append(searchTo, a.Address)
-	}
+	searchFrom, searchTo := messageFilterFrom(m.EnvelopeFrom, m.From), messageFilterTo(m.EnvelopeTo, m.To, m.Cc)
+	searchSubject := foldText(m.Subject)
 	var date any
 	if m.Date != nil {
 		date = ms(*m.Date)
@@ -128,8 +121,7 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 		args := []any{id, m.InboxID, ms(m.ReceivedAt), m.EnvelopeFrom, fromName, fromAddr,
 			m.Subject, date, nullString(m.MessageID), len(m.Raw), len(m.Attachments), m.Snippet, string(warningsJSON),
-			strings.ToLower(strings.Join(searchFrom, "\n")), strings.ToLower(strings.Join(searchTo, "\n")),
-			strings.ToLower(m.Subject), string(rcpts), string(codes), m.LinksTruncated, content}
+			searchFrom, searchTo, searchSubject, string(rcpts), string(codes), m.LinksTruncated, content}
 		// The index row and the attachments refer to the message by its
 		// seq.
 		seq, err := t.b.insertSeq(t, insert, args...)
@@ -275,17 +267,19 @@ func scanMessageSummary(r interface{ Scan(...any) error }, base *row, rcpts *sto
 // Messages pages through an inbox's messages, newest first, filtered.
 func (s *Store) Messages(ctx context.Context, inboxID string, f MessageFilter, p Page) (List[MessageSummary], error) {
 	k := keyset{table: "messages", ownerCol: "inbox_id", owner: inboxID, columns: messageSummaryCols}
+	// The search columns are folded (filters.go), and so is each filter:
+	// substrings, case- and accent-insensitive as q= is.
 	if f.To != "" {
 		k.where = append(k.where, "instr(messages.search_to, ?) > 0")
-		k.whereArgs = append(k.whereArgs, likeNeedle(f.To))
+		k.whereArgs = append(k.whereArgs, foldText(f.To))
 	}
 	if f.From != "" {
 		k.where = append(k.where, "instr(messages.search_from, ?) > 0")
-		k.whereArgs = append(k.whereArgs, likeNeedle(f.From))
+		k.whereArgs = append(k.whereArgs, foldText(f.From))
 	}
 	if f.Subject != "" {
 		k.where = append(k.where, "instr(messages.search_subject, ?) > 0")
-		k.whereArgs = append(k.whereArgs, likeNeedle(f.Subject))
+		k.whereArgs = append(k.whereArgs, foldText(f.Subject))
 	}
 	if !f.Since.IsZero() {
 		k.where = append(k.where, "messages.received_at > ?")

@@ -341,8 +341,8 @@ func TestMigrateDatabasesOfEarlierNumbering(t *testing.T) {
 			}
 			var version int
 			s.rdb.QueryRow(`SELECT version FROM schema_version`).Scan(&version)
-			if version != 9 {
-				t.Errorf("schema version %d after the migration, want 9", version)
+			if version != 10 {
+				t.Errorf("schema version %d after the migration, want 10", version)
 			}
 		})
 	}

@@ -169,6 +169,13 @@ func lockKey(name string) int64 {
 	return int64(h.Sum64())
 }
 
+// postgresSteps are the parts of migrations that Go computes, run in the
+// migration's transaction after its SQL: SQLite's migrations call Go
+// through SQL functions, which PostgreSQL cannot.
+var postgresSteps = map[int]func(context.Context, *sql.Tx) error{
+	2: refoldPostgres,
+}
+
 // migratePostgres applies the migrations under an advisory lock: replicas
 // starting at the same moment take turns, and the later ones find the
 // schema up to date.
@@ -218,6 +225,12 @@ func migratePostgres(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, m.body); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if step := postgresSteps[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate %s: %w", m.name, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = $1`, m.version); err != nil {
 			tx.Rollback()

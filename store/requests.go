@@ -35,7 +35,10 @@ func newRequestRow(r *NewRequest) (string, *requestRow) {
 	content := pack(bytesSection(appendHeaders(nil, r.Headers)), bytesSection(body))
 	row := &requestRow{endpointID: r.EndpointID, args: []any{nil, id, r.EndpointID, ms(r.ReceivedAt), r.Method, path, r.Query,
 		nullString(r.ContentType), len(body), r.RemoteAddr, content},
-		tokens: requestTokens(path, r.Query, r.Headers, body)}
+		tokens: requestTokens(path, r.Query, r.Headers, body), pathKey: pathKey(path)}
+	if row.pathKey == path {
+		row.pathKey = "" // nearly every path: no key row
+	}
 	return id, row
 }
 
@@ -55,6 +58,7 @@ type requestRow struct {
 	endpointID string
 	args       []any  // seq, left for the writer to set, then requestColumns
 	tokens     string // searchTokens
+	pathKey    string // pathKey, when it is not the path itself
 }
 
 // insertRequests inserts a batch's captured requests and indexes them
@@ -79,6 +83,17 @@ func (t *wtx) insertRequests(rows []*requestRow) error {
 	}
 	if err := t.insertRows("requests", "seq, "+requestColumns, values); err != nil {
 		return err
+	}
+	var keys [][]any
+	for i, r := range rows {
+		if r.pathKey != "" {
+			keys = append(keys, []any{seqs[i], r.pathKey})
+		}
+	}
+	if len(keys) > 0 {
+		if err := t.insertRows("request_path_keys", "seq, path_key", keys); err != nil {
+			return err
+		}
 	}
 	return t.insertRows(t.b.indexTable("requests_search"), "seq, tokens", index)
 }
@@ -152,10 +167,16 @@ func (s *Store) Requests(ctx context.Context, endpointID string, f RequestFilter
 		k.whereArgs = append(k.whereArgs, f.Method)
 	}
 	if f.PathPrefix != "" {
-		// substr and length both count characters, so the prefix test holds
+		// A prefix of the path as received, or of its key (filters.go),
+		// which reads every spelling of an escape alike: "/ci/İstanbul"
+		// finds "/ci/%C4%B0stanbul". A path without a key row is its own
+		// key. substr and length both count characters, so the test holds
 		// for any UTF-8 path; it also avoids LIKE's wildcards in paths.
-		k.where = append(k.where, "substr(requests.path, 1, length(CAST(? AS TEXT))) = ?")
-		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix)
+		k.where = append(k.where, `(substr(requests.path, 1, length(CAST(? AS TEXT))) = ?
+			OR substr(coalesce((SELECT pk.path_key FROM request_path_keys pk WHERE pk.seq = requests.seq), requests.path),
+				1, length(CAST(? AS TEXT))) = ?)`)
+		key := pathKey(f.PathPrefix)
+		k.whereArgs = append(k.whereArgs, f.PathPrefix, f.PathPrefix, key, key)
 	}
 	if !f.Since.IsZero() {
 		k.where = append(k.where, "requests.received_at > ?")

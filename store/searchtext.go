@@ -74,47 +74,76 @@ func eachToken[T string | []byte](s T, buf *tokenBuf, fn func(tok []byte, hash u
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-		if f, ok := letterFold[r]; ok {
-			i += n
-			for _, fr := range f {
+		foldRune(r, string(s[i:i+n]), func(fr rune, word bool) {
+			if word {
 				tok, hash = appendFolded(tok, hash, fr)
+			} else if len(tok) > 0 {
+				end()
 			}
-			continue
-		}
-		d := norm.NFKD.PropertiesString(string(s[i : i+n])).Decomposition()
+		})
 		i += n
-		if d == nil {
-			switch {
-			case unicode.Is(unicode.Mn, r):
-				// A combining mark joins the token without being indexed.
-			case isTokenRune(r):
-				tok, hash = appendFolded(tok, hash, r)
-			case len(tok) > 0:
-				end()
-			}
-			continue
-		}
-		// A decomposed character is part of a token when anything of it
-		// is: "é" is "e" plus a mark, "½" is "1⁄2", NBSP is a space.
-		part := false
-		for _, dr := range string(d) {
-			switch {
-			case unicode.Is(unicode.Mn, dr):
-				part = true
-			case isTokenRune(dr):
-				tok, hash = appendFolded(tok, hash, dr)
-				part = true
-			case len(tok) > 0:
-				end()
-			}
-		}
-		if !part && len(tok) > 0 {
-			end()
-		}
 	}
 	if len(tok) > 0 {
 		end()
 	}
+}
+
+// foldRune is how search reads r, a character outside ASCII spelled c:
+// fn gets each character of its folded form in lower case, with whether
+// it belongs to a word (a letter, digit or spacing mark) or separates
+// words. Compatibility forms are decomposed ("½" is "1⁄2", NBSP a space)
+// and combining marks dropped, so "é" in NFC and in NFD are both "e" and
+// "İ" is "i"; letterFold spells the rest.
+func foldRune(r rune, c string, fn func(r rune, word bool)) {
+	if f, ok := letterFold[r]; ok {
+		for _, fr := range f {
+			fn(fr, true)
+		}
+		return
+	}
+	d := norm.NFKD.PropertiesString(c).Decomposition()
+	if d == nil {
+		foldPart(r, fn)
+		return
+	}
+	for _, dr := range string(d) {
+		foldPart(dr, fn)
+	}
+}
+
+// foldPart is foldRune for a character that does not decompose further.
+func foldPart(r rune, fn func(r rune, word bool)) {
+	switch {
+	case unicode.Is(unicode.Mn, r):
+		// A combining mark joins its word without being part of it.
+	case isTokenRune(r):
+		fn(unicode.ToLower(r), true)
+	default:
+		fn(r, false)
+	}
+}
+
+// foldText is s folded as search folds words (foldRune), everything that
+// separates words kept as it is: what the message filters compare. It
+// keeps punctuation, unlike normalizeText, because a filter is a
+// substring ("@example.com", "Re: [ci]"), not a list of words.
+func foldText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if f := asciiFold[c]; f != 0 {
+				c = f
+			}
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		foldRune(r, s[i:i+n], func(fr rune, _ bool) { b.WriteRune(fr) })
+		i += n
+	}
+	return b.String()
 }
 
 // letterFold spells the letters that readers take for a base letter with
@@ -146,11 +175,10 @@ var asciiFold = func() (t [utf8.RuneSelf]byte) {
 	return t
 }()
 
-// appendFolded adds r in lower case, and to the token's hash, unless the
-// token is already maxTokenBytes long: the rest of a longer token is not
-// indexed.
+// appendFolded adds r, folded already, to the token and its hash, unless
+// the token is already maxTokenBytes long: the rest of a longer token is
+// not indexed.
 func appendFolded(tok []byte, hash uint64, r rune) ([]byte, uint64) {
-	r = unicode.ToLower(r)
 	if len(tok)+utf8.RuneLen(r) > maxTokenBytes {
 		return tok, hash
 	}
