@@ -214,4 +214,3 @@ func TestInlinePartsServedAsImagesOnly(t *testing.T) {
 		t.Errorf("one part's signature opened another: %d", resp.StatusCode)
 	}
 }
-

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/inbucket/html2text"
+
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
 )
@@ -36,10 +38,14 @@ type messageView struct {
 	ImagesLoaded           bool
 	Text                   string
 	HasText                bool
-	Source                 string
-	SourceTruncated        bool
-	Headers                []fieldRow
-	Links                  []linkRow
+	// TextFromHTML says Text is the HTML part made readable, the message
+	// having no text part; TextCut that it is of the HTML's first
+	// maxSourceShown bytes only.
+	TextFromHTML, TextCut bool
+	Source                string
+	SourceTruncated       bool
+	Headers               []fieldRow
+	Links                 []linkRow
 	// LinkKinds filter the Links tab by kind; LinksKept is how many links
 	// the message keeps, LinksTruncated that it had more.
 	LinkKinds      []kindLink
@@ -104,7 +110,7 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 	base := messageURL(pid, m.ID)
 	v := messageView{
 		ID: m.ID, Subject: m.Subject, To: addressList(m.To), Cc: addressList(m.Cc), ReplyTo: addressList(m.ReplyTo),
-		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: m.EnvelopeFrom, EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
+		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: envelopeSender(m.EnvelopeFrom), EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
 		Received: timeOf(m.ReceivedAt), InboxID: in.ID, InboxURL: inboxURL(pid, in.ID), InboxName: in.Name,
 		DeleteURL: base + "/delete", RawURL: base + "/raw", Warnings: m.Warnings,
 	}
@@ -160,8 +166,12 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		}
 		v.LoadImagesURL = base
 	case "text":
-		if m.Text != nil {
+		switch {
+		case m.Text != nil:
 			v.Text, v.HasText = *m.Text, true
+		case m.HTML != nil:
+			v.Text, v.TextCut = textOfHTML(*m.HTML)
+			v.HasText, v.TextFromHTML = true, true
 		}
 	case "source":
 		raw, err := h.store.MessageRaw(r.Context(), pid, m.ID)
@@ -222,6 +232,32 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 
 	h.show(w, r, pc.session, pc, http.StatusOK, page{template: "message", title: subjectOrNone(m.Subject),
 		section: "captures", current: in.ID, view: v})
+}
+
+// envelopeSender is the SMTP MAIL FROM as the page shows it: the null
+// sender of a bounce written "<>", as mail servers write it.
+func envelopeSender(from string) string {
+	if from == "" {
+		return "<>"
+	}
+	return from
+}
+
+// textOfHTML is an HTML body made readable, as the terminal interface
+// shows a message without a text part, converted from its first
+// maxSourceShown bytes only (cut reports it), which bounds the memory
+// the conversion takes.
+func textOfHTML(doc string) (text string, cut bool) {
+	if len(doc) > maxSourceShown {
+		b, _ := bytesPreview([]byte(doc[:maxSourceShown+utf8.UTFMax]), maxSourceShown)
+		doc, cut = string(b), true
+	}
+	text, err := html2text.FromString(doc, html2text.Options{OmitLinks: true})
+	if err != nil {
+		// The parser reads any input; only its reader can fail.
+		return "", cut
+	}
+	return strings.TrimSpace(text), cut
 }
 
 // linkCount is the Links tab's count: "1000+" when the message had more
