@@ -234,7 +234,8 @@ func addressesOf(as []storedAddress) []Address {
 }
 
 const messageSummaryCols = `messages.inbox_id, messages.received_at, messages.from_name, messages.from_address,
-	messages.subject, messages.size, messages.attachment_count, messages.snippet, messages.recipients`
+	messages.subject, messages.size, messages.attachment_count, messages.snippet, messages.recipients,
+	messages.envelope_from`
 
 // scanMessageSummary scans messageSummaryCols (after seq and id) and then
 // extra; rcpts, when not nil, receives every recipient of the message.
@@ -244,7 +245,7 @@ func scanMessageSummary(r interface{ Scan(...any) error }, base *row, rcpts *sto
 	var fromName, fromAddr sql.NullString
 	var recipients string
 	dest := append([]any{&base.seq, &base.id, &m.InboxID, &received, &fromName, &fromAddr,
-		&m.Subject, &m.Size, &m.AttachmentCount, &m.Snippet, &recipients}, extra...)
+		&m.Subject, &m.Size, &m.AttachmentCount, &m.Snippet, &recipients, &m.EnvelopeFrom}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return MessageSummary{}, err
 	}

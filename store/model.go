@@ -187,20 +187,22 @@ type MessageSummary struct {
 	Size            int64
 	AttachmentCount int
 	Snippet         string
+	// EnvelopeFrom is the SMTP MAIL FROM, "" for the null sender; lists
+	// show it when the message has no From.
+	EnvelopeFrom string
 }
 
 type Message struct {
 	MessageSummary
-	EnvelopeFrom string
-	EnvelopeTo   []string
-	ReplyTo      []Address
-	Date         *time.Time
-	MessageID    string
-	Headers      []Header
-	Text, HTML   *string
-	Links        []Link
-	Attachments  []Attachment
-	Warnings     []string
+	EnvelopeTo  []string
+	ReplyTo     []Address
+	Date        *time.Time
+	MessageID   string
+	Headers     []Header
+	Text, HTML  *string
+	Links       []Link
+	Attachments []Attachment
+	Warnings    []string
 
 	LinksTruncated bool
 	Codes          []Code

@@ -252,7 +252,7 @@ const (
 // from it, its large parts to be read.
 func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (MessageDetail, error) {
 	var base row
-	var envFrom, warnings string
+	var warnings string
 	var date sql.NullInt64
 	var msgID sql.NullString
 	var rcpts storedRecipients
@@ -261,11 +261,11 @@ func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (Messag
 	var head []byte
 	var packSize int64
 	summary, err := scanMessageSummary(s.queryRow(ctx, `SELECT messages.seq, messages.id, `+messageSummaryCols+`,
-		messages.envelope_from, messages.date, messages.message_id, messages.codes, messages.links_truncated,
+		messages.date, messages.message_id, messages.codes, messages.links_truncated,
 		messages.warnings, `+packColumns("messages.content")+`
 		FROM messages JOIN inboxes ON inboxes.id = messages.inbox_id
 		WHERE messages.id = ? AND inboxes.project_id = ?`, id, projectID),
-		&base, &rcpts, &envFrom, &date, &msgID, &codes, &truncated, &warnings, &head, &packSize)
+		&base, &rcpts, &date, &msgID, &codes, &truncated, &warnings, &head, &packSize)
 	if errors.Is(err, sql.ErrNoRows) {
 		return MessageDetail{}, fmt.Errorf("%w: no message %q", ErrNotFound, id)
 	}
@@ -278,7 +278,6 @@ func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (Messag
 		return MessageDetail{}, err
 	}
 	m := Message{MessageSummary: summary}
-	m.EnvelopeFrom = envFrom
 	m.EnvelopeTo, m.ReplyTo = rcpts.Envelope, addressesOf(rcpts.ReplyTo)
 	if m.EnvelopeTo == nil {
 		m.EnvelopeTo = []string{}

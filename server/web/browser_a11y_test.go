@@ -298,7 +298,8 @@ func TestBrowserAccessibleNames(t *testing.T) {
 		t.Error("the HTML tab of a text-only message offers a frame or images")
 	}
 
-	// A message with only an HTML part says so in its Text tab.
+	// A message with only an HTML part shows the HTML's text in its Text
+	// tab, saying so.
 	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"},
 		"From: a@example.com\nTo: b@example.com\nSubject: HTML only\nMIME-Version: 1.0\nContent-Type: text/html\n\n<p>Hi</p>\n")
 	b.open(inbox)
@@ -307,7 +308,7 @@ func TestBrowserAccessibleNames(t *testing.T) {
 		t.Errorf("an HTML message opens at %q, want tab-html", got)
 	}
 	b.clickAndLoad("tab", "Text")
-	if got := run(b, textOf("[role=tabpanel]")); got != "This message has no text part." {
+	if got := run(b, textOf("[role=tabpanel]")); got != "This message has no text part: this is the text of its HTML part.\n\nHi" {
 		t.Errorf("the Text tab of an HTML-only message shows %q", got)
 	}
 	b.checkClean()

@@ -143,23 +143,29 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 
 // An image the message carries itself (a cid: reference to a part of
 // it, as a logo in a multipart/related body) shows at once, before "Load
-// images", which is for images from elsewhere.
+// images", which is for images from elsewhere: also when it is
+// referenced many times, when its part is labelled
+// application/octet-stream, and when the reference keeps the
+// Content-ID's angle brackets.
 func TestBrowserInlineImage(t *testing.T) {
 	e := start(t)
+	probe, hits := imageProbe(t)
 	b := newBrowser(t, e, desktop)
 	b.signIn()
-	var logo bytes.Buffer
-	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
-	img.Set(1, 1, color.RGBA{R: 255, A: 255})
-	if err := png.Encode(&logo, img); err != nil {
-		t.Fatal(err)
-	}
+	logo, signature := pngOf(t, 3, 2), pngOf(t, 5, 1)
 	raw := "From: Shop <shop@example.com>\nTo: alice@example.com\nSubject: With a logo\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/related; boundary=R\n\n--R\nContent-Type: text/html; charset=utf-8\n\n" +
 		`<!doctype html><p><img id="logo" src="cid:logo.1@shop.example" alt="Shop">` +
-		`<img id="dark" src="cid:logo.1@shop.example-dark" alt="Shop, dark"></p>` +
+		`<img id="dark" src="cid:logo.1@shop.example-dark" alt="Shop, dark">` +
+		`<img id="angle" src="cid:%3Clogo.1@shop.example%3E" alt="Shop, in brackets">` +
+		`<img id="sig" src="cid:sig@shop.example" alt="Signature">` +
+		`<img id="remote" src="` + probe + `/pixel.gif" alt="pixel"></p>` +
+		`<p class="many">` + strings.Repeat(`<img src="cid:logo.1@shop.example" alt="">`, 150) + `</p>` +
 		"\n--R\nContent-Type: image/png\nContent-ID: <logo.1@shop.example>\nContent-Disposition: inline; filename=logo.png\n" +
-		"Content-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(logo.Bytes()) + "\n--R--\n"
+		"Content-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(logo) +
+		"\n--R\nContent-Type: application/octet-stream; name=\"signature.png\"\nContent-ID: <sig@shop.example>\n" +
+		"Content-Disposition: inline; filename=\"signature.png\"\n" +
+		"Content-Transfer-Encoding: base64\n\n" + base64.StdEncoding.EncodeToString(signature) + "\n--R--\n"
 	e.sendMail(t, e.boot.Inbox, "shop@example.com", []string{"alice@example.com"}, raw)
 	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
 	if err != nil || len(list.Items) != 1 {
@@ -169,19 +175,41 @@ func TestBrowserInlineImage(t *testing.T) {
 	if !b.has("button", "Load images") {
 		t.Fatal("no Load images button: remote images are not blocked")
 	}
-	// A data: image decodes at once, but not synchronously.
-	width := ""
-	for deadline := time.Now().Add(stepTimeout); width != "3" && time.Now().Before(deadline); {
-		width = b.frameEval(`document.getElementById("logo")?.naturalWidth`)
+	// Images load at once, but not synchronously.
+	const widths = `[...document.querySelectorAll("#logo, #angle, #sig, .many img")].map(i => i.naturalWidth).join(" ")`
+	want := "3 3 5" + strings.Repeat(" 3", 150)
+	got := ""
+	for deadline := time.Now().Add(stepTimeout); got != want && time.Now().Before(deadline); {
+		got = b.frameEval(widths)
 	}
-	if width != "3" {
-		t.Errorf("inline image width in the frame: %q, want 3", width)
+	if got != want {
+		t.Errorf("inline image widths in the frame:\n%s\nwant\n%s", got, want)
 	}
 	// A reference that only begins like the part's is another one.
 	if src := b.frameEval(`document.getElementById("dark").getAttribute("src")`); src != "cid:logo.1@shop.example-dark" {
 		t.Errorf("a reference to no part became %.40q", src)
 	}
+	shoot(t, b, screenshotDir(t), "inline", "html")
+	select {
+	case p := <-hits:
+		t.Fatalf("remote image %s loaded with the inline ones, before Load images", p)
+	default:
+	}
 	b.checkClean()
+}
+
+// pngOf is a w×h PNG.
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		img.Set(x, 0, color.RGBA{R: 255, A: 255})
+	}
+	if err := png.Encode(&out, img); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

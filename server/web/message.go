@@ -2,7 +2,8 @@ package web
 
 import (
 	"bytes"
-	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"mime"
 	"net/http"
@@ -12,7 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/inbucket/html2text"
 
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/store"
@@ -34,10 +38,14 @@ type messageView struct {
 	ImagesLoaded           bool
 	Text                   string
 	HasText                bool
-	Source                 string
-	SourceTruncated        bool
-	Headers                []fieldRow
-	Links                  []linkRow
+	// TextFromHTML says Text is the HTML part made readable, the message
+	// having no text part; TextCut that it is of the HTML's first
+	// maxSourceShown bytes only.
+	TextFromHTML, TextCut bool
+	Source                string
+	SourceTruncated       bool
+	Headers               []fieldRow
+	Links                 []linkRow
 	// LinkKinds filter the Links tab by kind; LinksKept is how many links
 	// the message keeps, LinksTruncated that it had more.
 	LinkKinds      []kindLink
@@ -102,7 +110,7 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 	base := messageURL(pid, m.ID)
 	v := messageView{
 		ID: m.ID, Subject: m.Subject, To: addressList(m.To), Cc: addressList(m.Cc), ReplyTo: addressList(m.ReplyTo),
-		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: m.EnvelopeFrom, EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
+		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: envelopeSender(m.EnvelopeFrom), EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
 		Received: timeOf(m.ReceivedAt), InboxID: in.ID, InboxURL: inboxURL(pid, in.ID), InboxName: in.Name,
 		DeleteURL: base + "/delete", RawURL: base + "/raw", Warnings: m.Warnings,
 	}
@@ -158,8 +166,12 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		}
 		v.LoadImagesURL = base
 	case "text":
-		if m.Text != nil {
+		switch {
+		case m.Text != nil:
 			v.Text, v.HasText = *m.Text, true
+		case m.HTML != nil:
+			v.Text, v.TextCut = textOfHTML(*m.HTML)
+			v.HasText, v.TextFromHTML = true, true
 		}
 	case "source":
 		raw, err := h.store.MessageRaw(r.Context(), pid, m.ID)
@@ -222,6 +234,32 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 		section: "captures", current: in.ID, view: v})
 }
 
+// envelopeSender is the SMTP MAIL FROM as the page shows it: the null
+// sender of a bounce written "<>", as mail servers write it.
+func envelopeSender(from string) string {
+	if from == "" {
+		return "<>"
+	}
+	return from
+}
+
+// textOfHTML is an HTML body made readable, as the terminal interface
+// shows a message without a text part, converted from its first
+// maxSourceShown bytes only (cut reports it), which bounds the memory
+// the conversion takes.
+func textOfHTML(doc string) (text string, cut bool) {
+	if len(doc) > maxSourceShown {
+		b, _ := bytesPreview([]byte(doc[:maxSourceShown+utf8.UTFMax]), maxSourceShown)
+		doc, cut = string(b), true
+	}
+	text, err := html2text.FromString(doc, html2text.Options{OmitLinks: true})
+	if err != nil {
+		// The parser reads any input; only its reader can fail.
+		return "", cut
+	}
+	return strings.TrimSpace(text), cut
+}
+
 // linkCount is the Links tab's count: "1000+" when the message had more
 // links than it keeps.
 func linkCount(m store.Message) string {
@@ -269,12 +307,14 @@ func isWebURL(s string) bool {
 }
 
 // untrustedCSP is the policy of a message's HTML: a sandbox (no script, a
-// unique origin), nothing loaded from anywhere but inline styles and data:
-// images, and remote images only once the reader asked for them.
-func untrustedCSP(images bool) string {
-	img := "img-src data:"
+// unique origin), nothing loaded from anywhere but inline styles, data:
+// images and the message's own inline parts (inline, the address they
+// are served under), and remote images only once the reader asked for
+// them.
+func untrustedCSP(inline string, images bool) string {
+	img := "img-src data: " + inline
 	if images {
-		img = "img-src data: http: https:"
+		img += " http: https:"
 	}
 	return "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; style-src 'unsafe-inline'; " +
 		"font-src data:; " + img + "; form-action 'none'; frame-ancestors 'self'"
@@ -292,73 +332,169 @@ func (h *Handler) messageHTML(w http.ResponseWriter, r *http.Request, pc *projec
 		h.errorPage(w, r, http.StatusNotFound, "This message has no HTML body.")
 		return
 	}
-	doc, err := h.withInlineImages(r.Context(), pc.project.ID, m)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
+	inline := inlineBase(r, pc.project.ID, m.ID)
+	doc := h.withInlineParts(inline, pc.project.ID, m)
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", untrustedCSP(r.URL.Query().Get("images") == "1"))
+	hd.Set("Content-Security-Policy", untrustedCSP(inlineSource(inline), r.URL.Query().Get("images") == "1"))
 	hd.Set("X-Frame-Options", "SAMEORIGIN")
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	w.Write(withBaseTarget(doc))
 }
 
-// maxInlineImages bounds the bytes of the inline images one HTML body
-// carries as data: URLs; past it, the rest stay cid: references.
-const maxInlineImages = 8 << 20
+// An inline part (an image a message carries, named by a cid: URL in its
+// HTML) is served from an address of its own, so that the HTML grows by
+// one short URL per reference rather than by a copy of the image. The
+// message's frame is sandboxed and sends no session cookie, so each
+// address carries a signature the HTML's own response made: it opens that
+// one part of that one message, for inlineLifetime.
+const inlineLifetime = time.Hour
 
-// withInlineImages returns m's HTML body with each cid: reference to an
-// image part of the message replaced by that image as a data: URL. The
-// frame is sandboxed, without the session's cookie and with images from
-// elsewhere blocked until asked, so inline images, which are part of the
-// message and tell no one it was opened, travel inside the document.
-func (h *Handler) withInlineImages(ctx context.Context, projectID string, m store.Message) (string, error) {
+// maxInlineRefs bounds the cid: references of one body made into
+// addresses; past it, the rest stay cid: references. With it, the HTML
+// served is at most maxInlineRefs short URLs longer than the body.
+const maxInlineRefs = 1000
+
+// inlineBase is the address a message's inline parts are served under.
+// It is absolute, so that a <base href> in the message cannot move it.
+func inlineBase(r *http.Request, projectID, messageID string) string {
+	scheme := "http"
+	if isHTTPS(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + messageURL(projectID, messageID) + "/inline/"
+}
+
+// inlineSource is the Content-Security-Policy source that allows the
+// inline parts under base and nothing else of this site. A policy cannot
+// name an IPv6 address, so on one it allows this site ('self', which
+// in the sandboxed frame is still the address the frame came from).
+func inlineSource(base string) string {
+	if strings.Contains(base, "://[") {
+		return "'self'"
+	}
+	return base
+}
+
+// withInlineParts returns m's HTML body with each cid: reference to a
+// part of the message replaced by the signed address of that part. Which
+// parts are images is decided when one is asked for (inlinePartType).
+func (h *Handler) withInlineParts(base, projectID string, m store.Message) string {
 	doc := *m.HTML
-	referenced := map[string]bool{}
-	for _, ref := range cidReference.FindAllString(doc, maxInlineRefs) {
-		referenced[contentIDOf(ref)] = true
-	}
-	urls := map[string]string{}
-	budget := maxInlineImages
+	parts := map[string]string{} // Content-ID to attachment id
 	for _, a := range m.Attachments {
-		mediaType, _, err := mime.ParseMediaType(a.ContentType)
-		if err != nil || !referenced[a.ContentID] || !strings.HasPrefix(mediaType, "image/") || a.Size > int64(budget) {
-			continue
+		if _, seen := parts[a.ContentID]; a.ContentID != "" && !seen {
+			parts[a.ContentID] = a.ID
 		}
-		_, data, err := h.store.AttachmentData(ctx, projectID, m.ID, a.ID)
-		if err != nil {
-			return "", err
-		}
-		budget -= len(data)
-		urls[a.ContentID] = "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
 	}
-	if len(urls) == 0 {
-		return doc, nil
+	if len(parts) == 0 {
+		return doc
 	}
+	expires := time.Now().Add(inlineLifetime).Unix()
+	urls := map[string]string{}
+	made := 0
 	// One pass, whole references only: cid:logo is not the start of
 	// cid:logo-dark.
 	return cidReference.ReplaceAllStringFunc(doc, func(ref string) string {
-		if u, ok := urls[contentIDOf(ref)]; ok {
-			return u
+		aid, ok := parts[contentIDOf(ref)]
+		if !ok || made == maxInlineRefs {
+			return ref
 		}
-		return ref
-	}), nil
+		made++
+		u, ok := urls[aid]
+		if !ok {
+			u = base + url.PathEscape(aid) + "?t=" + h.inlineToken(projectID, m.ID, aid, expires)
+			urls[aid] = u
+		}
+		return u
+	})
+}
+
+// inlineToken signs the address of one inline part until expires (Unix
+// seconds): "expires.signature".
+func (h *Handler) inlineToken(projectID, messageID, attachmentID string, expires int64) string {
+	exp := strconv.FormatInt(expires, 36)
+	mac := hmac.New(sha256.New, h.inlineKey)
+	for _, s := range []string{projectID, messageID, attachmentID, exp} {
+		mac.Write([]byte(s))
+		mac.Write([]byte{0})
+	}
+	return exp + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+}
+
+// validInlineToken reports whether token is a live signature of the
+// address of this inline part.
+func (h *Handler) validInlineToken(projectID, messageID, attachmentID, token string) bool {
+	exp, _, ok := strings.Cut(token, ".")
+	expires, err := strconv.ParseInt(exp, 36, 64)
+	if !ok || err != nil || time.Now().Unix() > expires {
+		return false
+	}
+	return hmac.Equal([]byte(token), []byte(h.inlineToken(projectID, messageID, attachmentID, expires)))
+}
+
+// messageInlinePart serves an inline part of a message to its HTML frame,
+// as an image only: a part whose bytes are no image stays a broken one.
+func (h *Handler) messageInlinePart(w http.ResponseWriter, r *http.Request) {
+	pid, mid, aid := r.PathValue("pid"), r.PathValue("mid"), r.PathValue("aid")
+	if !h.validInlineToken(pid, mid, aid, r.URL.Query().Get("t")) {
+		h.errorPage(w, r, http.StatusNotFound, "There is no such inline image, or its address has expired: open the message again.")
+		return
+	}
+	a, data, err := h.store.AttachmentData(r.Context(), pid, mid, aid)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	mediaType, ok := inlinePartType(a.ContentType, data)
+	if !ok {
+		h.errorPage(w, r, http.StatusNotFound, "This part of the message is not an image.")
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", mediaType)
+	// Opened on its own, an SVG image runs nothing and loads nothing.
+	hd.Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'")
+	// The frame asking for it has an origin of its own (the sandbox's).
+	hd.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+}
+
+// inlinePartType is the image type an inline part is served as: the one
+// its bytes show, whatever the sender labelled it (signatures often come
+// as application/octet-stream). Bytes of a kind no sniffer knows are
+// served as the image type they are labelled with, and SVG, which sniffs
+// as text, only when labelled so; anything else is no image.
+func inlinePartType(contentType string, data []byte) (string, bool) {
+	sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(data))
+	if strings.HasPrefix(sniffed, "image/") {
+		return sniffed, true
+	}
+	labelled, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case labelled == "image/svg+xml":
+		return labelled, sniffed == "text/xml" || sniffed == "text/plain"
+	case strings.HasPrefix(labelled, "image/"):
+		return labelled, sniffed == "application/octet-stream"
+	}
+	return "", false
 }
 
 // cidReference is a cid: URL in an HTML body, up to the quote, bracket or
 // space that ends it.
 var cidReference = regexp.MustCompile(`(?i)\bcid:[^\s"'<>()]+`)
 
-// maxInlineRefs bounds the cid: references one body is searched for.
-const maxInlineRefs = 1000
-
-// contentIDOf is the Content-ID a cid: URL names (RFC 2392: URL-encoded).
+// contentIDOf is the Content-ID a cid: URL names (RFC 2392: URL-encoded),
+// without the angle brackets of the header if the URL kept them.
 func contentIDOf(ref string) string {
 	id := ref[len("cid:"):]
 	if u, err := url.PathUnescape(id); err == nil {
-		return u
+		id = u
+	}
+	if len(id) > 2 && id[0] == '<' && id[len(id)-1] == '>' {
+		id = id[1 : len(id)-1]
 	}
 	return id
 }

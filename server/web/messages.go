@@ -62,6 +62,9 @@ type messageRow struct {
 	ID, URL, From, FromTitle, To, Subject, Snippet, AttachmentLabel string
 	Attachments                                                     int
 	Received                                                        timeView
+	// FromEnvelope says From is the envelope sender, the message having
+	// no From header.
+	FromEnvelope bool
 }
 
 func messageFilter(q url.Values) store.MessageFilter {
@@ -168,11 +171,16 @@ func messageRowOf(pid string, m store.MessageSummary) messageRow {
 	row := messageRow{ID: m.ID, URL: messageURL(pid, m.ID), Subject: m.Subject, Snippet: m.Snippet,
 		To: addressList(m.To), Attachments: m.AttachmentCount,
 		Received: timeOf(m.ReceivedAt)}
-	if m.From != nil {
+	switch {
+	case m.From != nil:
 		row.From, row.FromTitle = m.From.Name, m.From.Address
 		if row.From == "" {
 			row.From = m.From.Address
 		}
+	case m.EnvelopeFrom != "":
+		// No From: the SMTP sender says who sent it, and the title whose
+		// word that is.
+		row.From, row.FromTitle, row.FromEnvelope = m.EnvelopeFrom, "Envelope sender: the message has no From", true
 	}
 	if m.AttachmentCount > 0 {
 		row.AttachmentLabel = plural(int64(m.AttachmentCount), "attachment", "attachments")

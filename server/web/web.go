@@ -7,6 +7,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -106,6 +107,9 @@ type Handler struct {
 	// so that pages can let browsers cache assets for good.
 	assets map[string]string
 	static map[string][]byte
+	// inlineKey signs the addresses of messages' inline parts; a new one
+	// each run, so that an address outlives neither it nor inlineLifetime.
+	inlineKey []byte
 }
 
 // New builds the web interface over st. Its templates and assets are
@@ -115,7 +119,8 @@ func New(st Store, cfg Config) *Handler {
 		cfg.Logger = slog.Default()
 	}
 	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil),
-		streams: newOpenStreams()}
+		streams: newOpenStreams(), inlineKey: make([]byte, 32)}
+	rand.Read(h.inlineKey)
 	if err := h.loadStatic(); err != nil {
 		panic(err)
 	}
@@ -153,6 +158,9 @@ func New(st Store, cfg Config) *Handler {
 	mux.Handle("POST /projects/{pid}/inboxes/{iid}/purge", h.inProject(h.confirmFirst(h.purgeInbox)))
 	mux.Handle("GET /projects/{pid}/messages/{mid}", h.inProject(h.messagePage))
 	mux.Handle("GET /projects/{pid}/messages/{mid}/html", h.inProject(h.messageHTML))
+	// Asked for by a message's sandboxed frame, which sends no session
+	// cookie: the address's signature is its permission.
+	mux.HandleFunc("GET /projects/{pid}/messages/{mid}/inline/{aid}", h.messageInlinePart)
 	mux.Handle("GET /projects/{pid}/messages/{mid}/raw", h.inProject(h.messageRaw))
 	mux.Handle("GET /projects/{pid}/messages/{mid}/attachments/{aid}", h.inProject(h.messageAttachment))
 	mux.Handle("POST /projects/{pid}/messages/{mid}/delete", h.inProject(h.confirmFirst(h.deleteMessage)))

@@ -1,0 +1,216 @@
+package web_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/capturedev/capture/store"
+)
+
+// inlineURL is the address of an inline part in a message's HTML.
+var inlineURL = regexp.MustCompile(`http://[^"'\s]+/inline/[^"'\s]+`)
+
+// onlyMessage sends raw and returns the message it made, the inbox's only
+// one.
+func (e *env) onlyMessage(t *testing.T, from, raw string) store.Message {
+	t.Helper()
+	e.sendMail(t, e.boot.Inbox, from, []string{"bob@example.com"}, raw)
+	list, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("messages: %v %v", list.Items, err)
+	}
+	m, err := e.st.Message(t.Context(), e.boot.Project.ID, list.Items[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// related is a multipart/related message of an HTML body and parts, each
+// given whole with its headers.
+func related(html string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString("From: a@example.com\nTo: bob@example.com\nSubject: inline parts\nMIME-Version: 1.0\n" +
+		"Content-Type: multipart/related; boundary=R\n\n--R\nContent-Type: text/html; charset=utf-8\n\n" + html + "\n")
+	for _, p := range parts {
+		b.WriteString("--R\n" + p + "\n")
+	}
+	b.WriteString("--R--\n")
+	return b.String()
+}
+
+// part is a base64 part with headers.
+func part(headers string, data []byte) string {
+	enc := base64.StdEncoding.EncodeToString(data)
+	var lines []string
+	for len(enc) > 76 {
+		lines, enc = append(lines, enc[:76]), enc[76:]
+	}
+	return headers + "\nContent-Transfer-Encoding: base64\n\n" + strings.Join(append(lines, enc), "\n")
+}
+
+// fetchInline asks for an inline part as the message's frame does: with
+// no session cookie.
+func fetchInline(t *testing.T, u string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// One large image referenced many times makes the HTML longer by a short
+// address per reference, not by a copy of the image each time: the HTML
+// served stays within the message's size, and the image is served once,
+// from its own address.
+func TestInlineImageReferencesDoNotMultiplyIt(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	img := make([]byte, 2<<20)
+	rand.Read(img)
+	copy(img, "\x89PNG\r\n\x1a\n")
+	const refs = 150
+	html := strings.Repeat(`<img src="cid:i1">`, refs)
+	raw := related(html, part("Content-Type: image/png\nContent-ID: <i1>", img))
+	m := e.onlyMessage(t, "a@example.com", raw)
+
+	resp := c.get("/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/html")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("html: %d %s", resp.StatusCode, resp.body)
+	}
+	// A short address per reference; a copy of the image each would be
+	// 150 × 2.8 MB.
+	if limit := len(html) + refs*256; len(resp.body) > limit || len(resp.body) > len(raw) {
+		t.Fatalf("the HTML of a %d-byte message is %d bytes, more than %d", len(raw), len(resp.body), limit)
+	}
+	urls := inlineURL.FindAllString(resp.body, -1)
+	if len(urls) != refs {
+		t.Fatalf("%d inline addresses in the HTML, want %d", len(urls), refs)
+	}
+	for _, u := range urls[1:] {
+		if u != urls[0] {
+			t.Fatalf("one part has two addresses: %s and %s", urls[0], u)
+		}
+	}
+	got, data := fetchInline(t, urls[0])
+	if got.StatusCode != http.StatusOK || got.Header.Get("Content-Type") != "image/png" || !bytes.Equal(data, img) {
+		t.Fatalf("inline part: %d %q, %d bytes", got.StatusCode, got.Header.Get("Content-Type"), len(data))
+	}
+	if got.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(got.Header.Get("Content-Security-Policy"), "sandbox;") ||
+		got.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+		t.Errorf("inline part headers: %v", got.Header)
+	}
+	// The frame may load this message's inline parts and nothing else of
+	// the site, and nothing remote until asked.
+	csp := resp.Header.Get("Content-Security-Policy")
+	inline := e.base + "/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/inline/"
+	if !strings.Contains(csp, "img-src data: "+inline+";") {
+		t.Errorf("HTML CSP %q, want img-src data: %s", csp, inline)
+	}
+}
+
+// Past maxInlineRefs references, the rest stay cid: references, so even a
+// body of nothing but references grows by a bounded amount.
+func TestInlineReferencesBounded(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	const refs = 20000
+	html := strings.Repeat(`<img src="cid:i">`, refs)
+	m := e.onlyMessage(t, "a@example.com", related(html, part("Content-Type: image/gif\nContent-ID: <i>", []byte(tinyGIF))))
+	body := c.get("/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/html").body
+	if n := len(inlineURL.FindAllString(body, -1)); n != 1000 {
+		t.Errorf("%d references made addresses, want the first 1000", n)
+	}
+	if limit := len(html) + 1000*256; len(body) > limit {
+		t.Errorf("the HTML is %d bytes, more than %d", len(body), limit)
+	}
+}
+
+const tinyGIF = "GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+
+// A cid: reference finds its part by Content-ID whatever type the part
+// is labelled with, and the part is served as the image its bytes are;
+// a part that is no image stays a broken image, never a page.
+func TestInlinePartsServedAsImagesOnly(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	pid := e.boot.Project.ID
+
+	// A signature labelled application/octet-stream.
+	raw, err := os.ReadFile("testdata/octet_cid.eml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sendMail writes each line with CRLF itself.
+	m := e.onlyMessage(t, "a@example.com", strings.ReplaceAll(string(raw), "\r\n", "\n"))
+	urls := inlineURL.FindAllString(c.get("/projects/"+pid+"/messages/"+m.ID+"/html").body, -1)
+	if len(urls) != 1 {
+		t.Fatalf("the octet-stream part's reference: %d addresses", len(urls))
+	}
+	if resp, data := fetchInline(t, urls[0]); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" ||
+		!bytes.HasPrefix(data, []byte("\x89PNG")) {
+		t.Errorf("the octet-stream signature: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4" fill="red"/></svg>`
+	html := `<img id="angle" src="cid:%3Cbracketed@x%3E"><img id="page" src="cid:page@x">` +
+		`<img id="liar" src="cid:liar@x"><img id="svg" src="cid:svg@x">`
+	m = e.onlyMessage(t, "a@example.com", related(html,
+		part("Content-Type: image/gif\nContent-ID: <bracketed@x>", []byte(tinyGIF)),
+		part("Content-Type: text/html\nContent-Disposition: attachment; filename=page.html\nContent-ID: <page@x>", []byte("<html><script>alert(1)</script></html>")),
+		part("Content-Type: image/png\nContent-ID: <liar@x>", []byte("<!DOCTYPE html><script>alert(1)</script>")),
+		part("Content-Type: image/svg+xml\nContent-ID: <svg@x>", []byte(svg)),
+	))
+	body := c.get("/projects/" + pid + "/messages/" + m.ID + "/html").body
+	served := map[string]string{}
+	for _, id := range []string{"angle", "page", "liar", "svg"} {
+		src := regexp.MustCompile(`id="` + id + `" src="([^"]+)"`).FindStringSubmatch(body)
+		if src == nil || !inlineURL.MatchString(src[1]) {
+			t.Fatalf("%s: no inline address in %s", id, body)
+		}
+		resp, _ := fetchInline(t, src[1])
+		served[id] = resp.Status + " " + resp.Header.Get("Content-Type")
+		if resp.StatusCode != http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+			t.Errorf("%s: an error served as an image", id)
+		}
+	}
+	want := map[string]string{
+		"angle": "200 OK image/gif",
+		"page":  "404 Not Found application/json",
+		"liar":  "404 Not Found application/json",
+		"svg":   "200 OK image/svg+xml",
+	}
+	for id, w := range want {
+		if !strings.HasPrefix(served[id], w) {
+			t.Errorf("%s served as %q, want %q", id, served[id], w)
+		}
+	}
+
+	// The address is its own permission, for that part only.
+	good := regexp.MustCompile(`id="angle" src="([^"]+)"`).FindStringSubmatch(body)[1]
+	if resp, _ := fetchInline(t, good[:len(good)-2]+"xx"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a forged signature: %d", resp.StatusCode)
+	}
+	svgURL := regexp.MustCompile(`id="svg" src="([^"]+)"`).FindStringSubmatch(body)[1]
+	_, svgToken, _ := strings.Cut(svgURL, "?")
+	other, _, _ := strings.Cut(good, "?")
+	if resp, _ := fetchInline(t, other+"?"+svgToken); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("one part's signature opened another: %d", resp.StatusCode)
+	}
+}
