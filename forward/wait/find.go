@@ -196,6 +196,9 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		retryCtx, cancel = context.WithDeadline(ctx, f.Until)
 		defer cancel()
 	}
+	// unreachable is the last outage met, named when the deadline comes
+	// in the middle of a later attempt.
+	var unreachable error
 	for attempt := 1; ; attempt++ {
 		var asked error
 		v, err := apiclient.Retry(retryCtx, func() (T, error) { return fn(ctx) },
@@ -207,10 +210,11 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		case err == nil:
 			return v, nil
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-			return v, &timedOut{last: nil}
+			return v, &timedOut{last: unreachable}
 		case !errors.Is(err, apiclient.ErrUnreachable):
 			return v, err
 		}
+		unreachable = err
 		pause := apiclient.Backoff(err, attempt, base, 5*time.Second)
 		if !f.Until.IsZero() && time.Until(f.Until) < pause {
 			return v, &timedOut{last: err}

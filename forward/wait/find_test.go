@@ -122,7 +122,7 @@ func TestTimesOut(t *testing.T) {
 	// An API that stops answering is retried until the deadline, which
 	// then names it.
 	srv.Stop(t)
-	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+	ctx, cancel = context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	_, err = finder(srv, time.Second).NextRequest(ctx, srv.EndpointID, apiclient.RequestQuery{Since: time.Now()})
 	if !errors.Is(err, ErrTimedOut) || !errors.Is(err, apiclient.ErrUnreachable) {
