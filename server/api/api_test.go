@@ -866,3 +866,22 @@ func TestWaitGivenUpIsNotARefusal(t *testing.T) {
 		t.Errorf("a wait given up by its client was counted as refused: %v", refused)
 	}
 }
+
+// A write the database could not take is a 503 whose message says why
+// when the reason is the user's to fix: a full disk.
+func TestUnavailableSaysWhy(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: %w: database or disk is full", store.ErrUnavailable, store.ErrDiskFull), "the disk is full; nothing was changed"},
+		{fmt.Errorf("%w: nothing committed within 5s", store.ErrUnavailable), "the database cannot commit in time; nothing was changed"},
+	} {
+		rec := httptest.NewRecorder()
+		e.api.Fail(rec, httptest.NewRequest("DELETE", "/api/v1/messages/msg_x", nil), tt.err)
+		if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), tt.want) {
+			t.Errorf("%v: %d %v %s, want 503 saying %q", tt.err, rec.Code, rec.Header(), rec.Body, tt.want)
+		}
+	}
+}

@@ -32,6 +32,9 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		e = &contract.Error{Code: contract.CodeQuotaExceeded, Message: detail(err, store.ErrQuotaExceeded)}
 	case errors.Is(err, store.ErrInvalid):
 		e = &contract.Error{Code: contract.CodeInvalidParameter, Message: detail(err, store.ErrInvalid)}
+	case errors.Is(err, store.ErrDiskFull):
+		a.log.Error("API request refused: the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = errUnavailable("the disk is full")
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
 		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errUnavailable("the database cannot commit in time")

@@ -1,6 +1,10 @@
 package api
 
-import "github.com/capturedev/capture/store"
+import (
+	"net/http"
+
+	"github.com/capturedev/capture/store"
+)
 
 // ActiveWaits is how many list calls of the project are holding for new
 // captures right now: tests wait for it before sending the capture that
@@ -17,3 +21,6 @@ func MessageJSON(m store.Message) []byte { return append(marshal(renderMessage(m
 
 // RequestJSON is GET /requests/{id}'s answer for r encoded whole.
 func RequestJSON(r store.Request) []byte { return append(marshal(renderRequest(r)), '\n') }
+
+// Fail answers err as a route's error would be answered.
+func (a *API) Fail(w http.ResponseWriter, r *http.Request, err error) { a.error(w, r, err) }

@@ -392,6 +392,10 @@ func userMessage(err error) (int, string) {
 		return http.StatusConflict, capitalize(strings.TrimPrefix(msg, store.ErrExists.Error()+": ") + " already exists")
 	case errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest, capitalize(strings.TrimPrefix(msg, store.ErrInvalid.Error()+": "))
+	case errors.Is(err, store.ErrDiskFull):
+		return http.StatusServiceUnavailable, "The disk capture stores its data on is full: nothing was changed. Free some space and try again."
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), store.IsUnavailable(err):
+		return http.StatusServiceUnavailable, "The database cannot take this now (busy, stopping or out of reach): nothing was changed. Try again in a moment."
 	}
 	return http.StatusInternalServerError, ""
 }
@@ -428,9 +432,13 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	status, msg := userMessage(err)
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		h.log.Error("web request failed", "path", r.URL.Path, "err", err)
 		msg = "Internal error. The server log says more."
+	case http.StatusServiceUnavailable:
+		h.log.Warn("web request refused: the database is unavailable", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "1")
 	}
 	h.errorPage(w, r, status, msg)
 }
