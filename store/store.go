@@ -67,6 +67,10 @@ type Store struct {
 	// afterSearchPlan, when set (by tests), runs between a search's
 	// reading of the vocabulary and its reading of the index.
 	afterSearchPlan func()
+	// beforeCommit, when set (by tests), runs on the writer after a
+	// transaction's statements and before its COMMIT: blocking in it
+	// stands in for a disk that stalls the commit.
+	beforeCommit func()
 
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
