@@ -1,10 +1,18 @@
 package store
 
 import (
+	"bytes"
+	"database/sql"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capturedev/capture/store/pgtest"
 )
 
 // stallNextCommit makes the writer's next transaction stop before its
@@ -125,4 +133,68 @@ func TestCaptureStalledInCommitIsRefusedAndTakenBack(t *testing.T) {
 	if len(reqs.Items) != 1 || reqs.Items[0].Path != "/kept" {
 		t.Errorf("after the stall: %+v, want /kept alone", reqs.Items)
 	}
+}
+
+// A database file deleted or replaced while serving would go on taking
+// commits into the open, unlinked file, acknowledged and then lost at the
+// next start. Every write is refused instead, naming the cause, which is
+// logged once.
+func TestDatabaseFileGoneRefusesWrites(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("SQLite only: PostgreSQL has no file to lose")
+	}
+	for _, how := range []string{"removed", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			var logs bytes.Buffer
+			dir := t.TempDir()
+			s, err := OpenDir(t.Context(), dir, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			p := mustProject(t, s, "p", "team")
+			e, err := s.CreateEndpoint(t.Context(), p.ID, "e", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			insertRequests(t, s, e.ID, "/before")
+			path := filepath.Join(dir, DBFile)
+			if how == "removed" {
+				err = os.Remove(path)
+			} else {
+				err = os.Rename(newSQLiteFile(t), path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				_, err := s.InsertRequest(t.Context(), &NewRequest{EndpointID: e.ID, ReceivedAt: now(), Method: "POST",
+					Path: "/after", RemoteAddr: "127.0.0.1:1"})
+				if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "capture.db was removed or replaced while serving; restart serve") {
+					t.Fatalf("capture with %s %s: %v, want ErrUnavailable naming the cause", DBFile, how, err)
+				}
+			}
+			if err := s.Ping(t.Context()); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("Ping with %s %s: %v, want ErrUnavailable", DBFile, how, err)
+			}
+			if n := strings.Count(logs.String(), "removed or replaced"); n != 1 {
+				t.Errorf("logged the cause %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+// newSQLiteFile is another SQLite database file, outside the data dir.
+func newSQLiteFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
