@@ -499,6 +499,8 @@ func (s *Store) takeBackLeft(w *writer) {
 		}
 		return nil
 	}}
+	// Its own deadline (PostgreSQL's statements are bounded from queued).
+	op.queued = time.Now()
 	op.state.Store(opClaimed)
 	if _, err := s.runTx(context.Background(), w, []*writeOp{op}); err != nil {
 		w.vocab.forget()
