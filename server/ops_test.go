@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,34 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	if resp, body := r.get(t, "/healthz", ""); resp.StatusCode != 200 || body != "ok" {
 		t.Errorf("/healthz = %d %q", resp.StatusCode, body)
+	}
+}
+
+// A database file removed while serving makes the server unready, saying
+// why, and refuses captures, instead of acknowledging captures
+// into a file the next start will not open.
+func TestDatabaseFileRemovedWhileServing(t *testing.T) {
+	t.Parallel()
+	r := runServer(t)
+	if r.st.Shared() {
+		t.Skip("SQLite only: PostgreSQL has no file to lose")
+	}
+	if err := os.Remove(r.st.Path()); err != nil {
+		t.Fatal(err)
+	}
+	const cause = "capture.db was removed or replaced while serving; restart serve"
+	resp, body := r.get(t, "/readyz", "")
+	if resp.StatusCode != 503 || !strings.Contains(body, cause) {
+		t.Errorf("/readyz with %s removed = %d %s, want 503 naming the cause", store.DBFile, resp.StatusCode, body)
+	}
+	resp, err := http.Post(r.srv.CaptureBase()+"/"+r.boot.Endpoint.ID+"/hook", "text/plain", strings.NewReader("lost?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("webhook with %s removed = %d %s, want 503 with Retry-After", store.DBFile, resp.StatusCode, b)
 	}
 }
 

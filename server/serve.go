@@ -131,6 +131,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if w := srv.HostWarning(); w != "" {
 		log.Warn(w)
 	}
+	if w := fileLimitWarning(); w != "" {
+		log.Warn(w)
+	}
 	if err := st.SetAddresses(ctx, srv.Addresses()); err != nil {
 		return err
 	}

@@ -73,6 +73,13 @@ func startServe(t testing.TB, dir string, args ...string) *serveProc {
 // gives dir one.
 func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 	t.Helper()
+	return launchServeUnder(t, dir, nil, args...)
+}
+
+// launchServeUnder is launchServe run by the command under (given the
+// binary and its arguments after it), or directly when under is nil.
+func launchServeUnder(t testing.TB, dir string, under []string, args ...string) *serveProc {
+	t.Helper()
 	p := &serveProc{t: t, bin: captureBinary(t), dir: dir, banner: map[string]string{}, done: make(chan error, 1),
 		logged: make(chan struct{})}
 	if i := slices.Index(args, "--database"); i >= 0 {
@@ -81,8 +88,10 @@ func launchServe(t testing.TB, dir string, args ...string) *serveProc {
 		p.dbArgs = databaseArgs(t, dir)
 		args = append(p.dbArgs, args...)
 	}
-	p.cmd = exec.Command(p.bin, append([]string{"serve", "--data-dir", dir, "--http", "127.0.0.1:0",
-		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, args...)...)
+	argv := append([]string{p.bin, "serve", "--data-dir", dir, "--http", "127.0.0.1:0",
+		"--capture", "127.0.0.1:0", "--smtp-starttls", "127.0.0.1:0", "--smtp-tls", "127.0.0.1:0", "--email-api", "127.0.0.1:0"}, args...)
+	argv = append(slices.Clone(under), argv...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	var err error
 	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
@@ -541,6 +550,50 @@ func TestServeIdleSMTPConnectionsNeverLockSendersOut(t *testing.T) {
 	tp, err := p.smtpSession(p.banner["Inbox"], p.banner["SMTP password"])
 	if err != nil {
 		t.Fatalf("a sender among 300 idle connections: %v", err)
+	}
+	defer tp.Close()
+	if code, msg, err := sendData(tp, "Subject: through\r\n\r\nbody\r\n"); err != nil || code != 250 {
+		t.Fatalf("send: %d %q %v", code, msg, err)
+	}
+}
+
+// Under a low open-file limit serve says so, and sizes SMTP's connection
+// slots to fit it: idle connections that never sign in cannot take the
+// descriptors a webhook needs (before, 50 of them held one off until
+// their 30 s sign-in deadline freed descriptors).
+func TestServeUnderALowFileLimit(t *testing.T) {
+	// The limit is set by a shell in the child alone, not in this process.
+	p := launchServeUnder(t, filepath.Join(t.TempDir(), "data"), []string{"sh", "-c", `ulimit -n 64 && exec "$@"`, "sh"})
+	p.awaitBanner()
+	p.awaitLog("the open-file limit is 64: SMTP takes at most 8 connections (4 before signing in)")
+	p.awaitLog("max_connections=8")
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 50 {
+		c, err := net.Dial("tcp", p.smtp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	// Well inside the 30 s the idle connections could otherwise hold
+	// their descriptors for.
+	client := &http.Client{Timeout: 15 * time.Second}
+	resp, err := client.Post(p.banner["Capture URL"], "text/plain", strings.NewReader("through"))
+	if err != nil {
+		t.Fatalf("webhook among 50 idle SMTP connections under a 64-file limit: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("webhook = %d, want 200", resp.StatusCode)
+	}
+	tp, err := p.smtpSession(p.banner["Inbox"], p.banner["SMTP password"])
+	if err != nil {
+		t.Fatalf("a sender among 50 idle connections under a 64-file limit: %v", err)
 	}
 	defer tp.Close()
 	if code, msg, err := sendData(tp, "Subject: through\r\n\r\nbody\r\n"); err != nil || code != 250 {

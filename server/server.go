@@ -378,6 +378,9 @@ const (
 	// maxConnsPerHTTPListener caps each HTTP listener's connections; a
 	// low file limit lowers it (httpConnCap).
 	maxConnsPerHTTPListener = 4096
+	// maxSMTPConns caps SMTP's connections across its listeners; a low
+	// file limit lowers it (smtpConnCap).
+	maxSMTPConns = 256
 
 	// The read API's timeouts. Requests that legitimately take longer (a
 	// list call that waits, a replay, an event stream) get their own
@@ -404,6 +407,35 @@ func httpConnCap() int {
 		return maxConnsPerHTTPListener
 	}
 	return int(min(max(limit/4, 64), maxConnsPerHTTPListener))
+}
+
+// smtpConnCap is SMTP's connection cap across its listeners. Its slots,
+// with as many again being told 421 at any moment, take at most a quarter
+// of the process's file descriptors: idle sessions that have not signed
+// in (half the slots) can then never take the descriptors a webhook or a
+// sender needs.
+func smtpConnCap() int {
+	return smtpConnCapFor(openFileLimit())
+}
+
+func smtpConnCapFor(limit uint64) int {
+	if limit == 0 {
+		return maxSMTPConns
+	}
+	return int(min(max(limit/8, 8), maxSMTPConns))
+}
+
+// fileLimitWarning says, when the open-file limit lowers the connection
+// caps, what it caps and how to raise it; "" when it does not.
+func fileLimitWarning() string {
+	limit := openFileLimit()
+	smtpCap := smtpConnCapFor(limit)
+	if limit == 0 || smtpCap >= maxSMTPConns {
+		return ""
+	}
+	return fmt.Sprintf("the open-file limit is %d: SMTP takes at most %d connections (%d before signing in) and each HTTP listener %d; "+
+		"raise it to %d or more (ulimit -n, LimitNOFILE= under systemd, --ulimit nofile= in Docker)",
+		limit, smtpCap, max(smtpCap/2, 1), httpConnCap(), 8*maxSMTPConns)
 }
 
 // Run serves until ctx ends, then shuts down gracefully: stops accepting,
@@ -492,6 +524,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Budget:            budget,
 		Logger:            s.log,
 		Refused:           ops.metrics.EmailRefused,
+		MaxConnections:    smtpConnCap(),
 	})
 
 	var emailSrv *http.Server

@@ -39,7 +39,7 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*NewMessage) ([]string,
 	for i, m := range ms {
 		inboxes[i] = m.InboxID
 	}
-	err := s.enqueue(ctx, &writeOp{done: make(chan error, 1), capture: EmailCapture, collections: inboxes,
+	err := s.enqueue(ctx, &writeOp{done: make(chan error, 1), capture: EmailCapture, collections: inboxes, ids: ids,
 		fn: func(t *wtx) error {
 			for _, insert := range inserts {
 				if err := insert(t); err != nil {

@@ -28,18 +28,28 @@ var (
 // collection's counter right.
 func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projectID, id string) error {
 	return s.write(ctx, func(t *wtx) error {
-		var owner string
-		err := t.queryRow(`DELETE FROM `+ct.table+` WHERE id = ?1 AND `+ct.owner+` IN (SELECT id FROM `+ct.ownerTable+
-			` WHERE project_id = ?2) RETURNING `+ct.owner, id, projectID).Scan(&owner)
-		if errors.Is(err, sql.ErrNoRows) {
+		err := t.removeCapture(ct, id, `IN (SELECT id FROM `+ct.ownerTable+` WHERE project_id = ?2)`, projectID)
+		if errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("%w: no %s %q", ErrNotFound, kind, id)
 		}
-		if err != nil {
-			return err
-		}
-		_, err = t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - 1 WHERE id = ?`, owner)
 		return err
 	})
+}
+
+// removeCapture deletes the capture id when its collection matches owner
+// (SQL after the collection column, with ownerArg as ?2), and keeps the
+// collection's counter right. ErrNotFound says none matched.
+func (t *wtx) removeCapture(ct captureTable, id, owner string, ownerArg any) error {
+	var collection string
+	err := t.queryRow(`DELETE FROM `+ct.table+` WHERE id = ?1 AND `+ct.owner+` `+owner+` RETURNING `+ct.owner, id, ownerArg).Scan(&collection)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - 1 WHERE id = ?`, collection)
+	return err
 }
 
 // Prune deletes captures older than their plan's retention and, in each

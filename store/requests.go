@@ -13,7 +13,7 @@ import (
 // the transaction holding it has committed.
 func (s *Store) InsertRequest(ctx context.Context, r *NewRequest) (string, error) {
 	id, row := newRequestRow(r)
-	if err := s.enqueue(ctx, &writeOp{request: row, done: make(chan error, 1)}); err != nil {
+	if err := s.enqueue(ctx, &writeOp{request: row, ids: []string{id}, done: make(chan error, 1)}); err != nil {
 		return "", err
 	}
 	return id, nil

@@ -69,7 +69,7 @@ type dataVersionWatch struct {
 }
 
 func newDataVersionWatch(ctx context.Context, path string, seen *settingsSeen) (*dataVersionWatch, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)"+existingOnly)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +29,11 @@ import (
 const (
 	connPragmas = "_pragma=busy_timeout(5000)&_synchronous=NORMAL&_foreign_keys=1"
 	pragmas     = connPragmas + "&_journal_mode=WAL"
+	// existingOnly is for connections other than the writer's, which
+	// created the file: one opened after the file was removed while
+	// serving fails (unavailable) rather than create an empty database
+	// there.
+	existingOnly = "&mode=rw"
 )
 
 // capture_sha256 lets migrations compute what hashKey computes, so that
@@ -60,6 +67,11 @@ type sqliteDB struct {
 	writerKnown bool
 	writerData  int64
 	pendingData int64
+
+	// file is the database file as opened; goneLogged says the writer
+	// has logged that path no longer leads to it (writer goroutine only).
+	file       os.FileInfo
+	goneLogged bool
 }
 
 // Open opens the database at path: a SQLite file, or a PostgreSQL URL
@@ -102,7 +114,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 		wdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	rdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	rdb, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)"+existingOnly)
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -113,7 +125,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 
 	// A checkpoint that must wait for readers holds the write lock while
 	// it waits, so it gives up after a short while and tries again later.
-	cdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(250)")
+	cdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(250)"+existingOnly)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
@@ -121,10 +133,16 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 	}
 	cdb.SetMaxOpenConns(1)
 	cdb.SetConnMaxIdleTime(0)
-	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier()}
+	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier(), log: slog.Default()}
 	b := &sqliteDB{s: s, path: path, cdb: cdb, cpDone: make(chan struct{})}
+	// Taken once the writer's connection has the file open: the file
+	// its commits go to from now on, whatever happens to the path.
+	b.file, err = os.Stat(path)
 	s.b = b
-	conn, err := wdb.Conn(ctx)
+	var conn *sql.Conn
+	if err == nil {
+		conn, err = wdb.Conn(ctx)
+	}
 	if err == nil {
 		b.watch, err = newDataVersionWatch(ctx, path, &s.settings)
 		if err != nil {
@@ -186,6 +204,8 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 		return ErrDiskFull.Error(), true
 	case sqlite3.SQLITE_IOERR:
 		return "the disk could not be written", true
+	case sqlite3.SQLITE_CANTOPEN:
+		return "the database file cannot be opened (removed while serving?)", true
 	}
 	return "", false
 }
@@ -193,10 +213,37 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 // The writer asks PRAGMA data_version, which on its own connection changes
 // only when another connection (an admin command) has committed since.
 func (b *sqliteDB) writerBegun(t *wtx) (bool, error) {
+	if err := b.stillAtPath(); err != nil {
+		return false, err
+	}
 	if err := t.queryRow(`PRAGMA data_version`).Scan(&b.pendingData); err != nil {
 		return false, err
 	}
 	return !b.writerKnown || b.pendingData != b.writerData, nil
+}
+
+// stillAtPath refuses the transaction when the database file is no longer
+// at its path (deleted, or replaced by another file): SQLite would go on
+// committing into the open file, acknowledging captures that the next
+// start, which opens the path, never finds. Checked after each BEGIN, on
+// the writer, so nothing is committed once the file has gone; it costs
+// one stat per transaction.
+func (b *sqliteDB) stillAtPath() error {
+	fi, err := os.Stat(b.path)
+	switch {
+	case err == nil && os.SameFile(fi, b.file):
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		// Unknown (a directory we may not read, a disk error): the
+		// commit itself will say whether the database still works.
+		return nil
+	}
+	gone := fmt.Errorf("%w: %s was removed or replaced while serving; restart serve", ErrUnavailable, filepath.Base(b.path))
+	if !b.goneLogged {
+		b.goneLogged = true
+		b.s.log.Error("the database file is gone: captures are refused until serve restarts", "path", b.path, "err", gone)
+	}
+	return gone
 }
 
 func (b *sqliteDB) writerCommitted() { b.writerKnown, b.writerData = true, b.pendingData }

@@ -67,6 +67,13 @@ type Store struct {
 	// afterSearchPlan, when set (by tests), runs between a search's
 	// reading of the vocabulary and its reading of the index.
 	afterSearchPlan func()
+	// beforeCommit, when set (by tests), runs on the writer after a
+	// transaction's statements and before its COMMIT: blocking in it
+	// stands in for a disk that stalls the commit.
+	beforeCommit func()
+
+	// log hears what goes wrong with the database while serving.
+	log *slog.Logger
 
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
@@ -382,7 +389,13 @@ func OpenDir(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if warning != "" {
 		o.log.Warn(warning)
 	}
-	return Open(ctx, filepath.Join(dir, DBFile))
+	s, err := Open(ctx, filepath.Join(dir, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	// Before any write is queued, so the writer reads it after.
+	s.log = o.log
+	return s, nil
 }
 
 // ownerOnly creates the file at path with mode 0600 when it is missing, and

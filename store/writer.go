@@ -23,14 +23,20 @@ const maxBatch = 512
 // later: a sender told "try again" must not find its capture stored twice.
 const commitTimeout = 5 * time.Second
 
-// The life of a writeOp: queued until the writer, holding the write lock,
-// claims it, or until its caller stops waiting and abandons it. Whichever
-// comes first wins, so an abandoned operation is never written and a
-// claimed one always reports its outcome.
+// The life of a writeOp. It is queued until the writer, holding the write
+// lock, claims it, or until its caller stops waiting and abandons it:
+// whichever comes first wins, so an abandoned operation is never written.
+// A claimed one is reported to its caller once its transaction ends, or
+// left by a caller whose deadline passed first (a disk that stalls the
+// COMMIT). COMMIT is never cancelled, so a left operation may still land:
+// the writer then takes its captures out again (takeBack), since its
+// caller was told to try again and must not find it stored twice.
 const (
 	opQueued int32 = iota
 	opClaimed
 	opAbandoned
+	opReported
+	opLeft
 )
 
 type writeOp struct {
@@ -46,9 +52,12 @@ type writeOp struct {
 	// queued is when the operation was handed to the writer; capture and
 	// collections say what it stores: a message into each inbox of
 	// collections when capture is EmailCapture (request says its own).
+	// ids are the ids of the captures it stores, one per collection (the
+	// request's alone), for taking them out again when its caller left.
 	queued      time.Time
 	capture     CaptureKind
 	collections []string
+	ids         []string
 }
 
 // claim takes the operation for the transaction about to write it; false
@@ -57,10 +66,52 @@ func (op *writeOp) claim() bool {
 	return op.state.CompareAndSwap(opQueued, opClaimed) || op.state.Load() == opClaimed
 }
 
+// leave is its caller giving up on the operation at its deadline. False
+// means the writer is reporting its outcome already, which then comes at
+// once.
+func (op *writeOp) leave() bool {
+	if op.state.CompareAndSwap(opQueued, opAbandoned) {
+		// The writer never reads an abandoned operation again; let what
+		// it holds (a request body, a message) go now rather than when
+		// the queue reaches it.
+		op.fn, op.request = nil, nil
+		return true
+	}
+	return op.state.CompareAndSwap(opClaimed, opLeft)
+}
+
+// settle decides, for the writer, that the operation's caller hears its
+// outcome; false means the caller left.
+func (op *writeOp) settle() bool { return op.state.CompareAndSwap(opClaimed, opReported) }
+
+// stored lists the captures op writes: its request, or its messages.
+func (op *writeOp) stored() []storedCapture {
+	switch {
+	case op.request != nil && len(op.ids) == 1:
+		return []storedCapture{{requestsTable, op.request.endpointID, op.ids[0]}}
+	case op.capture == EmailCapture && len(op.ids) == len(op.collections):
+		out := make([]storedCapture, len(op.ids))
+		for i, id := range op.ids {
+			out[i] = storedCapture{messagesTable, op.collections[i], id}
+		}
+		return out
+	}
+	return nil
+}
+
+// storedCapture is one capture in its collection.
+type storedCapture struct {
+	table          captureTable
+	collection, id string
+}
+
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	vocab *vocabulary
+	// takeBack holds the captures committed after their callers left,
+	// until a transaction has deleted them.
+	takeBack []storedCapture
 }
 
 // prepareControl prepares the statements that begin and end transactions
@@ -262,15 +313,11 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	case err := <-op.done:
 		return err
 	case <-deadline.C:
-		if op.state.CompareAndSwap(opQueued, opAbandoned) {
-			// The writer never reads an abandoned operation again; let
-			// what it holds (a request body, a message) go now rather
-			// than when the queue reaches it.
-			op.fn, op.request = nil, nil
+		if op.leave() {
 			return errNoCommit
 		}
-		// Claimed: the writer holds the lock and is writing it now.
-		return s.outcome(op)
+		// The writer has settled it and is sending its outcome now.
+		return <-op.done
 	case <-s.writerDone:
 		return s.outcome(op)
 	}
@@ -317,6 +364,7 @@ func (s *Store) runWriter(w *writer) {
 			if len(rest) > 0 {
 				s.commit(w, rest)
 			}
+			s.takeBackLeft(w)
 			return
 		}
 		batch = append(batch[:0], first)
@@ -334,6 +382,7 @@ func (s *Store) runWriter(w *writer) {
 		}
 		batch = drain(s.ops, batch)
 		s.commit(w, batch)
+		s.takeBackLeft(w)
 	}
 }
 
@@ -382,12 +431,27 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 	}
 	if err == nil {
 		w.vocab.committed()
+		// Settled before any is observed or told: a caller that left
+		// before this point hears nothing more, and what the commit
+		// stored for it is taken out again (takeBackLeft) rather than
+		// counted or announced to waiters here.
+		heard := batch[:0:0]
+		for _, op := range batch {
+			if op.settle() {
+				heard = append(heard, op)
+			} else {
+				w.takeBack = append(w.takeBack, op.stored()...)
+			}
+		}
+		s.commits.Add(1)
+		if len(heard) == 0 {
+			return
+		}
 		// Observed before any caller hears of its commit, so that what a
 		// caller does next is never counted in this batch's stead.
-		s.observeCommit(batch)
-		s.commits.Add(1)
+		s.observeCommit(heard)
 		var wake []string
-		for _, op := range batch {
+		for _, op := range heard {
 			if op.request != nil {
 				wake = append(wake, op.request.endpointID)
 			} else {
@@ -404,13 +468,54 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 			w.renew(s)
 		}
 		for _, op := range batch {
-			op.done <- err
+			if op.settle() {
+				op.done <- err
+			}
 		}
 		return
 	}
+	// Alone, each again: one whose caller left meanwhile is not claimed
+	// (runTx), so not run.
 	for _, op := range batch {
 		s.commit(w, []*writeOp{op})
 	}
+}
+
+// takeBackLeft deletes the captures committed after their callers left
+// (told ErrUnavailable, so to try again), as DeleteRequest and
+// DeleteMessage would, waking no waiter. Until a transaction goes
+// through, they are tried again after each batch. Between the two
+// commits, a reader may see them.
+func (s *Store) takeBackLeft(w *writer) {
+	if len(w.takeBack) == 0 {
+		return
+	}
+	undo := w.takeBack
+	op := &writeOp{done: make(chan error, 1), fn: func(t *wtx) error {
+		for _, c := range undo {
+			if err := t.removeCapture(c.table, c.id, "= ?2", c.collection); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}}
+	// Its own deadline (PostgreSQL's statements are bounded from queued).
+	op.queued = time.Now()
+	op.state.Store(opClaimed)
+	if _, err := s.runTx(context.Background(), w, []*writeOp{op}); err != nil {
+		w.vocab.forget()
+		if errors.Is(err, ErrUnavailable) {
+			w.renew(s)
+			return
+		}
+		// Not the database's state but the delete itself failed: trying
+		// again would fail again after every batch.
+		w.takeBack = nil
+		return
+	}
+	w.vocab.committed()
+	s.commits.Add(1)
+	w.takeBack = nil
 }
 
 // runTx writes the operations of batch that can still be claimed in one
@@ -573,6 +678,9 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 		if err := t.queryRow(settingsVersionQuery).Scan(&version); err != nil {
 			return err
 		}
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit()
 	}
 	if _, err := t.control("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)

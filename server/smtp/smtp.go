@@ -184,7 +184,7 @@ func New(st Store, cfg Config) *Server {
 	gs.ReadTimeout = cfg.ReadTimeout
 	gs.WriteTimeout = cfg.WriteTimeout
 	gs.EnableSMTPUTF8 = true
-	gs.ErrorLog = errorLog{s.log}
+	gs.ErrorLog = &errorLog{log: s.log}
 	s.smtp = gs
 	return s
 }
@@ -707,16 +707,37 @@ func (c *conn) Close() error {
 
 // errorLog routes go-smtp's internal log lines to slog. They are mostly
 // clients failing the TLS handshake or dropping the connection: debug
-// level, except for recovered panics.
-type errorLog struct{ log *slog.Logger }
+// level, except for recovered panics, and for failures to accept a
+// connection (out of file descriptors, most often), which lock every
+// sender out: a warning, at most one per acceptLogEvery, as the HTTP
+// listeners' are.
+type errorLog struct {
+	log          *slog.Logger
+	lastAccept   atomic.Int64 // Unix nanoseconds of the last accept error logged
+	acceptMissed atomic.Int64 // accept errors since, not logged
+}
 
-func (e errorLog) Printf(format string, v ...any) { e.print(fmt.Sprintf(format, v...)) }
-func (e errorLog) Println(v ...any)               { e.print(strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }
+// acceptLogEvery spaces out the warnings of a listener failing to accept.
+const acceptLogEvery = time.Second
 
-func (e errorLog) print(msg string) {
+func (e *errorLog) Printf(format string, v ...any) { e.print(fmt.Sprintf(format, v...)) }
+func (e *errorLog) Println(v ...any)               { e.print(strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }
+
+func (e *errorLog) print(msg string) {
 	level := slog.LevelDebug
-	if strings.Contains(msg, "panic") {
+	switch {
+	case strings.Contains(msg, "panic"):
 		level = slog.LevelError
+	case strings.HasPrefix(msg, "accept error"):
+		now, last := time.Now().UnixNano(), e.lastAccept.Load()
+		if now-last < int64(acceptLogEvery) || !e.lastAccept.CompareAndSwap(last, now) {
+			e.acceptMissed.Add(1)
+			return
+		}
+		if missed := e.acceptMissed.Swap(0); missed > 0 {
+			msg += fmt.Sprintf(" (and %d more since the last one logged)", missed)
+		}
+		level = slog.LevelWarn
 	}
 	e.log.Log(context.Background(), level, "smtp: "+msg)
 }
