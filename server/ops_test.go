@@ -118,8 +118,20 @@ func TestDatabaseFileRemovedWhileServing(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("webhook with %s removed = %d %s, want 503 with Retry-After", store.DBFile, resp.StatusCode, b)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "removed") {
+		t.Errorf("webhook with %s removed = %d %s, want 503 with Retry-After naming the cause", store.DBFile, resp.StatusCode, b)
+	}
+	// The API's writes say the same.
+	req, _ := http.NewRequest("DELETE", r.srv.APIBase()+"/inboxes/"+r.boot.Inbox.ID+"/messages", nil)
+	req.Header.Set("Authorization", "Bearer "+r.boot.Secret)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "removed") {
+		t.Errorf("purge with %s removed = %d %s, want 503 naming the cause", store.DBFile, resp.StatusCode, b)
 	}
 }
 

@@ -204,6 +204,8 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 		return ErrDiskFull.Error(), true
 	case sqlite3.SQLITE_IOERR:
 		return "the disk could not be written", true
+	case sqlite3.SQLITE_READONLY:
+		return "the database cannot be written (a read-only file system, or its permissions)", true
 	case sqlite3.SQLITE_CANTOPEN:
 		return "the database file cannot be opened (removed while serving?)", true
 	}
@@ -238,7 +240,7 @@ func (b *sqliteDB) stillAtPath() error {
 		// commit itself will say whether the database still works.
 		return nil
 	}
-	gone := fmt.Errorf("%w: %s was removed or replaced while serving; restart serve", ErrUnavailable, filepath.Base(b.path))
+	gone := unavailableBecause(filepath.Base(b.path)+" was removed or replaced while serving; restart serve", fs.ErrNotExist)
 	if !b.goneLogged {
 		b.goneLogged = true
 		b.s.log.Error("the database file is gone: captures are refused until serve restarts", "path", b.path, "err", gone)

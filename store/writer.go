@@ -592,7 +592,7 @@ func (s *Store) unavailable(err error) error {
 	case why == ErrDiskFull.Error():
 		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrDiskFull, err)
 	case why != "":
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, why, err)
+		return unavailableBecause(why, err)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

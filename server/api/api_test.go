@@ -876,7 +876,8 @@ func TestUnavailableSaysWhy(t *testing.T) {
 		want string
 	}{
 		{fmt.Errorf("%w: %w: database or disk is full", store.ErrUnavailable, store.ErrDiskFull), "the disk is full; nothing was changed"},
-		{fmt.Errorf("%w: nothing committed within 5s", store.ErrUnavailable), "the database cannot commit in time; nothing was changed"},
+		{fmt.Errorf("%w: nothing committed within 5s", store.ErrUnavailable), "the database cannot take writes now; nothing was changed"},
+		{store.ErrClosed, "the server is stopping; nothing was changed"},
 	} {
 		rec := httptest.NewRecorder()
 		e.api.Fail(rec, httptest.NewRequest("DELETE", "/api/v1/messages/msg_x", nil), tt.err)

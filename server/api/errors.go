@@ -32,17 +32,12 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		e = &contract.Error{Code: contract.CodeQuotaExceeded, Message: detail(err, store.ErrQuotaExceeded)}
 	case errors.Is(err, store.ErrInvalid):
 		e = &contract.Error{Code: contract.CodeInvalidParameter, Message: detail(err, store.ErrInvalid)}
-	case errors.Is(err, store.ErrDiskFull):
-		a.log.Error("API request refused: the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = errUnavailable("the disk is full")
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
-		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = errUnavailable("the database cannot commit in time")
 	case store.IsUnavailable(err):
-		// A read that found the database out of reach (PostgreSQL
-		// stopped, a lost connection): try again, not an internal error.
-		a.log.Warn("API request refused: the database is unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = errUnavailable("the database cannot be reached")
+		// A write the database could not take in time, or a read that
+		// found it out of reach (PostgreSQL stopped, a lost connection):
+		// try again, not an internal error. store.Why says which.
+		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = errUnavailable(store.Why(err))
 	case r.Context().Err() != nil:
 		// The request's context ends when serve shuts down, and a wait in
 		// progress must then say so, never end as an empty 200; or when

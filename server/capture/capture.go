@@ -632,14 +632,12 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID 
 	case errors.Is(err, store.ErrDiskFull):
 		h.log.Error("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
 		h.unavailable(w, "the disk is full; nothing was stored, try again once there is room")
-	case errors.Is(err, store.ErrUnavailable):
-		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
-		h.unavailable(w, "the database could not commit in time; nothing was stored, try again")
 	case store.IsUnavailable(err):
-		// The database cannot be reached (PostgreSQL stopped, a lost
-		// connection): the sender is to try again, as after a stall.
+		// A stalled or locked database, one that cannot be written, or
+		// cannot be reached (PostgreSQL stopped): the sender is to try
+		// again, told why.
 		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
-		h.unavailable(w, "the database is unavailable; nothing was stored, try again")
+		h.unavailable(w, store.Why(err)+"; nothing was stored, try again")
 	default:
 		h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
 		h.writeError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})

@@ -86,6 +86,9 @@ func errNotStored(err error) *apiError {
 	if errors.Is(err, store.ErrDiskFull) {
 		return &apiError{kind: unavailable, msg: "capture cannot store messages right now (the disk is full); try again once there is room"}
 	}
+	if why := store.Why(err); why != "" {
+		return &apiError{kind: unavailable, msg: "capture cannot store messages right now (" + why + "); try again"}
+	}
 	return errUnavailable
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,6 +291,10 @@ func (s *session) Data(r io.Reader) (err error) {
 		if errors.Is(err, store.ErrDiskFull) {
 			return errDiskFull
 		}
+		if why := store.Why(err); why != "" {
+			return &gosmtp.SMTPError{Code: errStoreFailed.Code, EnhancedCode: errStoreFailed.EnhancedCode,
+				Message: "Message not stored: " + smtpText(why) + ", try again later"}
+		}
 		return errStoreFailed
 	}
 	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -469,4 +474,15 @@ func (l *loginServer) Next(response []byte) ([]byte, bool, error) {
 		return nil, true, l.authenticate("", l.username, string(response))
 	}
 	return nil, false, errMalformedAuth
+}
+
+// smtpText keeps a reply's words to printable ASCII on one line, as RFC
+// 5321 replies must be.
+func smtpText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '?'
+		}
+		return r
+	}, s)
 }

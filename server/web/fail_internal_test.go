@@ -22,8 +22,8 @@ func TestUnavailableIsServiceUnavailable(t *testing.T) {
 		want string
 	}{
 		{fmt.Errorf("%w: %w: sqlite: database or disk is full", store.ErrUnavailable, store.ErrDiskFull), "disk capture stores its data on is full"},
-		{fmt.Errorf("%w: nothing committed within 5s", store.ErrUnavailable), "database cannot take this now"},
-		{store.ErrClosed, "database cannot take this now"},
+		{fmt.Errorf("%w: nothing committed within 5s", store.ErrUnavailable), "The database cannot take writes now. Nothing was changed"},
+		{store.ErrClosed, "The server is stopping. Nothing was changed"},
 	} {
 		rec := httptest.NewRecorder()
 		h.fail(rec, httptest.NewRequest("POST", "/projects/p/endpoints", nil), tt.err)

@@ -394,8 +394,8 @@ func userMessage(err error) (int, string) {
 		return http.StatusBadRequest, capitalize(strings.TrimPrefix(msg, store.ErrInvalid.Error()+": "))
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusServiceUnavailable, "The disk capture stores its data on is full: nothing was changed. Free some space and try again."
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), store.IsUnavailable(err):
-		return http.StatusServiceUnavailable, "The database cannot take this now (busy, stopping or out of reach): nothing was changed. Try again in a moment."
+	case store.IsUnavailable(err):
+		return http.StatusServiceUnavailable, capitalize(store.Why(err)) + " Nothing was changed; try again in a moment."
 	}
 	return http.StatusInternalServerError, ""
 }

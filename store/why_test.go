@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// Why names what the user can act on, for each way a database refuses.
+func TestWhy(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("syntax error"), ""},
+		{fmt.Errorf("%w: %w: disk full", ErrUnavailable, ErrDiskFull), "the disk is full"},
+		{unavailableBecause("the disk could not be written", errors.New("disk I/O error")), "the disk could not be written"},
+		{fmt.Errorf("commit: %w", unavailableBecause("the database cannot be written (a read-only file system, or its permissions)", errors.New("readonly"))),
+			"the database cannot be written (a read-only file system, or its permissions)"},
+		{ErrClosed, "the server is stopping"},
+		{errNoCommit, "nothing was committed within 5s (the database is locked by another process, or the disk stalled)"},
+		{fmt.Errorf("%w: %w", errNoCommit, context.DeadlineExceeded), "nothing was committed within 5s (the database is locked by another process, or the disk stalled)"},
+		{fmt.Errorf("%w: locked", ErrUnavailable), "the database cannot take writes now"},
+	} {
+		if got := Why(tt.err); got != tt.want {
+			t.Errorf("Why(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
