@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -587,15 +588,21 @@ func (h *Handler) messageAttachment(w http.ResponseWriter, r *http.Request, pc *
 
 func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
 	pid := pc.project.ID
-	if err := h.store.DeleteMessage(r.Context(), pid, r.PathValue("mid")); err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	back := "/"
 	if inbox := r.PostFormValue("inbox"); inbox != "" {
 		back = inboxURL(pid, url.PathEscape(inbox))
 	}
-	redirect(w, r, back, "Deleted the message.")
+	err := h.store.DeleteMessage(r.Context(), pid, r.PathValue("mid"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Another tab, client or a purge got there first: what the user
+		// asked for is done.
+		redirect(w, r, back, "The message was already deleted.")
+	case err != nil:
+		h.fail(w, r, err)
+	default:
+		redirect(w, r, back, "Deleted the message.")
+	}
 }
 
 // bytesPreview is the start of b, cut at a rune boundary.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +18,8 @@ import (
 type requestView struct {
 	ID, Method, Path, Query, ContentType, Size, RemoteAddr string
 	Received                                               timeView
-	EndpointName, EndpointURL, SettingsURL, DeleteURL      string
+	EndpointID, EndpointName, EndpointURL, SettingsURL     string
+	DeleteURL                                              string
 	Headers, QueryParams                                   []fieldRow
 	Body                                                   bodyView
 	Deliveries                                             []deliveryRow
@@ -71,7 +73,7 @@ func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, pc *proj
 	base := requestURL(pid, rq.ID)
 	v := requestView{
 		ID: rq.ID, Method: rq.Method, Path: rq.Path, Query: rq.Query, Size: size(rq.Size), RemoteAddr: rq.RemoteAddr,
-		Received: timeOf(rq.ReceivedAt), EndpointName: e.Name, EndpointURL: endpointURL(pid, e.ID),
+		Received: timeOf(rq.ReceivedAt), EndpointID: e.ID, EndpointName: e.Name, EndpointURL: endpointURL(pid, e.ID),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", DeleteURL: base + "/delete",
 	}
 	if rq.ContentType != nil {
@@ -176,14 +178,18 @@ func (h *Handler) requestBody(w http.ResponseWriter, r *http.Request, pc *projec
 
 func (h *Handler) deleteRequest(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
 	pid := pc.project.ID
-	rq, err := h.store.Request(r.Context(), pid, r.PathValue("rid"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
+	back := projectURL(pid, "endpoints")
+	if endpoint := r.PostFormValue("endpoint"); endpoint != "" {
+		back = endpointURL(pid, url.PathEscape(endpoint))
 	}
-	if err := h.store.DeleteRequest(r.Context(), pid, rq.ID); err != nil {
+	err := h.store.DeleteRequest(r.Context(), pid, r.PathValue("rid"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Another tab, client or a purge got there first.
+		redirect(w, r, back, "The request was already deleted.")
+	case err != nil:
 		h.fail(w, r, err)
-		return
+	default:
+		redirect(w, r, back, "Deleted the request.")
 	}
-	redirect(w, r, endpointURL(pid, rq.EndpointID), "Deleted the request.")
 }

@@ -313,6 +313,15 @@ func TestDeleteAsksWithoutScript(t *testing.T) {
 	if _, err := e.st.Message(t.Context(), pid, id); err == nil {
 		t.Error("the message is still there after the confirmed delete")
 	}
+	// A page left open while another client deleted the message: its
+	// Delete is done already, and says so, back on the inbox.
+	resp := c.post("/projects/"+pid+"/messages/"+id+"/delete", form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/projects/"+pid+"/inboxes/"+e.boot.Inbox.ID {
+		t.Errorf("delete of a deleted message: %d %v %s", resp.StatusCode, resp.Header, resp.body)
+	}
+	if page := c.get("/projects/" + pid + "/inboxes/" + e.boot.Inbox.ID); !strings.Contains(page.body, "The message was already deleted.") {
+		t.Errorf("the inbox does not say the message was already deleted: %s", page.body)
+	}
 }
 
 // Without a script, Reveal is a link to the page with the password shown,
@@ -427,5 +436,30 @@ func TestRecipientsShownApart(t *testing.T) {
 	detail := c.get("/projects/" + e.boot.Project.ID + "/messages/" + msgs.Items[0].ID)
 	if !strings.Contains(detail.body, "<dd>"+to+"</dd>") || !strings.Contains(detail.body, "<dd>Copy &lt;cc@example.org&gt;</dd>") {
 		t.Errorf("detail's To and Cc: %s", detail.body)
+	}
+}
+
+// A request deleted elsewhere while its page was open: the page's Delete
+// goes back to its endpoint saying it was already deleted.
+func TestDeleteADeletedRequest(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	token := c.signIn(e)
+	pid, ep := e.boot.Project.ID, e.boot.Endpoint.ID
+	id := postWebhook(t, e, ep, "/hook", http.Header{"Content-Type": {"text/plain"}}, "doomed")
+	page := c.get("/projects/" + pid + "/requests/" + id)
+	if !strings.Contains(page.body, `name="endpoint" value="`+ep+`"`) {
+		t.Fatalf("the request page's Delete form does not name its endpoint: %s", page.body)
+	}
+	if err := e.st.DeleteRequest(t.Context(), pid, id); err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"csrf": {token}, "endpoint": {ep}, "confirmed": {"yes"}}
+	resp := c.post("/projects/"+pid+"/requests/"+id+"/delete", form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/projects/"+pid+"/endpoints/"+ep {
+		t.Errorf("delete of a deleted request: %d %v %s", resp.StatusCode, resp.Header, resp.body)
+	}
+	if page := c.get("/projects/" + pid + "/endpoints/" + ep); !strings.Contains(page.body, "The request was already deleted.") {
+		t.Errorf("the endpoint page does not say the request was already deleted: %s", page.body)
 	}
 }
