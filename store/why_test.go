@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -23,6 +24,8 @@ func TestWhy(t *testing.T) {
 		{errNoCommit, "nothing was committed within 5s (the database is locked by another process, or the disk stalled)"},
 		{fmt.Errorf("%w: %w", errNoCommit, context.DeadlineExceeded), "nothing was committed within 5s (the database is locked by another process, or the disk stalled)"},
 		{fmt.Errorf("%w: locked", ErrUnavailable), "the database cannot take writes now"},
+		// A read's own error, as PostgreSQL's driver gives it.
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "lost the connection to the database"},
 	} {
 		if got := Why(tt.err); got != tt.want {
 			t.Errorf("Why(%v) = %q, want %q", tt.err, got, tt.want)
