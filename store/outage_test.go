@@ -110,8 +110,14 @@ func TestWaitersWokenWhenDatabaseGoesAway(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a waiter slept on while the database was out of reach")
 	}
-	if _, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 1}); !IsUnavailable(err) {
+	_, err = s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 1})
+	if !IsUnavailable(err) {
 		t.Fatalf("reading with the database out of reach: %v, want unavailable", err)
+	}
+	// What the refusal says names the lost database, not an empty address.
+	if why := Why(err); !strings.HasPrefix(why, "lost the connection to ") || strings.HasPrefix(why, "lost the connection to ;") ||
+		strings.TrimPrefix(why, "lost the connection to ") == "" {
+		t.Errorf("Why = %q, want the lost connection named", why)
 	}
 }
 

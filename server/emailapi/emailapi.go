@@ -322,7 +322,7 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 	if ctx.Err() == nil {
 		h.log.Error("email api: read inbox", "err", err)
 	}
-	return in, store.Plan{}, errUnavailable
+	return in, store.Plan{}, errNotStored(err)
 }
 
 // readBody reads the whole body, refusing one over what a message of the

@@ -170,7 +170,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 	}
 	if err != nil {
 		s.srv.log.Error("smtp auth: read inbox", "remote", s.remote.String(), "err", err)
-		return errAuthUnavailable
+		return authUnavailable(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(password), []byte(in.SMTPPassword)) != 1 {
 		s.srv.log.Debug("smtp auth failed", "remote", s.remote.String(), "inbox", in.ID, "reason", "wrong password")
@@ -179,7 +179,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 	p, err := s.srv.st.Project(ctx, in.ProjectID)
 	if err != nil {
 		s.srv.log.Error("smtp auth: read project", "project", in.ProjectID, "err", err)
-		return errAuthUnavailable
+		return authUnavailable(err)
 	}
 	if !s.srv.authenticated(s.conn) {
 		// The deadline passed while the credential was checked: the
@@ -485,4 +485,15 @@ func smtpText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// authUnavailable is the 454 of a credential the database could not check,
+// with the database's reason when there is one to tell.
+func authUnavailable(err error) error {
+	why := store.Why(err)
+	if why == "" {
+		return errAuthUnavailable
+	}
+	return &gosmtp.SMTPError{Code: errAuthUnavailable.Code, EnhancedCode: errAuthUnavailable.EnhancedCode,
+		Message: "Temporary authentication failure: " + smtpText(why) + ", try again later"}
 }
