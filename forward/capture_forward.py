@@ -444,6 +444,8 @@ class API:
     def requests(self, endpoint_id, **query):
         # A held call may take its wait on top of the usual answer time.
         timeout = CALL_TIMEOUT + int(query.get("wait") or 0)
+        if not query.get("wait"):
+            query.pop("wait", None)  # as the Go client: no wait, no parameter
         return self.call("GET", "/endpoints/" + urllib.parse.quote(endpoint_id, safe="") + "/requests", query,
                          timeout=timeout)
 
@@ -669,6 +671,26 @@ def deliver_http(to, method, target, headers, body, had_length):
         conn.close()
 
 
+def lost_cursor(gone, baseline, fresh):
+    """What follows the loss of cursor gone: the new baseline, and the fresh
+    captures delivered. Without a baseline, every capture left is fresh."""
+    if baseline and fresh:
+        nxt = (f"new baseline: {baseline} (the newest request left that was already seen); "
+               f"forwarding the {request_count(fresh)} captured after it")
+    elif baseline:
+        nxt = (f"new baseline: {baseline} (the newest request left that was already seen); "
+               "forwarding what is captured next")
+    elif not fresh:
+        nxt = "new baseline: none (the endpoint is empty); forwarding what is captured next"
+    else:
+        nxt = f"new baseline: none (no request left was already seen); forwarding the {request_count(fresh)} left"
+    return f"cursor {gone} no longer exists (deleted or pruned); {nxt}"
+
+
+def request_count(n):
+    return "1 request" if n == 1 else f"{n} requests"
+
+
 class Forwarder:
     def __init__(self, args, api, printer):
         self.endpoint = args.endpoint
@@ -825,18 +847,28 @@ class Forwarder:
         """Delivers everything captured after the cursor, oldest first; returns
         how many. Its first call holds until a request is captured or the
         interval passes."""
-        if not self.last:
-            return self.pull_fresh("", self.hold())
         delivered = 0
         hold = self.hold()
+        rebased = False
         while True:
+            if not self.last:
+                return delivered + self.pull_fresh("", hold)
             after = self.last
             try:
                 page = self.list(after=after, limit=MAX_LIMIT, wait=hold)
             except APIError as e:
-                if e.code == "invalid_cursor":
-                    return delivered + self.pull_fresh(after, 0)
-                raise
+                if e.code != "invalid_cursor" or rebased:
+                    raise
+                n = self.pull_fresh(after, 0)
+                delivered += n
+                if n:
+                    return delivered
+                # Nothing new: the pull goes on, holding from the new
+                # baseline (or, on an empty endpoint, for its next capture),
+                # so that a request captured now is still delivered at once.
+                # Once only: a baseline gone as well is for the next pull.
+                rebased = True
+                continue
             for r in reversed(page["items"]):
                 self.deliver(r)
                 delivered += 1
@@ -866,34 +898,36 @@ class Forwarder:
         return self.call(self.api.requests, self.endpoint, **query)
 
     def pull_fresh(self, gone, hold):
-        """Lists without a cursor: while the endpoint is empty (holding up to
-        hold for its first capture), or when the cursor named by gone no
-        longer exists. The newest capture becomes the cursor, and captures
-        received after everything seen so far are delivered."""
+        """Lists without a cursor: while there is none (the endpoint was
+        empty), holding up to hold for a capture received after everything
+        seen so far, or when the cursor named by gone no longer exists. The
+        newest capture already seen becomes the cursor (none when no such
+        capture is left), and the captures received after everything seen
+        are delivered, so that nothing is delivered twice and nothing new is
+        missed."""
         fresh = []
-        newest_id = ""
+        baseline = ""
         query = {"limit": MAX_LIMIT, "wait": hold}
+        if not gone and self.seen_until > EPOCH:
+            # Only what is new may end the hold; a re-list after a lost
+            # cursor needs the older ones too, for its baseline.
+            query["since"] = fmt_json_time(self.seen_until)
         while True:
             page = self.list(**query)
             query["wait"] = 0
-            if not newest_id and page["items"]:
-                newest_id = page["items"][0]["id"]
-            older = False
             for r in page["items"]:
                 if parse_time(r["received_at"]) > self.seen_until:
                     fresh.append(r)
-                else:
-                    older = True
-            if older or not page.get("next"):
+                elif not baseline:
+                    baseline = r["id"]
+            if baseline or not page.get("next"):
                 break
             query["before"] = page["next"]
         if gone:
-            self.out.warn(f"cursor {gone} no longer exists (deleted or pruned); "
-                          f"new baseline: {newest_id or 'none (the endpoint is empty)'}")
+            self.out.warn(lost_cursor(gone, baseline, len(fresh)))
+        self.last = baseline
         for r in reversed(fresh):
             self.deliver(r)
-        if newest_id:
-            self.last = newest_id
         return len(fresh)
 
     def deliver(self, summary):

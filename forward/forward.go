@@ -387,16 +387,26 @@ func (f *forwarder) hold() time.Duration { return min(f.cfg.Interval, contract.M
 // following next until caught up, and returns how many it delivered. Its
 // first call holds until a request is captured or the interval passes.
 func (f *forwarder) pull(ctx context.Context) (int, error) {
-	if f.last == "" {
-		return f.pullFresh(ctx, "", f.hold())
-	}
-	delivered, hold := 0, f.hold()
+	delivered, hold, rebased := 0, f.hold(), false
 	for {
+		if f.last == "" {
+			n, err := f.pullFresh(ctx, "", hold)
+			return delivered + n, err
+		}
 		after := f.last
 		l, err := f.list(ctx, apiclient.RequestQuery{After: after, Limit: contract.MaxLimit, Wait: hold})
-		if contract.IsCode(err, contract.CodeInvalidCursor) {
+		if contract.IsCode(err, contract.CodeInvalidCursor) && !rebased {
 			n, err := f.pullFresh(ctx, after, 0)
-			return delivered + n, err
+			delivered += n
+			if err != nil || n > 0 {
+				return delivered, err
+			}
+			// Nothing new: the pull goes on, holding from the new baseline
+			// (or, on an empty endpoint, for its next capture), so that a
+			// request captured now is still delivered at once. Once only:
+			// a baseline gone as well is for the next pull.
+			rebased = true
+			continue
 		}
 		if err != nil {
 			return delivered, err
@@ -450,53 +460,75 @@ func (f *forwarder) list(ctx context.Context, q apiclient.RequestQuery) (contrac
 	})
 }
 
-// pullFresh lists without a cursor: while the endpoint is empty (holding
-// up to hold for its first capture), or when the cursor named by gone no
-// longer exists. The newest capture becomes the cursor; captures received
-// after everything seen so far are delivered, so nothing is delivered
-// twice.
+// pullFresh lists without a cursor: while there is none (the endpoint was
+// empty), holding up to hold for a capture received after everything seen
+// so far, or when the cursor named by gone no longer exists. The newest
+// capture already seen becomes the cursor (none when no such capture is
+// left), and the captures received after everything seen are delivered, so
+// that nothing is delivered twice and nothing new is missed.
 func (f *forwarder) pullFresh(ctx context.Context, gone string, hold time.Duration) (int, error) {
 	var fresh []contract.RequestSummary
-	newestID := ""
+	baseline := ""
 	q := apiclient.RequestQuery{Limit: contract.MaxLimit, Wait: hold}
+	if gone == "" {
+		// Only what is new may end the hold; a re-list after a lost cursor
+		// needs the older ones too, for its baseline.
+		q.Since = f.seenUntil
+	}
 	for {
 		l, err := f.list(ctx, q)
 		if err != nil {
 			return 0, err
 		}
 		q.Wait = 0
-		if newestID == "" && len(l.Items) > 0 {
-			newestID = l.Items[0].ID
-		}
-		older := false
 		for _, r := range l.Items {
-			if r.ReceivedAt.After(f.seenUntil) {
+			switch {
+			case r.ReceivedAt.After(f.seenUntil):
 				fresh = append(fresh, r)
-			} else {
-				older = true
+			case baseline == "":
+				baseline = r.ID
 			}
 		}
-		if older || l.Next == "" {
+		if baseline != "" || l.Next == "" {
 			break
 		}
 		q.Before = l.Next
 	}
 	if gone != "" {
-		baseline := "none (the endpoint is empty)"
-		if newestID != "" {
-			baseline = newestID
-		}
-		f.out.warn("cursor %s no longer exists (deleted or pruned); new baseline: %s", gone, baseline)
+		f.out.warn("%s", lostCursor(gone, baseline, len(fresh)))
 	}
+	f.last = baseline
 	for i := len(fresh) - 1; i >= 0; i-- {
 		if err := f.deliver(ctx, fresh[i]); err != nil {
 			return len(fresh) - 1 - i, err
 		}
 	}
-	if newestID != "" {
-		f.last = newestID
-	}
 	return len(fresh), nil
+}
+
+// lostCursor says what follows the loss of cursor gone: the new baseline,
+// and the fresh captures delivered. Without a baseline, every capture
+// left is fresh.
+func lostCursor(gone, baseline string, fresh int) string {
+	var next string
+	switch {
+	case baseline != "" && fresh > 0:
+		next = fmt.Sprintf("new baseline: %s (the newest request left that was already seen); forwarding the %s captured after it", baseline, requestCount(fresh))
+	case baseline != "":
+		next = fmt.Sprintf("new baseline: %s (the newest request left that was already seen); forwarding what is captured next", baseline)
+	case fresh == 0:
+		next = "new baseline: none (the endpoint is empty); forwarding what is captured next"
+	default:
+		next = fmt.Sprintf("new baseline: none (no request left was already seen); forwarding the %s left", requestCount(fresh))
+	}
+	return fmt.Sprintf("cursor %s no longer exists (deleted or pruned); %s", gone, next)
+}
+
+func requestCount(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return strconv.Itoa(n) + " requests"
 }
 
 // deliver fetches one capture, sends it to the handler once, reports the

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,21 +20,26 @@ import (
 )
 
 // pulls is a proxy to the read API that records every list call of
-// requests: the wait it asked for, when it was sent and answered, and the
-// ids it brought back.
+// requests: the cursor, since and wait it asked for, when it was sent and
+// answered, the status and the ids it brought back. While gated, list
+// calls wait at the proxy, so that a test can change the endpoint while
+// the client has no call in flight.
 type pulls struct {
 	api string
 
 	mu      sync.Mutex
 	calls   []*pull
 	changed chan struct{}
+	gate    chan struct{}
 }
 
 type pull struct {
-	wait          string
-	sent, arrived time.Time
-	ids           []string
-	done          bool
+	after, since, wait string
+	sent, arrived      time.Time
+	gated              bool
+	status             int
+	ids                []string
+	done               bool
 }
 
 func newPulls(t *testing.T, srv *capturetest.Server) *pulls {
@@ -45,14 +51,25 @@ func newPulls(t *testing.T, srv *capturetest.Server) *pulls {
 			rp.ServeHTTP(w, r)
 			return
 		}
-		c := &pull{wait: r.URL.Query().Get("wait"), sent: time.Now()}
-		p.update(func() { p.calls = append(p.calls, c) })
-		rec := &recorder{ResponseWriter: w}
+		q := r.URL.Query()
+		c := &pull{after: q.Get("after"), since: q.Get("since"), wait: q.Get("wait"), sent: time.Now()}
+		var gate chan struct{}
+		p.update(func() {
+			p.calls = append(p.calls, c)
+			gate, c.gated = p.gate, p.gate != nil
+		})
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+		}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		rp.ServeHTTP(rec, r)
 		var l struct{ Items []struct{ ID string } }
 		json.Unmarshal(rec.body.Bytes(), &l)
 		p.update(func() {
-			c.arrived, c.done = time.Now(), true
+			c.arrived, c.done, c.status = time.Now(), true, rec.status
 			for _, it := range l.Items {
 				c.ids = append(c.ids, it.ID)
 			}
@@ -65,7 +82,13 @@ func newPulls(t *testing.T, srv *capturetest.Server) *pulls {
 
 type recorder struct {
 	http.ResponseWriter
-	body bytes.Buffer
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
@@ -79,6 +102,26 @@ func (p *pulls) update(fn func()) {
 	fn()
 	close(p.changed)
 	p.changed = make(chan struct{})
+}
+
+// close holds the list calls that come from now on at the proxy, until the
+// returned func is called.
+func (p *pulls) closeGate() (open func()) {
+	gate := make(chan struct{})
+	p.update(func() { p.gate = gate })
+	return sync.OnceFunc(func() {
+		p.update(func() { p.gate = nil })
+		close(gate)
+	})
+}
+
+// waitGated waits until the client's latest list call is held at the
+// closed gate: the client, one call at a time, then has none in flight.
+func (p *pulls) waitGated(t *testing.T) {
+	t.Helper()
+	p.waitFor(t, "a pull held at the gate", func(cs []pull) bool {
+		return len(cs) > 0 && cs[len(cs)-1].gated && !cs[len(cs)-1].done
+	})
 }
 
 // waitFor returns a copy of the calls once ok holds for them.
@@ -193,6 +236,153 @@ func TestForwardNoWaitSlot(t *testing.T) {
 		}
 		if n := strings.Count(s.stderr.String(), "wait slots are taken"); n != 1 {
 			t.Errorf("%d lines about the wait slots, want one per episode:\n%s", n, s.stderr)
+		}
+	})
+}
+
+// purge deletes every request of the endpoint, as DELETE
+// /endpoints/{id}/requests does for a developer clearing it.
+func purge(t *testing.T, srv *capturetest.Server) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "DELETE", srv.APIBase+"/endpoints/"+srv.EndpointID+"/requests", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("purge: %s", resp.Status)
+	}
+}
+
+// lostCursorLines returns the warnings about a lost cursor.
+func lostCursorLines(stderr string) []string {
+	var out []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "no longer exists") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// After its endpoint is purged, an idle client says so once and goes on
+// holding each pull, without a cursor, for what is captured next: a capture
+// after a while is brought back by a held pull, as before the purge.
+func TestForwardPurgeHolds(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		p := newPulls(t, srv)
+		h := newHandler(t, nil)
+		const interval = "1"
+		s := c.start(t, opts{api: p.api, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		first := srv.Post(t, "POST", "/first", nil, nil)
+		h.waitFor(t, 1)
+		purge(t, srv)
+
+		// The cursor, first, is refused once; one re-list finds the
+		// endpoint empty; then an idle while of held pulls.
+		refused := func(cs []pull) int {
+			return slices.IndexFunc(cs, func(c pull) bool { return c.status == http.StatusBadRequest })
+		}
+		calls := p.waitFor(t, "three pulls after the refused one", func(cs []pull) bool {
+			i := refused(cs)
+			return i >= 0 && len(cs) > i+3 && cs[i+3].done
+		})
+		i := refused(calls)
+		if calls[i].after != first {
+			t.Errorf("the refused pull asked after %q, want the purged cursor %s", calls[i].after, first)
+		}
+		if relist := calls[i+1]; relist.after != "" || relist.wait != "" || len(relist.ids) != 0 {
+			t.Errorf("after the refusal: %+v, want one re-list without cursor or wait, finding nothing", relist)
+		}
+		for j, c := range calls[i+2 : i+4] {
+			if c.after != "" || c.since == "" || c.wait != interval || c.status != http.StatusOK {
+				t.Errorf("idle pull %d after the purge: %+v, want one holding %ss since the last capture seen, without cursor", j, c, interval)
+			}
+		}
+
+		// A capture now is brought back by a held pull: the one holding
+		// when it arrived or, if that one just timed out, the next.
+		n := len(p.waitFor(t, "a holding pull", func(cs []pull) bool { return !cs[len(cs)-1].done }))
+		second := srv.Post(t, "POST", "/second", nil, nil)
+		if got := uris(h.waitFor(t, 2)); !slices.Equal(got, []string{"POST /first", "POST /second"}) {
+			t.Errorf("delivered %v, want first, then second, once each", got)
+		}
+		calls = p.waitFor(t, "the pull bringing second back", func(cs []pull) bool {
+			return slices.ContainsFunc(cs[n-1:], func(c pull) bool { return slices.Contains(c.ids, second) })
+		})
+		by := calls[n-1+slices.IndexFunc(calls[n-1:], func(c pull) bool { return slices.Contains(c.ids, second) })]
+		if by.wait != interval || by.after != "" {
+			t.Errorf("%s was brought back by %+v, want a pull holding %ss", second, by, interval)
+		}
+		for _, c := range calls[i+1:] {
+			if c.status != http.StatusOK {
+				t.Errorf("pull %+v after the re-list, want none refused", c)
+			}
+		}
+
+		want := "warning: cursor " + first + " no longer exists (deleted or pruned); " +
+			"new baseline: none (the endpoint is empty); forwarding what is captured next"
+		if got := lostCursorLines(s.stderr.String()); !slices.Equal(got, []string{want}) {
+			t.Errorf("lost-cursor warnings %q, want once:\n%q", got, want)
+		}
+	})
+}
+
+// The baseline after a lost cursor is the newest request left that the
+// client had already seen; what is newer is delivered, and the warning
+// says so, once.
+func TestForwardLostCursorBaseline(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		api := srv.Client()
+		p := newPulls(t, srv)
+		h := newHandler(t, nil)
+		old := srv.Post(t, "POST", "/old", nil, nil)
+		s := c.start(t, opts{api: p.api, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		if ready := s.ready(t); ready["baseline"] != old {
+			t.Fatalf("ready = %v", ready)
+		}
+		x := srv.Post(t, "POST", "/x", nil, nil)
+		h.waitFor(t, 1)
+		waitRecorded(t, api, x, 1)
+
+		// With no pull in flight, x (the cursor) goes and y comes.
+		open := p.closeGate()
+		p.waitGated(t)
+		if err := api.DeleteRequest(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+		y := srv.Post(t, "POST", "/y", nil, nil)
+		open()
+		h.waitFor(t, 2)
+		waitRecorded(t, api, y, 1)
+
+		// Then everything goes, and z comes.
+		open = p.closeGate()
+		p.waitGated(t)
+		purge(t, srv)
+		z := srv.Post(t, "POST", "/z", nil, nil)
+		open()
+		h.waitFor(t, 3)
+		waitRecorded(t, api, z, 1)
+
+		// Nothing more to say once caught up.
+		srv.Post(t, "POST", "/w", nil, nil)
+		if got := uris(h.waitFor(t, 4)); !slices.Equal(got, []string{"POST /x", "POST /y", "POST /z", "POST /w"}) {
+			t.Errorf("delivered %v, want x, y, z, w once each", got)
+		}
+		want := []string{
+			"warning: cursor " + x + " no longer exists (deleted or pruned); new baseline: " + old +
+				" (the newest request left that was already seen); forwarding the 1 request captured after it",
+			"warning: cursor " + y + " no longer exists (deleted or pruned); new baseline: none " +
+				"(no request left was already seen); forwarding the 1 request left",
+		}
+		if got := lostCursorLines(s.stderr.String()); !slices.Equal(got, want) {
+			t.Errorf("lost-cursor warnings:\n%q\nwant:\n%q", got, want)
 		}
 	})
 }
