@@ -218,6 +218,9 @@ func (c *Config) email(ctx context.Context) error {
 	callCtx, cancel := context.WithDeadline(ctx, c.finder.Until.Add(callGrace))
 	defer cancel()
 	inbox, err := resolve(callCtx, c, "inbox", c.Client.Inboxes, func(in contract.Inbox) (string, string) { return in.ID, in.Name })
+	if _, later := apiclient.RetryAfter(err); later {
+		return c.waitFailed(callCtx, err, "email", c.emailFilters(c.Source))
+	}
 	if err != nil {
 		return err
 	}
@@ -235,6 +238,9 @@ func (c *Config) request(ctx context.Context) error {
 	callCtx, cancel := context.WithDeadline(ctx, c.finder.Until.Add(callGrace))
 	defer cancel()
 	ep, err := resolve(callCtx, c, "endpoint", c.Client.Endpoints, func(e contract.Endpoint) (string, string) { return e.ID, e.Name })
+	if _, later := apiclient.RetryAfter(err); later {
+		return c.waitFailed(callCtx, err, "request", c.requestFilters(c.Source))
+	}
 	if err != nil {
 		return err
 	}
@@ -255,7 +261,21 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	// Unlike the calls of the wait itself, an API that does not answer
 	// here is not retried: a wrong --api or a serve not running should
 	// say so at once.
-	all, err := apiclient.Retry(ctx, func() ([]T, error) { return apiclient.All(ctx, list) }, nil)
+	// An API that answers "later" (503 with the database down, 429) is
+	// asked again until the wait's own end, not past it: the wait then
+	// ends as one that found nothing, with the API's last answer saying
+	// why (email and request hand it to waitFailed).
+	retryCtx, cancel := context.WithDeadline(ctx, c.finder.Until)
+	defer cancel()
+	var asked error
+	all, err := apiclient.Retry(retryCtx, func() ([]T, error) { return apiclient.All(ctx, list) },
+		func(_ time.Duration, err error) { asked = err })
+	if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
+		err = asked
+	}
+	if _, later := apiclient.RetryAfter(err); later {
+		return zero, err
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = ErrTimedOut
 	}

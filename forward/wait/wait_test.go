@@ -109,6 +109,28 @@ func TestWaitEndsWhileTheAPIIsBusy(t *testing.T) {
 	}
 }
 
+// With the database down the API answers every call, the inbox's lookup
+// included, with 503 and its reason: the wait ends at its --timeout as one
+// that found nothing, saying so, not ten seconds later blaming the API.
+func TestWaitEndsWhileTheDatabaseIsDown(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":{"code":"unavailable","message":"lost the connection to the database; nothing was changed, retry after 1 s"}}`))
+	}))
+	defer api.Close()
+	for _, kind := range []string{Email, Request} {
+		err := Run(t.Context(), Config{Client: apiclient.New(api.URL+"/api/v1", "cap_k", nil), Kind: kind,
+			Timeout: 300 * time.Millisecond, Stdout: io.Discard})
+		var we *Error
+		if !errors.As(err, &we) || we.Code != ExitTimedOut || !strings.Contains(err.Error(), "within 300ms (the API was busy: ") ||
+			!strings.Contains(err.Error(), "lost the connection to the database") {
+			t.Errorf("Run %v = %v; want exit %d, nothing within 300ms, and the API's answer", kind, err, ExitTimedOut)
+		}
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
