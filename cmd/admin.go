@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -155,7 +156,7 @@ func newKeyCmd() *cobra.Command {
 				}
 				k, secret, err := st.CreateKey(c.Context(), p.ID)
 				if err != nil {
-					return overQuota(err, p, fmt.Sprintf("revoke one first (`capture key list --project %s`, then `capture key revoke KEY_ID`), or ", p.Name))
+					return overQuota(err, p, fmt.Sprintf("revoke one first (`capture key list --project %s`, then `capture key revoke KEY_ID`), or ", p.ID))
 				}
 				// The key is printed before it is saved, so that it is not
 				// lost when saving fails.
@@ -635,12 +636,21 @@ func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
 // target) the usage error it is: it came from a flag or an argument.
 // overQuota adds to a refusal for want of room in the project's plan what
 // the user can do about it: first (when there is something), or move the
-// project to a plan that holds more.
+// project to the next larger plan, if there is one. The project is named
+// by its id, which needs no quoting in a shell.
 func overQuota(err error, p store.Project, first string) error {
 	if !errors.Is(err, store.ErrQuotaExceeded) {
 		return err
 	}
-	return fmt.Errorf("%w; %smove the project to a larger plan (`capture project set-plan %s pro`)", err, first, p.Name)
+	names := store.PlanNames()
+	i := slices.Index(names, p.Plan.Name)
+	if i < 0 || i == len(names)-1 {
+		if first == "" {
+			return err
+		}
+		return fmt.Errorf("%w; %s", err, strings.TrimSuffix(first, ", or "))
+	}
+	return fmt.Errorf("%w; %smove the project to a larger plan (`capture project set-plan %s %s`)", err, first, p.ID, names[i+1])
 }
 
 func refusedValue(err error) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -294,5 +295,22 @@ func TestNamesWithSurroundingSpacesAreRefused(t *testing.T) {
 	}
 	if r := capture(t, "project", "list", "--data-dir", dir); strings.Contains(r.stdout, "staging") {
 		t.Errorf("a refused project was created: %+v", r)
+	}
+}
+
+// On the largest plan there is no larger one to suggest; what can be done
+// first is still said.
+func TestOverQuotaOnTheLargestPlan(t *testing.T) {
+	refused := fmt.Errorf("%w: the team plan allows 50 active API keys", store.ErrQuotaExceeded)
+	team := store.Project{ID: "proj_x", Plan: store.Plan{Name: "team"}}
+	if got := overQuota(refused, team, "revoke one first, or ").Error(); got != "quota_exceeded: the team plan allows 50 active API keys; revoke one first" {
+		t.Errorf("keys on team: %q", got)
+	}
+	if got := overQuota(refused, team, ""); got != refused {
+		t.Errorf("inboxes on team: %v", got)
+	}
+	pro := store.Project{ID: "proj_x", Plan: store.Plan{Name: "pro"}}
+	if got := overQuota(refused, pro, "").Error(); !strings.HasSuffix(got, "; move the project to a larger plan (`capture project set-plan proj_x team`)") {
+		t.Errorf("on pro: %q", got)
 	}
 }

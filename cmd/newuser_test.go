@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -224,7 +225,12 @@ func TestEndpointResponseStatusIsFinal(t *testing.T) {
 func TestSetPlanRefusesWhatDoesNotFit(t *testing.T) {
 	dir := withDatabase(t, t.TempDir())
 	d := "--data-dir=" + dir
-	if r := capture(t, "key", "create", d); r.code != 1 || !strings.Contains(r.stderr, "quota_exceeded: the free plan allows 1 active API key; revoke one first (`capture key list --project default`, then `capture key revoke KEY_ID`), or move the project to a larger plan (`capture project set-plan default pro`)\n") {
+	// The refusal says what to do, naming the project by its id (no
+	// quoting needed) and the next larger plan.
+	hint := regexp.MustCompile("^capture: quota_exceeded: the free plan allows 1 active API key; revoke one first " +
+		"\\(`capture key list --project (proj_\\w+)`, then `capture key revoke KEY_ID`\\), or move the project to a larger plan " +
+		"\\(`capture project set-plan (proj_\\w+) pro`\\)\n$")
+	if r := capture(t, "key", "create", d); r.code != 1 || !hint.MatchString(r.stderr) {
 		t.Errorf("second key on free: %+v", r)
 	}
 	if r := capture(t, "project", "set-plan", "default", "pro", d); r.code != 0 {
