@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/datadir"
 )
 
 // Without --name a new inbox or endpoint takes the first free name of
@@ -312,5 +314,39 @@ func TestOverQuotaOnTheLargestPlan(t *testing.T) {
 	pro := store.Project{ID: "proj_x", Plan: store.Plan{Name: "pro"}}
 	if got := overQuota(refused, pro, "").Error(); !strings.HasSuffix(got, "; move the project to a larger plan (`capture project set-plan proj_x team`)") {
 		t.Errorf("on pro: %q", got)
+	}
+}
+
+// An administration command of a newer build does not upgrade a database
+// an older build's serve is using: what that serve stores next would keep
+// the old shape. It says what to do instead, and changes nothing.
+func TestAdminDoesNotUpgradeUnderAnOlderServe(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	path := filepath.Join(dir, store.DBFile)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var current int
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&current); err != nil {
+		t.Fatal(err)
+	}
+	// The older build: one migration behind, and serving the data dir.
+	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, current-1); err != nil {
+		t.Fatal(err)
+	}
+	release, err := datadir.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	r := capture(t, "key", "list", "--data-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "needs an upgrade, and the `capture serve` using it is an older version") {
+		t.Errorf("key list beside an older serve: %+v", r)
+	}
+	var after int
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&after); err != nil || after != current-1 {
+		t.Errorf("schema version %d (%v), want it left at %d", after, err, current-1)
 	}
 }

@@ -90,6 +90,20 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 	if err := checkWritable(filepath.Join(dir, store.DBFile)); err != nil {
 		return nil, err
 	}
+	if store.NeedsUpgrade(c.Context(), filepath.Join(dir, store.DBFile)) {
+		// A serve that holds the data dir while its database still lacks
+		// this build's migrations is an older build (or this build's,
+		// upgrading it right now): upgrading under the older one would
+		// leave what it stores next in the old shape.
+		release, err := datadir.Lock(dir)
+		if errors.Is(err, datadir.ErrInUse) {
+			return nil, fmt.Errorf("the database in %s needs an upgrade, and the `capture serve` using it is an older version "+
+				"(or is upgrading it now): stop it and start this version's `capture serve`, which upgrades it, then run this again", dir)
+		}
+		if err == nil {
+			release()
+		}
+	}
 	// OpenDir would log the warning through slog's default logger, with
 	// a time stamp and a level; a command's messages are lines like its
 	// errors.
