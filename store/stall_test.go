@@ -198,3 +198,66 @@ func newSQLiteFile(t *testing.T) string {
 	}
 	return path
 }
+
+// On PostgreSQL a batch's statements stop at its oldest capture's deadline
+// (a lock held elsewhere). Captures queued later in that batch still have
+// time: they are tried again and commit once the lock goes, instead of
+// being refused with the oldest, before their own five seconds.
+func TestLaterCapturesOutliveTheOldestsDeadline(t *testing.T) {
+	if !pgtest.Requested() {
+		t.Skip("PostgreSQL only: SQLite takes its write lock before a batch is claimed")
+	}
+	ctx := t.Context()
+	s := newStore(t)
+	p := mustProject(t, s, "p", "team")
+	e, err := s.CreateEndpoint(ctx, p.ID, "e", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", s.b.(*postgresDB).url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	lock, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, `LOCK TABLE requests IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(path string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			_, err := s.InsertRequest(ctx, &NewRequest{EndpointID: e.ID, ReceivedAt: time.Now(), Method: "POST",
+				Path: path, RemoteAddr: "127.0.0.1:1"})
+			out <- err
+		}()
+		return out
+	}
+	// first blocks the writer on the lock; second and third queue behind
+	// it and go together in the next batch, whose statements stop at
+	// second's deadline. The lock goes between second's deadline and
+	// third's.
+	start := time.Now()
+	first := insert("/first")
+	time.Sleep(500 * time.Millisecond)
+	second := insert("/second")
+	time.Sleep(3 * time.Second)
+	third := insert("/third")
+	time.Sleep(time.Until(start.Add(7 * time.Second)))
+	lock.Rollback()
+	for name, ch := range map[string]<-chan error{"first": first, "second": second} {
+		if err := <-ch; !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s, past its deadline under the lock: %v, want ErrUnavailable", name, err)
+		}
+	}
+	if err := <-third; err != nil {
+		t.Errorf("third, queued later and within its five seconds when the lock went: %v", err)
+	}
+	list, err := s.Requests(ctx, e.ID, RequestFilter{}, Page{Limit: 10})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Path != "/third" {
+		t.Errorf("stored: %+v, %v; want /third alone", list.Items, err)
+	}
+}

@@ -463,6 +463,25 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		return
 	}
 	w.vocab.forget()
+	if s.Shared() && errors.Is(err, ErrUnavailable) && errors.Is(err, context.DeadlineExceeded) {
+		// The oldest operation's deadline cut the transaction short (a
+		// lock held elsewhere): only those whose own time is up hear it.
+		// The others were queued later and may still commit, in a
+		// transaction of their own, bounded by the oldest of them.
+		var later []*writeOp
+		for _, op := range batch {
+			if time.Since(op.queued) < commitTimeout {
+				later = append(later, op)
+			} else if op.settle() {
+				op.done <- err
+			}
+		}
+		w.renew(s)
+		if len(later) > 0 {
+			s.commit(w, later)
+		}
+		return
+	}
 	if len(batch) == 1 || errors.Is(err, ErrUnavailable) {
 		if errors.Is(err, ErrUnavailable) {
 			w.renew(s)
