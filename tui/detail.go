@@ -155,7 +155,11 @@ func (m *Model) messageContent(msg *contract.Message, w int) string {
 	}
 	p.field("Received", msg.ReceivedAt.In(m.loc).Format("2006-01-02 15:04:05 MST"))
 	if msg.Envelope.From != "" || len(msg.Envelope.To) > 0 {
-		p.field("Envelope", clean(msg.Envelope.From+" → "+strings.Join(msg.Envelope.To, ", ")), m.st.dim)
+		from := msg.Envelope.From
+		if from == "" {
+			from = "<>" // the null sender of a bounce, as MTAs write it
+		}
+		p.field("Envelope", clean(from+" → "+strings.Join(msg.Envelope.To, ", ")), m.st.dim)
 	}
 	p.field("Id", msg.ID+" · "+size(msg.Size), m.st.dim)
 

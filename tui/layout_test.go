@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -316,4 +317,20 @@ func TestUnnamedAttachment(t *testing.T) {
 	if !strings.Contains(s, "saved "+filepath.Join(cfg.SaveDir, "att_")) {
 		t.Errorf("the status should name %s:\n%s", files[0], s)
 	}
+}
+
+// A bounce's null envelope sender shows as <>, as MTAs write it and the
+// web shows it, not as nothing before the arrow.
+func TestNullEnvelopeSender(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.st.InsertMessage(t.Context(), &store.NewMessage{InboxID: e.boot.Inbox.ID, ReceivedAt: time.Now(),
+		EnvelopeTo: []string{"alice@example.test"}, From: &store.Address{Address: "mailer-daemon@mx.test"},
+		Subject: "Undelivered Mail Returned to Sender", Raw: []byte("Subject: Undelivered Mail Returned to Sender\r\n\r\nbounce\r\n")}); err != nil {
+		t.Fatal(err)
+	}
+	u := e.run(e.config())
+	u.waitText("Undelivered Mail", "● live")
+	u.keys("tab")
+	u.waitText("<> → alice@example.test")
 }
