@@ -38,7 +38,10 @@ func (s *Store) deleteCapture(ctx context.Context, ct captureTable, kind, projec
 
 // removeCapture deletes the capture id when its collection matches owner
 // (SQL after the collection column, with ownerArg as ?2), and keeps the
-// collection's counter right. ErrNotFound says none matched.
+// collection's counter right. ErrNotFound says none matched. The
+// collection's waiters wake at the commit: one holding the deleted capture
+// as its cursor answers invalid_cursor then, not when the next capture
+// comes, nor with nothing at its deadline.
 func (t *wtx) removeCapture(ct captureTable, id, owner string, ownerArg any) error {
 	var collection string
 	err := t.queryRow(`DELETE FROM `+ct.table+` WHERE id = ?1 AND `+ct.owner+` `+owner+` RETURNING `+ct.owner, id, ownerArg).Scan(&collection)
@@ -48,8 +51,11 @@ func (t *wtx) removeCapture(ct captureTable, id, owner string, ownerArg any) err
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - 1 WHERE id = ?`, collection)
-	return err
+	if _, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - 1 WHERE id = ?`, collection); err != nil {
+		return err
+	}
+	t.wakeAfterCommit(collection)
+	return nil
 }
 
 // Prune deletes captures older than their plan's retention and, in each
@@ -120,10 +126,13 @@ func (s *Store) pruneWhere(ctx context.Context, ct captureTable, cond string, ar
 				return err
 			}
 			n = 0
-			// In the order of their ids, as the writer bumps them.
+			// In the order of their ids, as the writer bumps them. Each
+			// collection's waiters wake once for the chunk (a cursor among
+			// the pruned is told at once), not once for each capture.
 			for _, owner := range slices.Sorted(maps.Keys(counts)) {
 				c := counts[owner]
 				n += c
+				t.wakeAfterCommit(owner)
 				if _, err := t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - ? WHERE id = ?`, c, owner); err != nil {
 					return err
 				}

@@ -35,6 +35,11 @@ func (s *Store) purge(ctx context.Context, ct captureTable, ownerID string) erro
 			if deleted, err = res.RowsAffected(); err != nil {
 				return err
 			}
+			// Once a chunk, not once a capture: a waiter whose cursor
+			// this chunk deleted answers invalid_cursor at its commit.
+			if deleted > 0 {
+				t.wakeAfterCommit(ownerID)
+			}
 			_, err = t.exec(`UPDATE `+ct.ownerTable+` SET `+ct.counter+` = `+ct.counter+` - ? WHERE id = ?`, deleted, ownerID)
 			return err
 		})

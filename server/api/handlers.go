@@ -46,7 +46,11 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request, _ httprouter
 // of the project's wait slots, given back when the call returns, also when
 // the client disconnects. A held wait answers only while its key holds: it
 // checks the key whenever it wakes, and wakes too when a setting changes,
-// so that a key revoked meanwhile ends it at once as unauthorized.
+// so that a key revoked meanwhile ends it at once as unauthorized. Deletes,
+// purges and prunes of the collection wake it as captures do: a wait whose
+// cursor they took answers invalid_cursor at once, and the client starts
+// again from what exists before the next capture comes, never with an
+// empty page for a cursor that names nothing.
 func waitList[T any](ctx context.Context, a *API, c caller, collectionID string, wait time.Duration,
 	list func(context.Context) (store.List[T], error)) (store.List[T], error) {
 
@@ -85,6 +89,16 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 		case <-changed:
 		case <-settingsChanged:
 		case <-timeout:
+			select {
+			case <-changed:
+				// A commit met the deadline, and select chose the timer: it
+				// is read once more, so that a capture committed in time is
+				// returned and a cursor deleted in time is refused, rather
+				// than answered with nothing.
+				timeout, wait = nil, 0
+				continue
+			default:
+			}
 			return store.List[T]{Items: []T{}}, nil
 		case <-ctx.Done():
 			return l, ctx.Err()

@@ -99,7 +99,8 @@ type Result struct {
 // changed by edits, and records the delivery. The delivery is recorded
 // whatever the target did, also when ctx ends meanwhile. A *contract.Error
 // says what the caller must fix (no_target, invalid edits); store errors
-// come back as they are.
+// come back as they are. A request deleted while the replay was in flight
+// is store.ErrNotFound, saying what was sent and what the target answered.
 func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contract.ReplayEdits) (Result, error) {
 	req, err := r.store.Request(ctx, projectID, id)
 	if err != nil {
@@ -145,10 +146,29 @@ func (r *Replayer) Replay(ctx context.Context, projectID, id string, edits contr
 		res.Response = resp
 	}
 	res.Delivery, err = r.store.AddDelivery(context.WithoutCancel(ctx), projectID, req.ID, nd)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, unrecorded(req.ID, out, nd)
+	}
 	if err != nil {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// unrecorded is the error of a replay whose request was deleted (or its
+// endpoint) while it was in flight. It is still not_found, as the request
+// is, and nothing is answered as created, as nothing was recorded; but it
+// says that the replay was sent and what came of it, so that the caller
+// neither takes it for a replay that never went out nor sends it again.
+func unrecorded(requestID string, out *Sent, nd store.NewDelivery) error {
+	outcome := "it got no answer"
+	if nd.ResponseStatus != nil {
+		outcome = fmt.Sprintf("the target answered %d", *nd.ResponseStatus)
+	} else if nd.Error != nil {
+		outcome += " (" + *nd.Error + ")"
+	}
+	return fmt.Errorf("%w: request %q was deleted while its replay was in flight: the replay was sent (%s %s) and %s, "+
+		"but with the request gone no delivery history is left to record it in", store.ErrNotFound, requestID, out.Method, out.URL, outcome)
 }
 
 // Check reports what Replay would refuse in edits of req, as one
