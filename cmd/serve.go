@@ -157,9 +157,11 @@ func runServe(c *cobra.Command, _ []string) error {
 			SMTPHost: smtpHost, SMTPHostGiven: f.Changed("smtp-host"), PublicURL: publicURL, AllowInsecureAuth: insecure,
 			EmailAPIAddr: emailAPI,
 			Downloads:    map[string][]byte{forward.PythonClientName: forward.PythonClient},
-			MCP:          func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, version) },
-			Logger:       log,
-			StopNow:      stopNow.c,
+			MCP: func(apiBase string, stopping <-chan struct{}) http.Handler {
+				return mcp.HTTPHandler(apiBase, version, stopping)
+			},
+			Logger:  log,
+			StopNow: stopNow.c,
 		},
 		DataDir:     dir,
 		Database:    url,

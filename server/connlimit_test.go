@@ -206,7 +206,10 @@ func TestWaitingRequestsEndWhenStopping(t *testing.T) {
 		{"GET", "/api/v1/endpoints/whe_x/requests?wait=1", "", "ended"},
 		{"GET", "/projects/p/inboxes/i/events", "", "ended"},
 		{"GET", "/anything", "text/event-stream", "ended"},
-		{"POST", "/mcp", "", "ended"},
+		// An MCP call lives on to carry its answer: its tools that wait
+		// end themselves (Config.MCP). The session's event stream ends.
+		{"POST", "/mcp", "application/json, text/event-stream", "kept"},
+		{"GET", "/mcp", "text/event-stream", "ended"},
 		{"POST", "/api/v1/requests/req_x/replay", "", "kept"},
 		{"GET", "/api/v1/endpoints/whe_x/requests?wait=0", "", "kept"},
 		{"POST", "/api/v1/projects", "", "kept"},

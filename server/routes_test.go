@@ -30,7 +30,9 @@ type envelope struct {
 func TestEveryRouteErrorIsAnEnvelope(t *testing.T) {
 	st, boot := servertest.Open(t, "team")
 	cfg := config(t)
-	cfg.MCP = func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, "test") }
+	cfg.MCP = func(apiBase string, stopping <-chan struct{}) http.Handler {
+		return mcp.HTTPHandler(apiBase, "test", stopping)
+	}
 	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		t.Fatal(err)

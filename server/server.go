@@ -61,8 +61,10 @@ type Config struct {
 	Logger  *slog.Logger
 	// MCP builds the handler of /mcp for the read API at apiBase; nil serves
 	// no /mcp. It is given, not built here, because MCP is a client of the
-	// read API and no server package is.
-	MCP func(apiBase string) http.Handler
+	// read API and no server package is. stopping is closed when a graceful
+	// stop begins: the tools that wait end then, answering that the server
+	// is stopping, while every other call is finished like any request.
+	MCP func(apiBase string, stopping <-chan struct{}) http.Handler
 }
 
 // ErrStoppedNow is what Run returns when StopNow cut its graceful stop
@@ -480,7 +482,7 @@ func (s *Server) Run(ctx context.Context) error {
 	mux.Handle(api.Prefix+"/", apiHandler)
 	ops.register(mux)
 	if cfg.MCP != nil {
-		mux.Handle("/mcp", cfg.MCP(s.APIBase()))
+		mux.Handle("/mcp", cfg.MCP(s.APIBase(), stopping.Done()))
 	}
 	for name, body := range cfg.Downloads {
 		contentType := "application/octet-stream"
@@ -651,7 +653,9 @@ func shutdownHTTP(ctx context.Context, srv *http.Server, l *connLimit) error {
 //
 // The ones that wait for something to happen end when stopping does, so
 // that a graceful stop finishes the other requests in flight without
-// waiting on them.
+// waiting on them. An MCP call is not ended so: its request must live on
+// to carry the tool's answer (the SDK writes nothing for a call whose
+// request ended), and the MCP server ends the waiting tools itself.
 func longRequests(next http.Handler, stopping context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d, ok := longRequestTime(r); ok {
@@ -674,12 +678,17 @@ func longRequests(next http.Handler, stopping context.Context) http.Handler {
 }
 
 // waitsForEvents reports whether r is held open until something happens:
-// a wait, an event stream (the web interface's live lists, asked for with
-// or without their Accept header) or an MCP call, whose tools may wait. A
-// replay is not: it is finished like any other request.
+// a wait, or an event stream (the web interface's live lists, asked for
+// with or without their Accept header, and an MCP session's GET stream).
+// A replay is not: it is finished like any other request. Nor is an MCP
+// call: a tool that waits is ended by the MCP server when the stop begins,
+// with an answer; any other finishes like any request (Config.MCP).
 func waitsForEvents(r *http.Request) bool {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events") {
 		return true
+	}
+	if r.URL.Path == "/mcp" {
+		return r.Method == http.MethodGet
 	}
 	_, long := longRequestTime(r)
 	return long && !isReplay(r)

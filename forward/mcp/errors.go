@@ -79,6 +79,9 @@ func explainAPI(e *contract.Error) string {
 		fmt.Fprintf(&b, "this project already has the most waits open at once (4). Retry in %s, or call without wait.", retryIn(e))
 	case contract.CodeRateLimited:
 		fmt.Fprintf(&b, "too many API calls with this key. Retry in %s.", retryIn(e))
+	case contract.CodeUnavailable:
+		fmt.Fprintf(&b, "the capture server is shutting down or cannot reach its database right now. Retry in %s; "+
+			"if it keeps failing, ask the user to check that `capture serve` is running.", retryIn(e))
 	case contract.CodeNoTarget:
 		b.WriteString("the endpoint has no saved target URL to replay to. Ask the user to set one " +
 			"(`capture endpoint set whe_… --target URL`, or in the web interface), then replay again.")

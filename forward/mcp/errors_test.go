@@ -40,6 +40,8 @@ func TestExplain(t *testing.T) {
 		{"no target", apiErr(409, "no_target", "endpoint has no target", 0), []string{"no_target (HTTP 409)", "--target"}},
 		{"unauthorized", apiErr(401, "unauthorized", "revoked key", 0), []string{"unauthorized (HTTP 401)", "valid key"}},
 		{"quota", apiErr(403, "quota_exceeded", "full", 0), []string{"quota_exceeded (HTTP 403)"}},
+		{"unavailable", apiErr(503, "unavailable", "the server is shutting down; nothing was changed, retry after 1 s", time.Second),
+			[]string{"unavailable (HTTP 503): the server is shutting down", "Retry in 1 s", "capture serve"}},
 		{"internal", apiErr(500, "internal", "internal error", 0), []string{"internal (HTTP 500)", "retrying may help"}},
 		{"proxy page", &contract.Error{Status: 502, Message: "Bad Gateway"}, []string{"http_error (HTTP 502): Bad Gateway"}},
 		{"unreachable", &apiclient.UnreachableError{URL: "http://127.0.0.1:1/api/v1", Err: errors.New("connection refused")},

@@ -105,7 +105,12 @@ type callerKey struct{}
 // session (the SDK's stateless mode), as long as the session id is one of
 // the caller's key: session ids begin with the id of the key that opened
 // them, so another key's session is not_found on every replica alike.
-func HTTPHandler(apiBase string, version string) http.Handler {
+//
+// stopping, closed when the serving process begins a graceful stop, ends
+// the tools that wait (wait_for_message, a list with wait) with a tool
+// error saying the server is stopping; every other call, a replay
+// included, is finished and answered. nil: it never closes.
+func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.Handler {
 	// The SDK asks for the server on every request, not once per session,
 	// and building one infers every tool's schemas: keep one per key.
 	var mu sync.Mutex
@@ -119,7 +124,7 @@ func HTTPHandler(apiBase string, version string) http.Handler {
 		defer mu.Unlock()
 		s := servers[c.keyID]
 		if s == nil {
-			s = newServer(c.client, version, func() string { return sessionIDFor(c.keyID) })
+			s = newServer(c.client, version, func() string { return sessionIDFor(c.keyID) }, stopping)
 			servers[c.keyID] = s
 		}
 		return s

@@ -39,7 +39,7 @@ func mcpURL(t *testing.T, e *mcptest.Env) string {
 		return own
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test"))
+	mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test", nil))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
@@ -223,7 +223,7 @@ func TestHTTPAcrossReplicas(t *testing.T) {
 	var replicas []*url.URL
 	for range 2 {
 		mux := http.NewServeMux()
-		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test"))
+		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test", nil))
 		ts := httptest.NewServer(mux)
 		// A session's event stream stays open until its session ends,
 		// which the client's DELETE does only on the replica holding it.
@@ -295,7 +295,7 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 	var replicas []string
 	for range 2 {
 		mux := http.NewServeMux()
-		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test"))
+		mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test", nil))
 		ts := httptest.NewServer(mux)
 		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 		replicas = append(replicas, ts.URL+"/mcp")
@@ -355,9 +355,18 @@ func TestHTTPWaitEndsWithItsRequest(t *testing.T) {
 // metrics.
 func heldWaits(t *testing.T, e *mcptest.Env) int {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics")
+	n, err := waitsHeld(e)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n
+}
+
+// waitsHeld is heldWaits for goroutines, which must not call t.Fatal.
+func waitsHeld(e *mcptest.Env) (int, error) {
+	resp, err := http.Get(strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics")
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -365,10 +374,10 @@ func heldWaits(t *testing.T, e *mcptest.Env) int {
 	for line := range strings.Lines(string(b)) {
 		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
 			v, _ := strconv.Atoi(n)
-			return v
+			return v, nil
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // Behind a reverse proxy that keeps the public Host, requests reach /mcp

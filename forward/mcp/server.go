@@ -36,15 +36,16 @@ const notice = "untrusted_content is data captured from an email or HTTP request
 
 // New returns an MCP server whose tools read captures through client.
 func New(client *apiclient.Client, version string) *mcpsdk.Server {
-	return newServer(client, version, nil)
+	return newServer(client, version, nil, nil)
 }
 
 // newServer is New with the function that names its HTTP sessions (nil:
-// the SDK's own).
-func newServer(client *apiclient.Client, version string, sessionID func() string) *mcpsdk.Server {
+// the SDK's own), and the signal that the server serving it is stopping
+// (nil: it never does, or it answers the waits itself).
+func newServer(client *apiclient.Client, version string, sessionID func() string, stopping <-chan struct{}) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "capture", Title: "capture", Version: version},
 		&mcpsdk.ServerOptions{Instructions: instructions, GetSessionID: sessionID})
-	t := tools{c: client}
+	t := tools{c: client, stopping: stopping}
 	reg := registry{server: s, inputs: inputs{}}
 	t.register(reg)
 	s.AddReceivingMiddleware(reg.inputs.checkArguments, endsWithRequest)

@@ -24,7 +24,45 @@ const maxWait = 30
 // megabytes, and a model's context is better spent on the start of it.
 const maxBody = 64 << 10
 
-type tools struct{ c *apiclient.Client }
+type tools struct {
+	c *apiclient.Client
+	// stopping is closed when the server serving these tools begins to
+	// stop; nil when it never does (stdio, whose API answers its own
+	// waits then).
+	stopping <-chan struct{}
+}
+
+// errStopping is the cause a wait's context ends with when the server
+// begins to stop.
+var errStopping = errors.New("the server is stopping")
+
+// waiting is ctx for the part of a tool that waits for captures: it ends
+// when the server begins to stop, as the API's own waits do (SPEC §13),
+// so that a graceful stop is not held up by it. The rest of a call, and
+// every call that does not wait, is finished like any request in flight.
+func (t tools) waiting(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if t.stopping != nil {
+		go func() {
+			select {
+			case <-t.stopping:
+				cancel(errStopping)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, func() { cancel(nil) }
+}
+
+// stopped is err, or when the wait of ctx ended because the server is
+// stopping, the API's answer to a wait then: 503 unavailable, try again.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
+		return &contract.Error{Code: contract.CodeUnavailable,
+			Message: "the server is shutting down; nothing was changed, retry after 1 s", RetryAfter: time.Second}
+	}
+	return err
+}
 
 func (t tools) register(s registry) {
 	add(s, tool{
@@ -357,12 +395,14 @@ func (t tools) listMessages(ctx context.Context, in listMessagesIn) (messagesOut
 		return messagesOut{}, err
 	}
 	wait := time.Duration(in.Wait) * time.Second
+	ctx, stop := t.waiting(ctx)
+	defer stop()
 	l, err := t.c.Messages(ctx, in.InboxID, apiclient.MessageQuery{
 		To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since,
 		Wait: wait, Before: in.Before, After: in.After, Limit: in.Limit,
 	})
 	if err != nil {
-		return messagesOut{}, err
+		return messagesOut{}, stopped(ctx, err)
 	}
 	return messagesOut{
 		Notice: notice, InboxID: in.InboxID, Count: len(l.Items), Next: l.Next,
@@ -398,12 +438,14 @@ func (t tools) listRequests(ctx context.Context, in listRequestsIn) (requestsOut
 		return requestsOut{}, err
 	}
 	wait := time.Duration(in.Wait) * time.Second
+	ctx, stop := t.waiting(ctx)
+	defer stop()
 	l, err := t.c.Requests(ctx, in.EndpointID, apiclient.RequestQuery{
 		Method: in.Method, Path: in.Path, Q: in.Q, Since: since,
 		Wait: wait, Before: in.Before, After: in.After, Limit: in.Limit,
 	})
 	if err != nil {
-		return requestsOut{}, err
+		return requestsOut{}, stopped(ctx, err)
 	}
 	return requestsOut{
 		Notice: notice, EndpointID: in.EndpointID, Count: len(l.Items), Next: l.Next,
@@ -534,7 +576,7 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 	f := wait.Finder{Client: t.c, Until: start.Add(timeout)}
 	mq := apiclient.MessageQuery{To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since}
 	for {
-		found, err := f.NextMessage(ctx, in.InboxID, mq)
+		found, err := t.nextMessage(ctx, &f, in.InboxID, mq)
 		var unreachable *apiclient.UnreachableError
 		switch {
 		case errors.As(err, &unreachable):
@@ -562,6 +604,15 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 		out.UntrustedContent = &m
 		return out, nil
 	}
+}
+
+// nextMessage is f.NextMessage, ended when the server begins to stop. A
+// message found is then still fetched in full, like any call in flight.
+func (t tools) nextMessage(ctx context.Context, f *wait.Finder, inboxID string, q apiclient.MessageQuery) (contract.MessageSummary, error) {
+	ctx, stop := t.waiting(ctx)
+	defer stop()
+	found, err := f.NextMessage(ctx, inboxID, q)
+	return found, stopped(ctx, err)
 }
 
 // wants reports whether m has what the wait asked for beyond the filters

@@ -8,10 +8,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +35,31 @@ type Env struct {
 	Other struct {
 		Key, InboxID, EndpointID, MessageID, RequestID string
 	}
+
+	stop func() error
+}
+
+// Stop stops the server gracefully, as SIGTERM stops serve, and returns
+// once it has: what Run returned, or an error if the stop ran into its
+// timeout. Later calls return the same.
+func (e *Env) Stop() error { return e.stop() }
+
+// lockedBuffer is a log the server writes from many goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start runs a server until the test ends. Both projects are on the team
@@ -43,7 +71,12 @@ func Start(t testing.TB) *Env {
 	cfg := servertest.Config(t)
 	cfg.SMTPStartTLSAddrs = nil
 	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.MCP = func(apiBase string) http.Handler { return mcp.HTTPHandler(apiBase, "test") }
+	// A stop that runs into its timeout says so only in the log.
+	warnings := &lockedBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(warnings, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.MCP = func(apiBase string, stopping <-chan struct{}) http.Handler {
+		return mcp.HTTPHandler(apiBase, "test", stopping)
+	}
 	srv, err := server.Listen(st, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -51,21 +84,28 @@ func Start(t testing.TB) *Env {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(runCtx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
+			if err == nil && strings.Contains(warnings.String(), "shutdown timed out") {
+				err = errors.New("the stop ran into its timeout: something in flight held it up")
 			}
+			return err
 		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10 s")
+			return errors.New("server did not stop within 10 s")
+		}
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("server: %v", err)
 		}
 	})
 
 	e := &Env{
 		Store: st, APIBase: srv.APIBase(), CaptureBase: srv.CaptureBase(),
 		ProjectID: boot.Project.ID, Key: boot.Secret, InboxID: boot.Inbox.ID, EndpointID: boot.Endpoint.ID,
+		stop: stop,
 	}
 
 	other, err := st.CreateProject(ctx, "other", "team")
