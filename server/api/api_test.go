@@ -42,6 +42,13 @@ func newEnv(t *testing.T) *env {
 	if _, err := st.SetPlan(t.Context(), boot.Project.ID, "team"); err != nil {
 		t.Fatal(err)
 	}
+	return apiOver(t, st, boot)
+}
+
+// apiOver serves the API over st, whose bootstrap is boot; the env closes
+// both.
+func apiOver(t *testing.T, st *store.Store, boot store.Bootstrap) *env {
+	t.Helper()
 	a := api.New(st, api.Config{SMTPHost: "localhost", StartTLSPorts: []int{2587}, TLSPorts: []int{2465},
 		CaptureBase: "http://127.0.0.1:7781", Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(a)

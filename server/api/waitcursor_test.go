@@ -2,13 +2,9 @@ package api_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/capturedev/capture/server/api"
-	"github.com/capturedev/capture/server/openapi/openapitest"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/storetest"
 )
@@ -155,17 +151,7 @@ func TestWaitOnAReplicaRefusesItsCursorDeletedThroughAnother(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a := api.New(st, api.Config{CaptureBase: "http://127.0.0.1:7781", Logger: slog.New(slog.DiscardHandler)})
-		srv := httptest.NewServer(a)
-		v, err := openapitest.NewValidator()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			srv.Close()
-			st.Close()
-		})
-		return &env{t: t, st: st, api: a, srv: srv, v: v, boot: boot, key: boot.Secret, client: srv.Client()}
+		return apiOver(t, st, boot)
 	}
 	waiting, deleting := replica(), replica()
 	for _, c := range collections {
