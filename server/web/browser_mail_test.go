@@ -145,8 +145,9 @@ func TestBrowserLiveMessageHTMLSandboxAndAttachment(t *testing.T) {
 // it, as a logo in a multipart/related body) shows at once, before "Load
 // images", which is for images from elsewhere: also when it is
 // referenced many times, when its part is labelled
-// application/octet-stream, and when the reference keeps the
-// Content-ID's angle brackets.
+// application/octet-stream, when the reference keeps the Content-ID's
+// angle brackets, and when the message's own <base href> points
+// elsewhere.
 func TestBrowserInlineImage(t *testing.T) {
 	e := start(t)
 	probe, hits := imageProbe(t)
@@ -155,7 +156,8 @@ func TestBrowserInlineImage(t *testing.T) {
 	logo, signature := pngOf(t, 3, 2), pngOf(t, 5, 1)
 	raw := "From: Shop <shop@example.com>\nTo: alice@example.com\nSubject: With a logo\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/related; boundary=R\n\n--R\nContent-Type: text/html; charset=utf-8\n\n" +
-		`<!doctype html><p><img id="logo" src="cid:logo.1@shop.example" alt="Shop">` +
+		`<!doctype html><base href="http://127.0.0.1:9/elsewhere/">` +
+		`<p><img id="logo" src="cid:logo.1@shop.example" alt="Shop">` +
 		`<img id="dark" src="cid:logo.1@shop.example-dark" alt="Shop, dark">` +
 		`<img id="angle" src="cid:%3Clogo.1@shop.example%3E" alt="Shop, in brackets">` +
 		`<img id="sig" src="cid:sig@shop.example" alt="Signature">` +

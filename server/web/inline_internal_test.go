@@ -6,19 +6,22 @@ import (
 )
 
 func TestInlineTokenExpires(t *testing.T) {
-	h := &Handler{inlineKey: []byte("a key for the test")}
-	live := h.inlineToken("p", "m", "a", time.Now().Add(time.Minute).Unix())
-	if !h.validInlineToken("p", "m", "a", live) {
+	key := []byte("a key for the test")
+	live := inlineToken(key, "p", "m", "a", time.Now().Add(time.Minute).Unix())
+	if !validInlineToken(key, "p", "m", "a", live) {
 		t.Error("a live token refused")
 	}
-	if h.validInlineToken("p", "m", "b", live) || h.validInlineToken("p", "n", "a", live) || h.validInlineToken("q", "m", "a", live) {
+	if validInlineToken(key, "p", "m", "b", live) || validInlineToken(key, "p", "n", "a", live) || validInlineToken(key, "q", "m", "a", live) {
 		t.Error("a token opened another part")
 	}
-	if expired := h.inlineToken("p", "m", "a", time.Now().Add(-time.Second).Unix()); h.validInlineToken("p", "m", "a", expired) {
+	if expired := inlineToken(key, "p", "m", "a", time.Now().Add(-time.Second).Unix()); validInlineToken(key, "p", "m", "a", expired) {
 		t.Error("an expired token taken")
 	}
+	if validInlineToken([]byte("another key"), "p", "m", "a", live) {
+		t.Error("a token made with another key taken")
+	}
 	for _, bad := range []string{"", ".", "zzzzzzzzzzzzzzzz.x", live + "x"} {
-		if h.validInlineToken("p", "m", "a", bad) {
+		if validInlineToken(key, "p", "m", "a", bad) {
 			t.Errorf("token %q taken", bad)
 		}
 	}

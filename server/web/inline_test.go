@@ -5,17 +5,22 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/capturedev/capture/server/web"
 	"github.com/capturedev/capture/store"
+	"github.com/capturedev/capture/store/storetest"
 )
 
-// inlineURL is the address of an inline part in a message's HTML.
-var inlineURL = regexp.MustCompile(`http://[^"'\s]+/inline/[^"'\s]+`)
+// inlineURL is the address of an inline part in a message's HTML: on
+// this site, whatever its name, so root-relative.
+var inlineURL = regexp.MustCompile(`/projects/[^"'\s]+/inline/[^"'\s]+`)
 
 // onlyMessage sends raw and returns the message it made, the inbox's only
 // one.
@@ -56,11 +61,11 @@ func part(headers string, data []byte) string {
 	return headers + "\nContent-Transfer-Encoding: base64\n\n" + strings.Join(append(lines, enc), "\n")
 }
 
-// fetchInline asks for an inline part as the message's frame does: with
-// no session cookie.
-func fetchInline(t *testing.T, u string) (*http.Response, []byte) {
+// fetchInline asks site for an inline part at u, as the message's frame
+// does: with no session cookie.
+func fetchInline(t *testing.T, site, u string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Get(u)
+	resp, err := http.Get(site + u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +111,7 @@ func TestInlineImageReferencesDoNotMultiplyIt(t *testing.T) {
 			t.Fatalf("one part has two addresses: %s and %s", urls[0], u)
 		}
 	}
-	got, data := fetchInline(t, urls[0])
+	got, data := fetchInline(t, e.base, urls[0])
 	if got.StatusCode != http.StatusOK || got.Header.Get("Content-Type") != "image/png" || !bytes.Equal(data, img) {
 		t.Fatalf("inline part: %d %q, %d bytes", got.StatusCode, got.Header.Get("Content-Type"), len(data))
 	}
@@ -114,12 +119,10 @@ func TestInlineImageReferencesDoNotMultiplyIt(t *testing.T) {
 		got.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
 		t.Errorf("inline part headers: %v", got.Header)
 	}
-	// The frame may load this message's inline parts and nothing else of
-	// the site, and nothing remote until asked.
-	csp := resp.Header.Get("Content-Security-Policy")
-	inline := e.base + "/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/inline/"
-	if !strings.Contains(csp, "img-src data: "+inline+";") {
-		t.Errorf("HTML CSP %q, want img-src data: %s", csp, inline)
+	// The frame may load images of this site, where its inline parts
+	// are, and nothing remote until asked.
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src data: 'self';") {
+		t.Errorf("HTML CSP %q, want img-src data: 'self'", csp)
 	}
 }
 
@@ -163,7 +166,7 @@ func TestInlinePartsServedAsImagesOnly(t *testing.T) {
 	if len(urls) != 1 {
 		t.Fatalf("the octet-stream part's reference: %d addresses", len(urls))
 	}
-	if resp, data := fetchInline(t, urls[0]); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" ||
+	if resp, data := fetchInline(t, e.base, urls[0]); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" ||
 		!bytes.HasPrefix(data, []byte("\x89PNG")) {
 		t.Errorf("the octet-stream signature: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -184,7 +187,7 @@ func TestInlinePartsServedAsImagesOnly(t *testing.T) {
 		if src == nil || !inlineURL.MatchString(src[1]) {
 			t.Fatalf("%s: no inline address in %s", id, body)
 		}
-		resp, _ := fetchInline(t, src[1])
+		resp, _ := fetchInline(t, e.base, src[1])
 		served[id] = resp.Status + " " + resp.Header.Get("Content-Type")
 		if resp.StatusCode != http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
 			t.Errorf("%s: an error served as an image", id)
@@ -204,13 +207,122 @@ func TestInlinePartsServedAsImagesOnly(t *testing.T) {
 
 	// The address is its own permission, for that part only.
 	good := regexp.MustCompile(`id="angle" src="([^"]+)"`).FindStringSubmatch(body)[1]
-	if resp, _ := fetchInline(t, good[:len(good)-2]+"xx"); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := fetchInline(t, e.base, good[:len(good)-2]+"xx"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a forged signature: %d", resp.StatusCode)
 	}
 	svgURL := regexp.MustCompile(`id="svg" src="([^"]+)"`).FindStringSubmatch(body)[1]
 	_, svgToken, _ := strings.Cut(svgURL, "?")
 	other, _, _ := strings.Cut(good, "?")
-	if resp, _ := fetchInline(t, other+"?"+svgToken); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := fetchInline(t, e.base, other+"?"+svgToken); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("one part's signature opened another: %d", resp.StatusCode)
+	}
+}
+
+// inlineMessage is a message whose HTML shows one inline GIF, and the
+// address its HTML view, as the signed-in c sees it on the env's server,
+// gives that image.
+func inlineMessage(t *testing.T, e *env, c *client) (htmlPath, imagePath string) {
+	t.Helper()
+	m := e.onlyMessage(t, "a@example.com", related(`<p><img id="logo" src="cid:logo@x"></p>`,
+		part("Content-Type: image/gif\nContent-ID: <logo@x>", []byte(tinyGIF))))
+	htmlPath = "/projects/" + e.boot.Project.ID + "/messages/" + m.ID + "/html"
+	resp := c.get(htmlPath)
+	urls := inlineURL.FindAllString(resp.body, -1)
+	if resp.StatusCode != http.StatusOK || len(urls) != 1 {
+		t.Fatalf("html: %d, inline addresses %q in %s", resp.StatusCode, urls, resp.body)
+	}
+	return htmlPath, urls[0]
+}
+
+// webOn serves the web interface over another store opened on e's
+// database, as another replica, or this one after a restart, does.
+func webOn(t *testing.T, e *env) *httptest.Server {
+	t.Helper()
+	ui := httptest.NewServer(web.New(storetest.OpenAgain(t, e.st), web.Config{SMTPHost: "localhost",
+		Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(ui.Close)
+	return ui
+}
+
+// An inline image's address opens on whichever replica sharing the
+// database the browser's request reaches, as replicas behind a balancer
+// without stickiness take turns, and still opens after the server
+// restarts, for the hour it is signed for.
+func TestInlineAddressOpensOnEveryReplicaAndAfterRestart(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	htmlPath, signedByA := inlineMessage(t, e, c)
+
+	replicaB := webOn(t, e)
+	if resp, data := fetchInline(t, replicaB.URL, signedByA); resp.StatusCode != http.StatusOK || string(data) != tinyGIF {
+		t.Errorf("an address signed by one replica, on another: %d %s", resp.StatusCode, data)
+	}
+	// The session is the database's too: B signs the HTML it serves.
+	b := *c
+	b.base = replicaB.URL
+	signedByB := inlineURL.FindString(b.get(htmlPath).body)
+	if signedByB == "" {
+		t.Fatal("replica B's HTML has no inline address")
+	}
+	if resp, data := fetchInline(t, e.base, signedByB); resp.StatusCode != http.StatusOK || string(data) != tinyGIF {
+		t.Errorf("an address signed by another replica: %d %s", resp.StatusCode, data)
+	}
+
+	// A restart: B's process gone, a new one on the same database.
+	replicaB.Close()
+	restarted := webOn(t, e)
+	for _, u := range []string{signedByA, signedByB} {
+		if resp, data := fetchInline(t, restarted.URL, u); resp.StatusCode != http.StatusOK || string(data) != tinyGIF {
+			t.Errorf("an address signed before a restart, after it: %d %s", resp.StatusCode, data)
+		}
+	}
+	// Still signed: another message's address is no permission here.
+	if resp, _ := fetchInline(t, restarted.URL, strings.Replace(signedByA, "/messages/", "/messages/x", 1)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an address of another message: %d", resp.StatusCode)
+	}
+}
+
+// Behind a proxy that passes its upstream's name as Host (nginx's
+// proxy_pass without proxy_set_header Host), the inline images still point
+// at the site the browser reached: their addresses are root-relative and
+// the frame's policy allows 'self', never a host the request named. A
+// <base href> in the message cannot move them.
+func TestInlineAddressesDoNotDependOnHost(t *testing.T) {
+	e := start(t)
+	c := e.client(t)
+	c.signIn(e)
+	htmlPath, _ := inlineMessage(t, e, c)
+	req, err := http.NewRequest("GET", e.base+htmlPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The browser sends its cookies for the site it reached; the proxy
+	// passes them on under its own Host.
+	for _, cookie := range c.Jar.Cookies(req.URL) {
+		req.AddCookie(cookie)
+	}
+	req.Host = "capture_http"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body, csp := string(b), resp.Header.Get("Content-Security-Policy")
+	src := regexp.MustCompile(`id="logo" src="([^"]+)"`).FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || src == nil || !strings.HasPrefix(src[1], "/projects/") || strings.Contains(body, "capture_http") {
+		t.Fatalf("HTML asked for as capture_http: %d %s", resp.StatusCode, body)
+	}
+	if strings.Contains(csp, "capture_http") || !strings.Contains(csp, "img-src data: 'self';") || !strings.Contains(csp, "base-uri 'none'") {
+		t.Errorf("HTML CSP asked for as capture_http: %q", csp)
+	}
+	// The only <base> before the message's is ours, whose href is the
+	// frame's own address.
+	if !strings.HasPrefix(body, `<base href="" target="_blank">`) {
+		t.Errorf("the HTML does not begin with its own <base>: %.80s", body)
+	}
+	if got, data := fetchInline(t, e.base, src[1]); got.StatusCode != http.StatusOK || string(data) != tinyGIF {
+		t.Errorf("the root-relative address: %d %s", got.StatusCode, data)
 	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -309,16 +311,19 @@ func isWebURL(s string) bool {
 
 // untrustedCSP is the policy of a message's HTML: a sandbox (no script, a
 // unique origin), nothing loaded from anywhere but inline styles, data:
-// images and the message's own inline parts (inline, the address they
-// are served under), and remote images only once the reader asked for
-// them.
-func untrustedCSP(inline string, images bool) string {
-	img := "img-src data: " + inline
+// images and this site's (the message's own inline parts), and remote
+// images only once the reader asked for them. 'self' is the site the
+// frame was served from, whatever name the browser reached it by, which
+// in the sandbox's unique origin still holds. base-uri 'none' keeps a
+// <base href> in the message from moving the inline parts' addresses,
+// which are relative to that site, to another.
+func untrustedCSP(images bool) string {
+	img := "img-src data: 'self'"
 	if images {
 		img += " http: https:"
 	}
 	return "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; style-src 'unsafe-inline'; " +
-		"font-src data:; " + img + "; form-action 'none'; frame-ancestors 'self'"
+		"font-src data:; " + img + "; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
 }
 
 // messageHTML serves a message's HTML body for the sandboxed frame of the
@@ -333,10 +338,13 @@ func (h *Handler) messageHTML(w http.ResponseWriter, r *http.Request, pc *projec
 		h.errorPage(w, r, http.StatusNotFound, "This message has no HTML body.")
 		return
 	}
-	inline := inlineBase(r, pc.project.ID, m.ID)
-	doc := h.withInlineParts(inline, pc.project.ID, m)
+	doc, err := h.withInlineParts(r.Context(), pc.project.ID, m)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", untrustedCSP(inlineSource(inline), r.URL.Query().Get("images") == "1"))
+	hd.Set("Content-Security-Policy", untrustedCSP(r.URL.Query().Get("images") == "1"))
 	hd.Set("X-Frame-Options", "SAMEORIGIN")
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
@@ -348,39 +356,44 @@ func (h *Handler) messageHTML(w http.ResponseWriter, r *http.Request, pc *projec
 // one short URL per reference rather than by a copy of the image. The
 // message's frame is sandboxed and sends no session cookie, so each
 // address carries a signature the HTML's own response made: it opens that
-// one part of that one message, for inlineLifetime.
+// one part of that one message, for inlineLifetime, on any replica
+// sharing the database and after a restart: it is signed with a secret
+// kept in the database (inlineSecret).
 const inlineLifetime = time.Hour
+
+// inlineSecret names the database's secret that signs inline addresses.
+const inlineSecret = "inline-images"
+
+// inlineKey holds the database's inline secret once read: it never
+// changes, so it is asked for once per process, when first needed. Two
+// requests that find it missing at once both ask and get the same bytes.
+type inlineKey struct{ key atomic.Pointer[[]byte] }
+
+// inlineSigningKey returns the key inline addresses are signed with.
+func (h *Handler) inlineSigningKey(ctx context.Context) ([]byte, error) {
+	if key := h.inlineKey.key.Load(); key != nil {
+		return *key, nil
+	}
+	key, err := h.store.Secret(ctx, inlineSecret)
+	if err != nil {
+		return nil, err
+	}
+	h.inlineKey.key.Store(&key)
+	return key, nil
+}
 
 // maxInlineRefs bounds the cid: references of one body made into
 // addresses; past it, the rest stay cid: references. With it, the HTML
 // served is at most maxInlineRefs short URLs longer than the body.
 const maxInlineRefs = 1000
 
-// inlineBase is the address a message's inline parts are served under.
-// It is absolute, so that a <base href> in the message cannot move it.
-func inlineBase(r *http.Request, projectID, messageID string) string {
-	scheme := "http"
-	if isHTTPS(r) {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + messageURL(projectID, messageID) + "/inline/"
-}
-
-// inlineSource is the Content-Security-Policy source that allows the
-// inline parts under base and nothing else of this site. A policy cannot
-// name an IPv6 address, so on one it allows this site ('self', which
-// in the sandboxed frame is still the address the frame came from).
-func inlineSource(base string) string {
-	if strings.Contains(base, "://[") {
-		return "'self'"
-	}
-	return base
-}
-
 // withInlineParts returns m's HTML body with each cid: reference to a
 // part of the message replaced by the signed address of that part. Which
 // parts are images is decided when one is asked for (inlinePartType).
-func (h *Handler) withInlineParts(base, projectID string, m store.Message) string {
+// The addresses are relative to this site, not absolute from the
+// request's Host: behind a proxy that passes its own upstream name as
+// Host, the browser still asks the site it reached.
+func (h *Handler) withInlineParts(ctx context.Context, projectID string, m store.Message) (string, error) {
 	doc := *m.HTML
 	parts := map[string]string{} // Content-ID to attachment id
 	for _, a := range m.Attachments {
@@ -389,8 +402,13 @@ func (h *Handler) withInlineParts(base, projectID string, m store.Message) strin
 		}
 	}
 	if len(parts) == 0 {
-		return doc
+		return doc, nil
 	}
+	key, err := h.inlineSigningKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	base := messageURL(projectID, m.ID) + "/inline/"
 	expires := time.Now().Add(inlineLifetime).Unix()
 	urls := map[string]string{}
 	made := 0
@@ -404,18 +422,18 @@ func (h *Handler) withInlineParts(base, projectID string, m store.Message) strin
 		made++
 		u, ok := urls[aid]
 		if !ok {
-			u = base + url.PathEscape(aid) + "?t=" + h.inlineToken(projectID, m.ID, aid, expires)
+			u = base + url.PathEscape(aid) + "?t=" + inlineToken(key, projectID, m.ID, aid, expires)
 			urls[aid] = u
 		}
 		return u
-	})
+	}), nil
 }
 
 // inlineToken signs the address of one inline part until expires (Unix
-// seconds): "expires.signature".
-func (h *Handler) inlineToken(projectID, messageID, attachmentID string, expires int64) string {
+// seconds) with key: "expires.signature".
+func inlineToken(key []byte, projectID, messageID, attachmentID string, expires int64) string {
 	exp := strconv.FormatInt(expires, 36)
-	mac := hmac.New(sha256.New, h.inlineKey)
+	mac := hmac.New(sha256.New, key)
 	for _, s := range []string{projectID, messageID, attachmentID, exp} {
 		mac.Write([]byte(s))
 		mac.Write([]byte{0})
@@ -424,21 +442,26 @@ func (h *Handler) inlineToken(projectID, messageID, attachmentID string, expires
 }
 
 // validInlineToken reports whether token is a live signature of the
-// address of this inline part.
-func (h *Handler) validInlineToken(projectID, messageID, attachmentID, token string) bool {
+// address of this inline part, made with key.
+func validInlineToken(key []byte, projectID, messageID, attachmentID, token string) bool {
 	exp, _, ok := strings.Cut(token, ".")
 	expires, err := strconv.ParseInt(exp, 36, 64)
 	if !ok || err != nil || time.Now().Unix() > expires {
 		return false
 	}
-	return hmac.Equal([]byte(token), []byte(h.inlineToken(projectID, messageID, attachmentID, expires)))
+	return hmac.Equal([]byte(token), []byte(inlineToken(key, projectID, messageID, attachmentID, expires)))
 }
 
 // messageInlinePart serves an inline part of a message to its HTML frame,
 // as an image only: a part whose bytes are no image stays a broken one.
 func (h *Handler) messageInlinePart(w http.ResponseWriter, r *http.Request) {
 	pid, mid, aid := r.PathValue("pid"), r.PathValue("mid"), r.PathValue("aid")
-	if !h.validInlineToken(pid, mid, aid, r.URL.Query().Get("t")) {
+	key, err := h.inlineSigningKey(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !validInlineToken(key, pid, mid, aid, r.URL.Query().Get("t")) {
 		h.errorPage(w, r, http.StatusNotFound, "There is no such inline image, or its address has expired: open the message again.")
 		return
 	}
@@ -500,11 +523,15 @@ func contentIDOf(ref string) string {
 	return id
 }
 
-// withBaseTarget adds <base target="_blank"> to an HTML document, after
-// its doctype if it has one (anything before a doctype would switch the
-// page to quirks mode).
+// withBaseTarget adds <base href="" target="_blank"> to an HTML document,
+// after its doctype if it has one (anything before a doctype would switch
+// the page to quirks mode). Only the first <base> with an href counts,
+// and this one's is the document's own address: with base-uri 'none' in
+// untrustedCSP, a <base href> in the message cannot move the relative
+// addresses of its inline parts even where a browser ignores that
+// directive.
 func withBaseTarget(doc string) []byte {
-	const base = `<base target="_blank">`
+	const base = `<base href="" target="_blank">`
 	rest := strings.TrimLeft(doc, " \t\r\n\uFEFF")
 	if len(rest) >= 9 && strings.EqualFold(rest[:9], "<!doctype") {
 		if end := strings.IndexByte(rest, '>'); end >= 0 {

@@ -7,7 +7,6 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -42,6 +41,8 @@ type Store interface {
 	CreateSession(ctx context.Context) (store.Session, error)
 	CheckSession(ctx context.Context, token string) (store.Session, error)
 	EndSession(ctx context.Context, token string) error
+	// Secret signs the addresses of messages' inline parts.
+	Secret(ctx context.Context, name string) ([]byte, error)
 
 	Projects(ctx context.Context) ([]store.Project, error)
 	Project(ctx context.Context, idOrName string) (store.Project, error)
@@ -107,9 +108,9 @@ type Handler struct {
 	// so that pages can let browsers cache assets for good.
 	assets map[string]string
 	static map[string][]byte
-	// inlineKey signs the addresses of messages' inline parts; a new one
-	// each run, so that an address outlives neither it nor inlineLifetime.
-	inlineKey []byte
+	// inlineKey signs the addresses of messages' inline parts (see
+	// inlineSigningKey).
+	inlineKey inlineKey
 }
 
 // New builds the web interface over st. Its templates and assets are
@@ -119,8 +120,7 @@ func New(st Store, cfg Config) *Handler {
 		cfg.Logger = slog.Default()
 	}
 	h := &Handler{store: st, cfg: cfg, log: cfg.Logger, throttle: newThrottle(), replay: replay.New(st, nil),
-		streams: newOpenStreams(), inlineKey: make([]byte, 32)}
-	rand.Read(h.inlineKey)
+		streams: newOpenStreams()}
 	if err := h.loadStatic(); err != nil {
 		panic(err)
 	}

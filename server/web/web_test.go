@@ -243,14 +243,14 @@ func TestHeadersOfPagesAndDownloads(t *testing.T) {
 		}
 	}
 
-	// Images from the message itself and from nowhere else, until asked.
+	// Images from the message itself (this site) and from nowhere else,
+	// until asked.
 	html := c.get(base + "/messages/" + m.ID + "/html")
-	inline := e.base + base + "/messages/" + m.ID + "/inline/"
 	if csp := html.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "sandbox") ||
-		!strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "img-src data: "+inline+";") {
+		!strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "img-src data: 'self';") || !strings.Contains(csp, "base-uri 'none'") {
 		t.Errorf("HTML body CSP %q", csp)
 	}
-	if csp := c.get(base + "/messages/" + m.ID + "/html?images=1").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src data: "+inline+" http: https:;") {
+	if csp := c.get(base + "/messages/" + m.ID + "/html?images=1").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src data: 'self' http: https:;") {
 		t.Errorf("HTML body CSP with images %q", csp)
 	}
 
