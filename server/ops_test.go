@@ -104,6 +104,13 @@ func TestDatabaseFileRemovedWhileServing(t *testing.T) {
 	if r.st.Shared() {
 		t.Skip("SQLite only: PostgreSQL has no file to lose")
 	}
+	// A message to delete through the API once the file is gone: a
+	// delete always writes, where a purge of an empty inbox may not.
+	msgID, err := r.st.InsertMessage(t.Context(), &store.NewMessage{InboxID: r.boot.Inbox.ID, ReceivedAt: time.Now(),
+		Subject: "kept?", Raw: []byte("Subject: kept?\r\n\r\nx")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(r.st.Path()); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +119,7 @@ func TestDatabaseFileRemovedWhileServing(t *testing.T) {
 	if resp.StatusCode != 503 || !strings.Contains(body, cause) {
 		t.Errorf("/readyz with %s removed = %d %s, want 503 naming the cause", store.DBFile, resp.StatusCode, body)
 	}
-	resp, err := http.Post(r.srv.CaptureBase()+"/"+r.boot.Endpoint.ID+"/hook", "text/plain", strings.NewReader("lost?"))
+	resp, err = http.Post(r.srv.CaptureBase()+"/"+r.boot.Endpoint.ID+"/hook", "text/plain", strings.NewReader("lost?"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +129,7 @@ func TestDatabaseFileRemovedWhileServing(t *testing.T) {
 		t.Errorf("webhook with %s removed = %d %s, want 503 with Retry-After naming the cause", store.DBFile, resp.StatusCode, b)
 	}
 	// The API's writes say the same.
-	req, _ := http.NewRequest("DELETE", r.srv.APIBase()+"/inboxes/"+r.boot.Inbox.ID+"/messages", nil)
+	req, _ := http.NewRequest("DELETE", r.srv.APIBase()+"/messages/"+msgID, nil)
 	req.Header.Set("Authorization", "Bearer "+r.boot.Secret)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -131,7 +138,7 @@ func TestDatabaseFileRemovedWhileServing(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 503 || !strings.Contains(string(b), "removed") {
-		t.Errorf("purge with %s removed = %d %s, want 503 naming the cause", store.DBFile, resp.StatusCode, b)
+		t.Errorf("delete with %s removed = %d %s, want 503 naming the cause", store.DBFile, resp.StatusCode, b)
 	}
 }
 
