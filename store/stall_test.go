@@ -23,12 +23,13 @@ func stallNextCommit(t *testing.T, s *Store) (stalled <-chan struct{}, release f
 	t.Helper()
 	reached, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	s.beforeCommit = func() {
+	stall := func() {
 		once.Do(func() {
 			close(reached)
 			<-resume
 		})
 	}
+	s.beforeCommit.Store(&stall)
 	var released sync.Once
 	release = func() { released.Do(func() { close(resume) }) }
 	// Released even when the test fails, so that Close can finish.
@@ -123,7 +124,7 @@ func TestCaptureStalledInCommitIsRefusedAndTakenBack(t *testing.T) {
 			}
 		})
 	}
-	s.beforeCommit = nil
+	s.beforeCommit.Store(nil)
 	// A capture that commits in time is kept, and heard as committed.
 	insertRequests(t, s, stalledEndpoint.ID, "/kept")
 	reqs, err := s.Requests(ctx, stalledEndpoint.ID, RequestFilter{}, Page{Limit: 10})

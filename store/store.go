@@ -69,8 +69,9 @@ type Store struct {
 	afterSearchPlan func()
 	// beforeCommit, when set (by tests), runs on the writer after a
 	// transaction's statements and before its COMMIT: blocking in it
-	// stands in for a disk that stalls the commit.
-	beforeCommit func()
+	// stands in for a disk that stalls the commit. Atomic: a test sets it
+	// while the writer runs.
+	beforeCommit atomic.Pointer[func()]
 
 	// log hears what goes wrong with the database while serving.
 	log *slog.Logger

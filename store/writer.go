@@ -698,8 +698,8 @@ func (s *Store) writeClaimed(t *wtx, batch []*writeOp) (err error) {
 			return err
 		}
 	}
-	if s.beforeCommit != nil {
-		s.beforeCommit()
+	if stall := s.beforeCommit.Load(); stall != nil {
+		(*stall)()
 	}
 	if _, err := t.control("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
