@@ -67,16 +67,11 @@ func checkMessageFilters(t *testing.T, s *Store, inboxID string, ids []string) {
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
 		}
-		var got, want []string
+		var found []string
 		for _, m := range l.Items {
-			got = append(got, m.ID)
+			found = append(found, m.ID)
 		}
-		for _, i := range c.want {
-			want = append(want, ids[i])
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
+		if got, want, ok := picked(found, ids, c.want); !ok {
 			t.Errorf("%+v found %v, want %v", c.f, got, want)
 		}
 	}
@@ -133,16 +128,11 @@ func checkPathFilters(t *testing.T, s *Store, projectID, endpointID string, ids 
 		if err != nil {
 			t.Fatalf("%q: %v", c.prefix, err)
 		}
-		var got, want []string
+		var found []string
 		for _, r := range l.Items {
-			got = append(got, r.ID)
+			found = append(found, r.ID)
 		}
-		for _, i := range c.want {
-			want = append(want, ids[i])
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
+		if got, want, ok := picked(found, ids, c.want); !ok {
 			t.Errorf("path %q found %v, want %v", c.prefix, got, want)
 		}
 	}
@@ -240,4 +230,15 @@ func TestFilterMigration(t *testing.T) {
 	}
 	checkMessageFilters(t, s, in.ID, msgIDs)
 	checkPathFilters(t, s, p.ID, e.ID, reqIDs)
+}
+
+// picked says whether found holds ids[i] for each i of pick and nothing
+// else, in any order; got and want are both sides, sorted, for the message.
+func picked(found, ids []string, pick []int) (got, want []string, ok bool) {
+	got = slices.Sorted(slices.Values(found))
+	for _, i := range pick {
+		want = append(want, ids[i])
+	}
+	slices.Sort(want)
+	return got, want, slices.Equal(got, want)
 }
