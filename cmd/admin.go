@@ -632,8 +632,6 @@ func endpointUpdate(c *cobra.Command) (store.EndpointUpdate, error) {
 	return u, nil
 }
 
-// refusedValue makes a value the store refuses (a name too long, a bad
-// target) the usage error it is: it came from a flag or an argument.
 // overQuota adds to a refusal for want of room in the project's plan what
 // the user can do about it: first (when there is something), or move the
 // project to the next larger plan, if there is one. The project is named
@@ -653,6 +651,8 @@ func overQuota(err error, p store.Project, first string) error {
 	return fmt.Errorf("%w; %smove the project to a larger plan (`capture project set-plan %s %s`)", err, first, p.ID, names[i+1])
 }
 
+// refusedValue makes a value the store refuses (a name too long, a bad
+// target) the usage error it is: it came from a flag or an argument.
 func refusedValue(err error) error {
 	if errors.Is(err, store.ErrInvalid) {
 		return usageError{err}
