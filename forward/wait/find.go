@@ -200,12 +200,7 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 	// in the middle of a later attempt.
 	var unreachable error
 	for attempt := 1; ; attempt++ {
-		var asked error
-		v, err := apiclient.Retry(retryCtx, func() (T, error) { return fn(ctx) },
-			func(_ time.Duration, err error) { asked = err })
-		if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
-			return v, asked
-		}
+		v, err := retryUntil(ctx, retryCtx, fn)
 		switch {
 		case err == nil:
 			return v, nil
@@ -248,3 +243,17 @@ func (e *timedOut) Is(target error) bool { return target == ErrTimedOut }
 // Unwrap gives the last API failure, so that errors.Is(err,
 // apiclient.ErrUnreachable) tells a wait cut short by an outage.
 func (e *timedOut) Unwrap() error { return e.last }
+
+// retryUntil runs fn under the clients' retry policy (Retry-After on 429
+// and 503) while retryCtx allows, each call bounded by ctx. When retryCtx
+// ends first, the API's last "later" answer comes back instead of the
+// context's error: it says why nothing was found.
+func retryUntil[T any](ctx, retryCtx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	var asked error
+	v, err := apiclient.Retry(retryCtx, func() (T, error) { return fn(ctx) },
+		func(_ time.Duration, err error) { asked = err })
+	if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
+		return v, asked
+	}
+	return v, err
+}

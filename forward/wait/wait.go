@@ -267,12 +267,7 @@ func resolve[T any](ctx context.Context, c *Config, what string, list func(conte
 	// why (email and request hand it to waitFailed).
 	retryCtx, cancel := context.WithDeadline(ctx, c.finder.Until)
 	defer cancel()
-	var asked error
-	all, err := apiclient.Retry(retryCtx, func() ([]T, error) { return apiclient.All(ctx, list) },
-		func(_ time.Duration, err error) { asked = err })
-	if asked != nil && ctx.Err() == nil && retryCtx.Err() != nil && errors.Is(err, retryCtx.Err()) {
-		err = asked
-	}
+	all, err := retryUntil(ctx, retryCtx, func(ctx context.Context) ([]T, error) { return apiclient.All(ctx, list) })
 	if _, later := apiclient.RetryAfter(err); later {
 		return zero, err
 	}
