@@ -262,3 +262,33 @@ func TestLaterCapturesOutliveTheOldestsDeadline(t *testing.T) {
 		t.Errorf("stored: %+v, %v; want /third alone", list.Items, err)
 	}
 }
+
+// A write that is not a capture (an inbox created) cannot be taken back,
+// so a stalled commit is heard to its end: its caller is never told it
+// failed while the write lands after all.
+func TestStalledWriteThatIsNoCaptureIsHeardToItsEnd(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	p := mustProject(t, s, "p", "team")
+	stalled, release := stallNextCommit(t, s)
+	done := make(chan error, 1)
+	var created Inbox
+	go func() {
+		var err error
+		created, err = s.CreateInbox(ctx, p.ID, "late")
+		done <- err
+	}()
+	<-stalled
+	select {
+	case err := <-done:
+		t.Fatalf("CreateInbox answered %v while its commit was still stalled", err)
+	case <-time.After(commitTimeout + time.Second):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("CreateInbox, once its stalled commit landed: %v", err)
+	}
+	if _, err := s.Inbox(ctx, p.ID, created.ID); err != nil {
+		t.Errorf("the inbox is not there: %v", err)
+	}
+}

@@ -19,16 +19,19 @@ import (
 const maxBatch = 512
 
 // commitTimeout is how long a write may wait for its commit. Past it the
-// caller gets ErrUnavailable and the write is dropped, never committed
-// later: a sender told "try again" must not find its capture stored twice.
+// caller of a capture gets ErrUnavailable and the capture is dropped: never
+// written when still queued, taken back when its commit lands later (a
+// sender told "try again" must not find its capture stored twice). Other
+// writes are dropped when still queued, else heard to their end.
 const commitTimeout = 5 * time.Second
 
 // The life of a writeOp. It is queued until the writer, holding the write
 // lock, claims it, or until its caller stops waiting and abandons it:
 // whichever comes first wins, so an abandoned operation is never written.
-// A claimed one is reported to its caller once its transaction ends, or
-// left by a caller whose deadline passed first (a disk that stalls the
-// COMMIT). COMMIT is never cancelled, so a left operation may still land:
+// A claimed one is reported to its caller once its transaction ends, or,
+// a capture only, left by a caller whose deadline passed first (a disk
+// that stalls the COMMIT). COMMIT is never cancelled, so a left capture may
+// still land:
 // the writer then takes its captures out again (takeBack), since its
 // caller was told to try again and must not find it stored twice.
 const (
@@ -67,8 +70,11 @@ func (op *writeOp) claim() bool {
 }
 
 // leave is its caller giving up on the operation at its deadline. False
-// means the writer is reporting its outcome already, which then comes at
-// once.
+// means the caller must wait for the outcome: the writer is reporting it
+// already, or the operation is claimed and is not a capture. Only a
+// capture can be taken back (takeBackLeft) should its commit land after
+// all; any other write (an inbox created, a purge) is heard to its end,
+// so that nothing committed is reported as failed.
 func (op *writeOp) leave() bool {
 	if op.state.CompareAndSwap(opQueued, opAbandoned) {
 		// The writer never reads an abandoned operation again; let what
@@ -77,8 +83,11 @@ func (op *writeOp) leave() bool {
 		op.fn, op.request = nil, nil
 		return true
 	}
-	return op.state.CompareAndSwap(opClaimed, opLeft)
+	return op.isCapture() && op.state.CompareAndSwap(opClaimed, opLeft)
 }
+
+// isCapture says whether op stores captures that takeBackLeft can remove.
+func (op *writeOp) isCapture() bool { return op.request != nil || op.capture == EmailCapture }
 
 // settle decides, for the writer, that the operation's caller hears its
 // outcome; false means the caller left.
@@ -283,10 +292,10 @@ func (t *wtx) wakeAfterCommit(collectionID string) { t.wake = append(t.wake, col
 
 // write runs fn in a write transaction, possibly together with other
 // callers' operations, and returns once that transaction has committed (or
-// fn failed). The caller's context only bounds queueing: once the operation
-// is queued its outcome is always reported, so nothing committed is ever
-// reported as failed. An operation not committed within commitTimeout is
-// dropped and reported as ErrUnavailable.
+// fn failed). The caller's context only bounds queueing. An operation the
+// writer has not claimed within commitTimeout is dropped and reported as
+// ErrUnavailable; one it has claimed is heard to its end (only captures
+// are refused then, and taken back: see leave).
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1)})
 }
@@ -316,8 +325,9 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 		if op.leave() {
 			return errNoCommit
 		}
-		// The writer has settled it and is sending its outcome now.
-		return <-op.done
+		// The writer has settled it and is sending its outcome now, or
+		// it is not a capture and is heard to its end.
+		return s.outcome(op)
 	case <-s.writerDone:
 		return s.outcome(op)
 	}
@@ -434,7 +444,8 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		// Settled before any is observed or told: a caller that left
 		// before this point hears nothing more, and what the commit
 		// stored for it is taken out again (takeBackLeft) rather than
-		// counted or announced to waiters here.
+		// counted or announced to this process's waiters (PostgreSQL
+		// announced it to other replicas inside the transaction).
 		heard := batch[:0:0]
 		for _, op := range batch {
 			if op.settle() {
@@ -502,9 +513,12 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 
 // takeBackLeft deletes the captures committed after their callers left
 // (told ErrUnavailable, so to try again), as DeleteRequest and
-// DeleteMessage would, waking no waiter. Until a transaction goes
-// through, they are tried again after each batch. Between the two
-// commits, a reader may see them.
+// DeleteMessage would, waking no waiter of this process. Until a
+// transaction goes through, they are tried again after each batch. The
+// list is kept in memory only: a crash between the two commits keeps them.
+// Between the two commits a reader may see them, and on PostgreSQL the
+// first commit announced them to the other replicas, whose waiters may
+// hand them out.
 func (s *Store) takeBackLeft(w *writer) {
 	if len(w.takeBack) == 0 {
 		return
@@ -528,7 +542,9 @@ func (s *Store) takeBackLeft(w *writer) {
 			return
 		}
 		// Not the database's state but the delete itself failed: trying
-		// again would fail again after every batch.
+		// again would fail again after every batch. Said, for those
+		// captures stay stored though their senders were refused.
+		s.log.Error("could not take back captures committed after their senders were refused", "captures", len(undo), "err", err)
 		w.takeBack = nil
 		return
 	}
