@@ -114,10 +114,10 @@ func TestWaitersWokenWhenDatabaseGoesAway(t *testing.T) {
 	if !IsUnavailable(err) {
 		t.Fatalf("reading with the database out of reach: %v, want unavailable", err)
 	}
-	// What the refusal says names the lost database, not an empty address.
-	if why := Why(err); !strings.HasPrefix(why, "lost the connection to ") || strings.HasPrefix(why, "lost the connection to ;") ||
-		strings.TrimPrefix(why, "lost the connection to ") == "" {
-		t.Errorf("Why = %q, want the lost connection named", why)
+	// What the refusal says is the lost connection, without the
+	// database's address (user, host), which would reach webhook senders.
+	if why := Why(err); why != "lost the connection to the database" {
+		t.Errorf("Why = %q, want the lost connection, unaddressed", why)
 	}
 }
 

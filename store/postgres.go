@@ -312,11 +312,9 @@ func (b *postgresDB) unavailable(err error) (string, bool) {
 	if errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) ||
 		strings.Contains(err.Error(), "conn closed") {
-		if b.where == "" {
-			// Asked by Why, for a read's error, with no database at hand.
-			return "lost the connection to the database", true
-		}
-		return "lost the connection to " + b.where, true
+		// The address (user, host, database) stays in the log: this
+		// reason is repeated to webhook senders and SMTP clients.
+		return "lost the connection to the database", true
 	}
 	return "", false
 }

@@ -157,10 +157,7 @@ func IsUnavailable(err error) bool {
 	if errors.Is(err, ErrUnavailable) {
 		return true
 	}
-	if _, ok := (&postgresDB{}).unavailable(err); ok {
-		return true
-	}
-	_, ok := (&sqliteDB{}).unavailable(err)
+	_, ok := driverUnavailable(err)
 	return ok
 }
 

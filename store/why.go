@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -37,18 +38,28 @@ func Why(err error) string {
 	case errors.Is(err, ErrClosed):
 		return "the server is stopping"
 	case errors.Is(err, errNoCommit):
-		return fmt.Sprintf("nothing was committed within %s (the database is locked by another process, or the disk stalled)", commitTimeout)
+		return noCommit
 	case errors.Is(err, ErrUnavailable):
 		return "the database cannot take writes now"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the database did not answer in time"
 	}
 	// A read's error comes straight from the database.
-	for _, b := range []backend{&sqliteDB{}, &postgresDB{}} {
-		if why, ok := b.unavailable(err); ok {
-			if why == "" {
-				why = "the database is busy or cannot be reached"
-			}
-			return why
+	if why, ok := driverUnavailable(err); ok {
+		if why == "" {
+			why = "the database is busy or cannot be reached"
 		}
+		return why
 	}
 	return ""
+}
+
+// driverUnavailable is what either database's driver error says of the
+// database's state (backend.unavailable), for errors that did not pass
+// through the writer: reads.
+func driverUnavailable(err error) (string, bool) {
+	if why, ok := (&postgresDB{}).unavailable(err); ok {
+		return why, true
+	}
+	return (&sqliteDB{}).unavailable(err)
 }

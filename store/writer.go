@@ -302,8 +302,10 @@ func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 
 // errNoCommit is what a caller hears when the writer could not reach its
 // operation in time.
-var errNoCommit = fmt.Errorf("%w: nothing committed within %s (the database is locked by another process, or the disk stalled)",
-	ErrUnavailable, commitTimeout)
+var errNoCommit = fmt.Errorf("%w: %s", ErrUnavailable, noCommit)
+
+// noCommit is errNoCommit's reason, as Why gives it.
+var noCommit = fmt.Sprintf("nothing committed within %s (the database is locked by another process, or the disk stalled)", commitTimeout)
 
 func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	op.queued = time.Now()
