@@ -252,7 +252,9 @@ func envelopeSender(from string) string {
 // the conversion takes.
 func textOfHTML(doc string) (text string, cut bool) {
 	if len(doc) > maxSourceShown {
-		b, _ := bytesPreview([]byte(doc[:maxSourceShown+utf8.UTFMax]), maxSourceShown)
+		// One byte past the cut is all bytesPreview reads to find a rune
+		// boundary.
+		b, _ := bytesPreview([]byte(doc[:maxSourceShown+1]), maxSourceShown)
 		doc, cut = string(b), true
 	}
 	text, err := html2text.FromString(doc, html2text.Options{OmitLinks: true})
