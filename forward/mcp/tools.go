@@ -39,8 +39,12 @@ var errStopping = errors.New("the server is stopping")
 // waiting is ctx for the part of a tool that waits for captures: it ends
 // when the server begins to stop, as the API's own waits do (SPEC §13),
 // so that a graceful stop is not held up by it. The rest of a call, and
-// every call that does not wait, is finished like any request in flight.
-func (t tools) waiting(ctx context.Context) (context.Context, context.CancelFunc) {
+// every call that does not wait (holds false: a list without wait), is
+// finished like any request in flight.
+func (t tools) waiting(ctx context.Context, holds bool) (context.Context, context.CancelFunc) {
+	if !holds {
+		return ctx, func() {}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	if t.stopping != nil {
 		go func() {
@@ -395,7 +399,7 @@ func (t tools) listMessages(ctx context.Context, in listMessagesIn) (messagesOut
 		return messagesOut{}, err
 	}
 	wait := time.Duration(in.Wait) * time.Second
-	ctx, stop := t.waiting(ctx)
+	ctx, stop := t.waiting(ctx, wait > 0)
 	defer stop()
 	l, err := t.c.Messages(ctx, in.InboxID, apiclient.MessageQuery{
 		To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since,
@@ -438,7 +442,7 @@ func (t tools) listRequests(ctx context.Context, in listRequestsIn) (requestsOut
 		return requestsOut{}, err
 	}
 	wait := time.Duration(in.Wait) * time.Second
-	ctx, stop := t.waiting(ctx)
+	ctx, stop := t.waiting(ctx, wait > 0)
 	defer stop()
 	l, err := t.c.Requests(ctx, in.EndpointID, apiclient.RequestQuery{
 		Method: in.Method, Path: in.Path, Q: in.Q, Since: since,
@@ -609,7 +613,7 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 // nextMessage is f.NextMessage, ended when the server begins to stop. A
 // message found is then still fetched in full, like any call in flight.
 func (t tools) nextMessage(ctx context.Context, f *wait.Finder, inboxID string, q apiclient.MessageQuery) (contract.MessageSummary, error) {
-	ctx, stop := t.waiting(ctx)
+	ctx, stop := t.waiting(ctx, true)
 	defer stop()
 	found, err := f.NextMessage(ctx, inboxID, q)
 	return found, stopped(ctx, err)
