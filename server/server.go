@@ -400,9 +400,10 @@ const (
 // a serving process: SQLite's own memory and the binary come on top.
 const MemoryLimit = 96 << 20
 
-// httpConnCap is the connection cap per HTTP listener: the two of them
-// may hold half the process's file descriptors, leaving the rest to SMTP,
-// the database and outgoing replays.
+// httpConnCap is the connection cap per HTTP listener (the read API and
+// web, capture, the email API): a quarter of the process's file
+// descriptors each, at least 64. They are rarely all full at once; under
+// a very low limit together they can ask for more than there is.
 func httpConnCap() int {
 	limit := openFileLimit()
 	if limit == 0 {
@@ -427,8 +428,10 @@ func smtpConnCapFor(limit uint64) int {
 	return int(min(max(limit/8, 8), maxSMTPConns))
 }
 
-// fileLimitWarning says, when the open-file limit lowers the connection
-// caps, what it caps and how to raise it; "" when it does not.
+// fileLimitWarning says, when the open-file limit lowers SMTP's cap (a
+// limit under 2048), what it caps and how to raise it; "" otherwise. The
+// HTTP caps are lowered from a limit of 16384 down without a word: they
+// are still thousands of connections where SMTP's is not lowered.
 func fileLimitWarning() string {
 	limit := openFileLimit()
 	smtpCap := smtpConnCapFor(limit)
