@@ -15,6 +15,14 @@ import (
 // where the store's errors meet the API's codes; anything unexpected is
 // logged and shown only as "internal error".
 func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrStopping) {
+		// The client went away (a wait given up, a call cancelled): nobody
+		// reads the answer and no server refused anything, whatever error
+		// the cancelled call surfaced as (PostgreSQL's "query cancelled"
+		// among them), so it is neither logged nor counted as a refusal.
+		contract.WriteError(w, errUnavailable("the client went away"))
+		return
+	}
 	var e *contract.Error
 	var qe *store.QueryError
 	switch {
@@ -39,15 +47,9 @@ func (a *API) error(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.Warn("API request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errUnavailable(store.Why(err))
 	case r.Context().Err() != nil:
-		// The request's context ends when serve shuts down, and a wait in
-		// progress must then say so, never end as an empty 200; or when
-		// the client went away (a wait given up), which nobody reads and
-		// no server refused, so it is not counted as a refusal.
+		// serve is shutting down: a wait in progress must say so, never
+		// end as an empty 200.
 		e = errUnavailable("the server is shutting down")
-		if !errors.Is(context.Cause(r.Context()), ErrStopping) {
-			contract.WriteError(w, e)
-			return
-		}
 	default:
 		a.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = errInternal
