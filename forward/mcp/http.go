@@ -85,6 +85,44 @@ func (u *sessionUse) opened(server *mcpsdk.Server, keyID, sessionID string) {
 	}
 }
 
+// maxEnded bounds how many sessions ended by DELETE this process
+// remembers; past it, the longest ended is forgotten, and its id is then
+// answered without a session like any this process does not hold.
+const maxEnded = 4096
+
+// endedSessions are the ids of the sessions ended here by DELETE, the most
+// recent maxEnded of them. A session ended is gone for good (the MCP
+// spec's streamable HTTP: its id then gets 404), though a request naming
+// a session this process does not hold is otherwise served statelessly.
+type endedSessions struct {
+	mu    sync.Mutex
+	ids   map[string]bool
+	order []string // ring of ids, the oldest at next once full
+	next  int
+}
+
+func (e *endedSessions) add(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ids[id] {
+		return
+	}
+	if len(e.order) < maxEnded {
+		e.order = append(e.order, id)
+	} else {
+		delete(e.ids, e.order[e.next])
+		e.order[e.next] = id
+		e.next = (e.next + 1) % maxEnded
+	}
+	e.ids[id] = true
+}
+
+func (e *endedSessions) has(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ids[id]
+}
+
 // caller is the checked key of one HTTP request.
 type caller struct {
 	client *apiclient.Client
@@ -104,7 +142,9 @@ type callerKey struct{}
 // does not hold is therefore answered as a request of its own, with no
 // session (the SDK's stateless mode), as long as the session id is one of
 // the caller's key: session ids begin with the id of the key that opened
-// them, so another key's session is not_found on every replica alike.
+// them, so another key's session is not_found on every replica alike. A
+// session ended with DELETE is not_found from then on, on the replica
+// that ended it (the others cannot know of it).
 //
 // stopping, closed when the serving process begins a graceful stop, ends
 // the tools that wait (wait_for_message, a list with wait) with a tool
@@ -152,6 +192,7 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, DisableLocalhostProtection: true}))
 
 	use := &sessionUse{used: map[string]map[string]time.Time{}}
+	ended := &endedSessions{ids: map[string]bool{}}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
@@ -179,6 +220,10 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		}
 		if sessionID == "" && r.Method != http.MethodPost {
 			serveEnveloped(sessions, w, r)
+			return
+		}
+		if sessionID != "" && ended.has(sessionID) {
+			contract.WriteError(w, noSession(sessionID))
 			return
 		}
 		// The body is read here: without a session it must open one, and
@@ -211,6 +256,9 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		ew := &envelopeWriter{ResponseWriter: w}
 		sessions.ServeHTTP(ew, r)
 		if !ew.sessionNotFound() {
+			if r.Method == http.MethodDelete && ew.status < 300 {
+				ended.add(sessionID)
+			}
 			ew.finish(r)
 			return
 		}
@@ -221,7 +269,8 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		h.Del("X-Content-Type-Options")
 		if r.Method == http.MethodDelete {
 			// Nothing of the session is here to end; the replica that
-			// holds it lets it go after sessionTimeout.
+			// holds it lets it go after sessionTimeout. Here it has ended.
+			ended.add(sessionID)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -295,6 +344,8 @@ func serveEnveloped(h http.Handler, w http.ResponseWriter, r *http.Request) {
 type envelopeWriter struct {
 	http.ResponseWriter
 	wroteHeader bool
+	// status is the status written, held back or not.
+	status int
 	// held is the status of a plain-text error being held back, 0 if none.
 	held int
 	text []byte
@@ -325,6 +376,7 @@ func (w *envelopeWriter) WriteHeader(status int) {
 		return
 	}
 	w.wroteHeader = true
+	w.status = status
 	if status >= 400 && !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		w.held = status
 		return
@@ -352,6 +404,13 @@ func (w *envelopeWriter) Flush() {
 
 func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// noSession is the answer to a request naming a session that does not
+// exist for its key: never opened, another key's, or ended.
+func noSession(id string) *contract.Error {
+	return contract.Errorf(contract.CodeNotFound,
+		"mcp: no session %q for this API key; start a new session (initialize without Mcp-Session-Id)", id)
+}
+
 // finish answers a held-back error with the code its status means.
 func (w *envelopeWriter) finish(r *http.Request) {
 	if w.held == 0 {
@@ -368,8 +427,7 @@ func (w *envelopeWriter) finish(r *http.Request) {
 		// A session id of another key is answered as an unknown one: the
 		// session does not exist for this key (SPEC §8, another project's
 		// objects are not_found).
-		e = contract.Errorf(contract.CodeNotFound,
-			"mcp: no session %q for this API key; start a new session (initialize without Mcp-Session-Id)", r.Header.Get("Mcp-Session-Id"))
+		e = noSession(r.Header.Get("Mcp-Session-Id"))
 	case w.held == http.StatusMethodNotAllowed:
 		allow := strings.Split(h.Get("Allow"), ", ")
 		e = contract.MethodNotAllowed(r, allow)

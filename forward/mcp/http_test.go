@@ -566,3 +566,68 @@ func TestHTTPSessionsOfAKeyAreBounded(t *testing.T) {
 		t.Errorf("a request of the closed session: %d %s", resp.StatusCode, b)
 	}
 }
+
+// A session ended with DELETE is gone (MCP's streamable HTTP: its id then
+// gets 404), though a session this process does not hold is otherwise
+// served without one, for replicas: the process that ended it refuses it
+// from then on, whether it held it or not.
+func TestHTTPSessionEndedByDeleteIsGone(t *testing.T) {
+	e := mcptest.Start(t)
+	url := mcpURL(t, e)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.HTTPHandler(e.APIBase, "test", nil))
+	replica := httptest.NewServer(mux)
+	t.Cleanup(replica.Close)
+	other := replica.URL + "/mcp"
+
+	do := func(url string, sess *mcpsdk.ClientSession, body string) (int, string) {
+		t.Helper()
+		resp, err := http.DefaultClient.Do(inSession(t.Context(), url, e.Key, sess, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const list = `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+	gone := func(where string, sess *mcpsdk.ClientSession) {
+		t.Helper()
+		for _, body := range []string{list, ""} {
+			status, b := do(where, sess, body)
+			if status != http.StatusNotFound || !strings.Contains(b, `"code":"not_found"`) || !strings.Contains(b, sess.ID()) {
+				t.Errorf("%q in the session ended: %d %.200s, want 404 not_found naming it", body, status, b)
+			}
+		}
+	}
+
+	// Ended where it is held.
+	sess, err := connect(t, url, e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, b := do(url, sess, list); status != http.StatusOK || !strings.Contains(b, "list_inboxes") {
+		t.Fatalf("tools/list in the session: %d %s", status, b)
+	}
+	if status, b := do(url, sess, ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE of the session: %d %s", status, b)
+	}
+	gone(url, sess)
+
+	// Ended on a replica that does not hold it: refused there, while the
+	// one that holds it, which cannot know, still serves it.
+	sess, err = connect(t, url, e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, b := do(other, sess, list); status != http.StatusOK || !strings.Contains(b, "list_inboxes") {
+		t.Fatalf("tools/list on the replica not holding the session: %d %s", status, b)
+	}
+	if status, b := do(other, sess, ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE of the session on the replica not holding it: %d %s", status, b)
+	}
+	gone(other, sess)
+	if status, b := do(url, sess, list); status != http.StatusOK {
+		t.Errorf("tools/list where the session is held, after a DELETE elsewhere: %d %s", status, b)
+	}
+}

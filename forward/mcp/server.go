@@ -118,6 +118,8 @@ type tool struct {
 	readOnly bool
 	// input adjusts the inferred input schema: bounds, defaults.
 	input func(*jsonschema.Schema)
+	// ids are the arguments that are ids, and of what kind.
+	ids map[string]idKind
 }
 
 // add registers a typed tool. Schemas are inferred here rather than by the
@@ -138,7 +140,12 @@ func add[In, Out any](reg registry, t tool, h func(context.Context, In) (Out, er
 	if t.input != nil {
 		t.input(in)
 	}
-	reg.inputs[t.name] = in
+	for name := range t.ids {
+		if in.Properties[name] == nil {
+			panic("mcp: " + t.name + " has no argument " + name)
+		}
+	}
+	reg.inputs[t.name] = input{schema: in, ids: t.ids}
 	out, err := jsonschema.For[Out](opts)
 	if err != nil {
 		panic("mcp: output schema of " + t.name + ": " + err.Error())

@@ -75,6 +75,7 @@ func (t tools) register(s registry) {
 			"the application sends with; each inbox shows its SMTP host and ports and how many messages it holds. " +
 			"Use an id with list_messages or wait_for_message.",
 		input: pageBounds,
+		ids:   map[string]idKind{"before": inboxID},
 	}, t.listInboxes)
 	add(s, tool{
 		name: "list_messages", title: "List captured email", readOnly: true,
@@ -85,6 +86,7 @@ func (t tools) register(s registry) {
 			"wait (seconds, up to 30) holds an empty answer open until a matching message arrives (timed_out says it did not). " +
 			"Use get_message for the body, headers and links.",
 		input: func(s *jsonschema.Schema) { listBounds(s); describeSearch(s, messageSearchFields) },
+		ids:   map[string]idKind{"inbox_id": inboxID, "before": messageID, "after": messageID},
 	}, t.listMessages)
 	add(s, tool{
 		name: "get_message", title: "Get a captured email", readOnly: true,
@@ -94,6 +96,7 @@ func (t tools) register(s registry) {
 			"Each link has url, anchor text, origin and kind: " + kindMeanings + ". " +
 			"links_truncated says the message had more than the 1,000 links listed. " +
 			"The HTML body is left out unless include_html is true; bodies over 64 KiB are cut (listed in truncated).",
+		ids: map[string]idKind{"message_id": messageID},
 	}, t.getMessage)
 	add(s, tool{
 		name: "get_message_links", title: "Get the links of an email", readOnly: true,
@@ -103,6 +106,7 @@ func (t tools) register(s registry) {
 			"match keeps the links whose URL contains it (case-insensitive), e.g. a path such as \"/confirm\" or a token fragment. " +
 			"Check that a link's origin is the application under test before following it.",
 		input: func(s *jsonschema.Schema) { oneOf(s, "kind", contract.LinkKinds) },
+		ids:   map[string]idKind{"message_id": messageID},
 	}, t.getMessageLinks)
 	add(s, tool{
 		name: "list_endpoints", title: "List webhook endpoints", readOnly: true,
@@ -110,6 +114,7 @@ func (t tools) register(s registry) {
 			"appended), the saved replay target, the response senders get, and how many requests it holds. " +
 			"Use an id with list_requests.",
 		input: pageBounds,
+		ids:   map[string]idKind{"before": endpointID},
 	}, t.listEndpoints)
 	add(s, tool{
 		name: "list_requests", title: "List captured webhook requests", readOnly: true,
@@ -121,11 +126,13 @@ func (t tools) register(s registry) {
 			"wait (seconds, up to 30) holds an empty answer open until a matching request arrives (timed_out says it did not). " +
 			"Use get_request for headers and body.",
 		input: func(s *jsonschema.Schema) { listBounds(s); describeSearch(s, requestSearchFields) },
+		ids:   map[string]idKind{"endpoint_id": endpointID, "before": requestID, "after": requestID},
 	}, t.listRequests)
 	add(s, tool{
 		name: "get_request", title: "Get a captured webhook request", readOnly: true,
 		description: "Get one captured request exactly: method, path, query, headers, body (body for UTF-8 text, " +
 			"body_base64 for binary; cut at 64 KiB, listed in truncated) and its delivery history (replays and forwards).",
+		ids: map[string]idKind{"request_id": requestID},
 	}, t.getRequest)
 	add(s, tool{
 		name: "replay_request", title: "Replay a captured webhook request", readOnly: false,
@@ -135,6 +142,7 @@ func (t tools) register(s registry) {
 			"The replay joins the request's delivery history; the captured request itself is not changed. " +
 			"Fails with no_target when the endpoint has no saved target.",
 		input: replaySchema,
+		ids:   map[string]idKind{"request_id": requestID},
 	}, t.replayRequest)
 	add(s, tool{
 		name: "wait_for_message", title: "Wait for an email", readOnly: true,
@@ -153,6 +161,7 @@ func (t tools) register(s registry) {
 			oneOf(s, "link_kind", contract.LinkKinds)
 			describeSearch(s, messageSearchFields)
 		},
+		ids: map[string]idKind{"inbox_id": inboxID},
 	}, t.waitForMessage)
 }
 
@@ -479,7 +488,7 @@ func (t tools) replayRequest(ctx context.Context, in replayRequestIn) (replayOut
 		for name, v := range in.Headers {
 			edit, ok := headerEdit(v)
 			if !ok {
-				return replayOut{}, invalidParameter("headers."+name, "want a string, a list of strings, or null")
+				return replayOut{}, invalidParameter(fmt.Sprintf("headers[%q]", name), "must be a string, a list of strings, or null")
 			}
 			edits.Headers[name] = edit
 		}

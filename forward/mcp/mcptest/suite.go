@@ -52,6 +52,8 @@ func Run(t *testing.T, e *Env, connect Connect) {
 	t.Run("wait times out", func(t *testing.T) { checkWaitTimesOut(t, e, sess) })
 	t.Run("other project", func(t *testing.T) { checkOtherProject(t, e, sess, connect) })
 	t.Run("bad arguments", func(t *testing.T) { checkBadArguments(t, e, sess) })
+	t.Run("bad header edits", func(t *testing.T) { checkBadHeaderEdits(t, e, sess) })
+	t.Run("bad ids", func(t *testing.T) { checkBadIDs(t, e, sess) })
 	// Last: it holds the project's wait slots for a while.
 	t.Run("too many waits", func(t *testing.T) { checkTooManyWaits(t, e, sess) })
 }
@@ -692,6 +694,71 @@ func checkBadArguments(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 			t.Errorf("%s %v: %q", c.tool, c.args, text)
 		}
 	}
+}
+
+// A header edit of replay_request is a string, a list of strings or null,
+// and any other value is told in a sentence naming the header.
+func checkBadHeaderEdits(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
+	id := e.Post(t, e.EndpointID, "POST", "/edits", nil, []byte("{}"))
+	for _, v := range []any{5, []any{1}, []any{"a", true}, map[string]any{"a": 1}, true} {
+		text := Fails(t, sess, "replay_request", map[string]any{"request_id": id, "headers": map[string]any{"X-A": v, "X-Ok": "b"}},
+			`invalid_parameter: headers["X-A"] must be a string, a list of strings, or null. What to do: call again`)
+		if strings.Contains(text, "validat") || strings.Contains(text, "X-Ok") {
+			t.Errorf("header edit %v: %q", v, text)
+		}
+	}
+	// Good edits pass on to the API, which has no target to replay to.
+	Fails(t, sess, "replay_request", map[string]any{"request_id": id, "headers": map[string]any{"X-A": "1", "X-B": []any{"2", "3"}, "X-C": nil}},
+		"no_target")
+}
+
+// An id argument is checked before any call: one with a path or a query
+// in it, or of another kind, would reach another route of the API, and an
+// empty one a list. A well-shaped id that names nothing is not_found.
+func checkBadIDs(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
+	msg := e.Message(t, e.InboxID, Mail{Subject: "ids"})
+	req := e.Post(t, e.EndpointID, "POST", "/ids", nil, []byte("{}"))
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"get_message", map[string]any{"message_id": msg + "/raw"}, []string{`message_id must be a message id (msg_ then letters and digits, as list_messages gives) (got "` + msg + `/raw")`}},
+		{"get_message", map[string]any{"message_id": msg + "?x=1"}, []string{"message_id must be a message id"}},
+		{"get_message", map[string]any{"message_id": ""}, []string{"message_id is required: a message id (msg_"}},
+		{"get_message", map[string]any{"message_id": req}, []string{"message_id must be a message id"}},
+		{"get_message", map[string]any{"message_id": "../requests/" + req}, []string{"message_id must be a message id"}},
+		{"get_message", map[string]any{}, []string{"message_id is required: a message id (msg_"}},
+		{"get_message_links", map[string]any{"message_id": msg + "/links"}, []string{"message_id must be a message id"}},
+		{"get_message_links", map[string]any{"message_id": ""}, []string{"message_id is required"}},
+		{"get_request", map[string]any{"request_id": req + "/replay"}, []string{`request_id must be a request id (req_ then letters and digits, as list_requests gives)`}},
+		{"get_request", map[string]any{"request_id": ""}, []string{"request_id is required: a request id (req_"}},
+		{"get_request", map[string]any{"request_id": msg}, []string{"request_id must be a request id"}},
+		{"replay_request", map[string]any{"request_id": req + "/deliveries"}, []string{"request_id must be a request id"}},
+		{"replay_request", map[string]any{"request_id": ""}, []string{"request_id is required"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID + "/messages"}, []string{"inbox_id must be an inbox id (inb_ then letters and digits, as list_inboxes gives)"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID, "before": msg + "/x"}, []string{"before must be a message id"}},
+		{"list_messages", map[string]any{"inbox_id": e.InboxID, "after": req}, []string{"after must be a message id"}},
+		{"wait_for_message", map[string]any{"inbox_id": e.EndpointID, "timeout_seconds": 0}, []string{"inbox_id must be an inbox id"}},
+		{"list_requests", map[string]any{"endpoint_id": e.InboxID}, []string{"endpoint_id must be an endpoint id (whe_ then letters and digits, as list_endpoints gives)"}},
+		{"list_requests", map[string]any{"endpoint_id": e.EndpointID, "before": "req_a b"}, []string{"before must be a request id"}},
+		{"list_inboxes", map[string]any{"before": e.EndpointID}, []string{"before must be an inbox id"}},
+		{"list_endpoints", map[string]any{"before": e.InboxID}, []string{"before must be an endpoint id"}},
+	} {
+		text := Fails(t, sess, c.tool, c.args, append(c.want, "invalid_parameter: ", "What to do: call again with these arguments corrected.")...)
+		if strings.Contains(text, "validat") || strings.Contains(text, "HTTP") {
+			t.Errorf("%s %v: %q, want an answer before any API call", c.tool, c.args, text)
+		}
+	}
+	// Well-shaped ids pass: those that exist are found, the others are
+	// not_found; an empty optional id is the default inbox or endpoint, an
+	// empty cursor the first page.
+	Ok(t, sess, "get_message", map[string]any{"message_id": msg}, nil)
+	Ok(t, sess, "get_request", map[string]any{"request_id": req}, nil)
+	Fails(t, sess, "get_message", map[string]any{"message_id": "msg_0000000000000000000000ab"}, "not_found (HTTP 404)")
+	Fails(t, sess, "get_request", map[string]any{"request_id": "req_nothere"}, "not_found (HTTP 404)")
+	Ok(t, sess, "list_messages", map[string]any{"inbox_id": "", "before": ""}, nil)
+	Ok(t, sess, "list_requests", map[string]any{"endpoint_id": "", "after": ""}, nil)
 }
 
 func checkTooManyWaits(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
