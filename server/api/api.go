@@ -158,8 +158,16 @@ func New(st Store, cfg Config) *API {
 	return a
 }
 
-// ServeHTTP serves the routes under Prefix.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+// ServeHTTP serves the routes under Prefix. A path with an escaped slash
+// in a segment is no route: ids never hold one, and the router, which
+// matches the decoded path, would serve it as another route.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if contract.HasEncodedSlash(r) {
+		a.writeError(w, contract.NoRoute(r))
+		return
+	}
+	a.router.ServeHTTP(w, r)
+}
 
 // caller is the authenticated key and its project.
 type caller struct {

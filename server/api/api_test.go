@@ -623,6 +623,17 @@ func TestMessageRoutes(t *testing.T) {
 	if raw.header.Get("Content-Type") != "message/rfc822" || !strings.HasPrefix(string(raw.body), "Subject:") {
 		t.Errorf("raw: %v %q", raw.header, raw.body)
 	}
+	// An id holding an escaped slash is no id, never another route of
+	// the message the router would read in the decoded path.
+	for _, escaped := range []string{"%2Fraw", "%2fraw", "%2Flinks"} {
+		r := e.call("GET", "/messages/"+id+escaped, nil)
+		if r.status != 404 || r.errCode(t) != "not_found" || !strings.Contains(string(r.body), "escaped slash") {
+			t.Errorf("GET /messages/%s%s: %d %s", id, escaped, r.status, r.body)
+		}
+	}
+	if r := e.call("DELETE", "/messages/"+id+"%2Fraw", nil); r.status != 404 {
+		t.Errorf("DELETE with an escaped slash: %d %s", r.status, r.body)
+	}
 	att := m["attachments"].([]any)[0].(map[string]any)
 	a := e.call("GET", "/messages/"+id+"/attachments/"+att["id"].(string), nil)
 	if string(a.body) != "%PDF-1.4" || a.header.Get("Content-Type") != "application/pdf" ||

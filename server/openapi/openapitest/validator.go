@@ -15,6 +15,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -125,7 +126,7 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	// Validation must not stop because the exchange's context has ended.
 	ctx := context.WithoutCancel(req.Context())
 
-	r, pathParams, err := v.find(req.URL.Path)
+	r, pathParams, err := v.find(req.URL.EscapedPath())
 	if err != nil {
 		return err
 	}
@@ -306,12 +307,19 @@ func schemaErrorMessage(err *openapi3.SchemaError) string {
 
 // find returns the route whose template matches path, and the values of the
 // template's parameters.
+// find matches an escaped path: a slash escaped within a segment (%2F)
+// stays in that segment, as it does for the server.
 func (v *Validator) find(path string) (route, map[string]string, error) {
 	rel, ok := strings.CutPrefix(path, v.base)
 	if !ok || !strings.HasPrefix(rel, "/") {
 		return route{}, nil, fmt.Errorf("path %q is not under %s", path, v.base)
 	}
 	segments := strings.Split(strings.TrimPrefix(rel, "/"), "/")
+	for i, s := range segments {
+		if unescaped, err := url.PathUnescape(s); err == nil {
+			segments[i] = unescaped
+		}
+	}
 	for _, r := range v.routes {
 		if params, ok := r.match(segments); ok {
 			return r, params, nil
