@@ -375,7 +375,10 @@ func (c *Config) waitFailed(ctx context.Context, err error, noun, filters string
 	switch {
 	case errors.Is(err, ErrTimedOut):
 		if errors.Is(err, apiclient.ErrUnreachable) {
-			msg += " (the API stopped answering: " + errors.Unwrap(err).Error() + ")"
+			// Retried to the deadline, so that a serve that restarts is
+			// waited through; one still down then cannot say that nothing
+			// arrived: that is exit 2's "the API not answering".
+			return fail(ExitUsage, "%s: the API stopped answering (%v); is `capture serve` running?", msg, errors.Unwrap(err))
 		}
 	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fail(ExitTimedOut, "interrupted: no %s%s arrived", noun, filters)

@@ -131,6 +131,27 @@ func TestWaitEndsWhileTheDatabaseIsDown(t *testing.T) {
 	}
 }
 
+// A serve that stops while the wait holds is retried to the deadline (a
+// restart is waited through); still down then, the wait cannot say that
+// nothing arrived, and exits 2 as an API that does not answer at its start
+// does.
+func TestWaitEndsWhileTheAPIIsDown(t *testing.T) {
+	srv := capturetest.Start(t)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		time.Sleep(300 * time.Millisecond)
+		srv.Stop(t)
+	}()
+	err := Run(t.Context(), Config{Client: srv.Client(), Kind: Request, Timeout: 1500 * time.Millisecond, Stdout: io.Discard})
+	<-stopped
+	var we *Error
+	if !errors.As(err, &we) || we.Code != ExitUsage || !strings.Contains(err.Error(), "no request within 1.5s: the API stopped answering (") ||
+		!strings.Contains(err.Error(), "is `capture serve` running?") {
+		t.Errorf("Run = %v; want exit %d, the API stopped answering", err, ExitUsage)
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
