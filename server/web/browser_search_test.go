@@ -162,10 +162,14 @@ func TestBrowserSearchMessages(t *testing.T) {
 	if got := subjects(); !reflect.DeepEqual(got, []string{"Your order shipped", "Weekly digest", "Your receipt"}) {
 		t.Errorf("after the live arrivals, acme lists %v", got)
 	}
-	// The count shown is the inbox's, which a search's live rows do not
-	// tell; its status adds, for a screen reader, how many new ones matched.
-	if got := b.texts(".list-count"); !reflect.DeepEqual(got, []string{"4 messages, 1 new match"}) {
+	// The count shown is the inbox's, with both arrivals, here and in
+	// the sidebar; its status adds, for a screen reader, how many new
+	// ones matched.
+	if got := b.texts(".list-count"); !reflect.DeepEqual(got, []string{"6 messages, 1 new match"}) {
 		t.Errorf("after two arrivals, one matching, the searched page counts %q", got)
+	}
+	if got := b.texts(".side a[aria-current=page] .count"); !reflect.DeepEqual(got, []string{"6"}) {
+		t.Errorf("after two arrivals, one matching, the sidebar counts %q", got)
 	}
 	b.checkClean()
 }
@@ -223,6 +227,11 @@ func TestBrowserSearchRequestsAndLiveDeliveries(t *testing.T) {
 	b.waitFor(`document.querySelector("a.row")?.dataset.id === "` + newBlue + `"`)
 	if got := ids(); !reflect.DeepEqual(got, []string{newBlue, blue}) {
 		t.Errorf("after the live arrivals, blue-42 lists %v", got)
+	}
+	// The counts, in the sidebar and the heading, are the endpoint's,
+	// all three arrivals in them.
+	if got := b.texts(".list-count [data-count], .side a[aria-current=page] .count"); !reflect.DeepEqual(got, []string{"6", "6 requests"}) {
+		t.Errorf("after three arrivals, one matching, the counts are %q", got)
 	}
 
 	// Deliveries recorded elsewhere change the rows' cells in place: a

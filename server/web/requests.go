@@ -148,7 +148,11 @@ func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *proj
 			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
 		return rows, list.Next, err
 	}
-	h.stream(w, r, pc.session, liveList{collection: e.ID,
+	h.stream(w, r, pc.session, liveList{collection: e.ID, one: "request", many: "requests",
+		total: func(ctx context.Context) (int64, error) {
+			now, err := h.store.Endpoint(ctx, pid, e.ID)
+			return now.RequestCount, err
+		},
 		rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
 			return read(ctx, pg, "request_row")
 		},
