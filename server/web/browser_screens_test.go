@@ -253,3 +253,142 @@ func screenshotDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// The column a list is scanned by, a message's subject or a request's
+// path, gets the room the others leave at every desktop width, as they
+// are capped and shrink with the window; a phone keeps its two-line rows.
+// A cut subject or path is whole in its title. With CAPTURE_SCREENSHOTS
+// the lists are saved at each width.
+func TestBrowserListsGiveTheRoomToSubjectAndPath(t *testing.T) {
+	e := start(t)
+	pages := populate(t, e)
+	dir := screenshotDir(t)
+	long := "/webhooks/stripe/accounts/acct_1PqR2sT3uV4wX5yZ/events/payment_intent.succeeded"
+	resp, err := http.Post("http://"+e.srv.CaptureAddr().String()+"/"+idOf(pages, "requests")+long+"?attempt=3",
+		"application/x-www-form-urlencoded", strings.NewReader("a=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	width := func(css string) float64 {
+		return eval[float64](b, `document.querySelector(`+strconvQuote(css)+`).getBoundingClientRect().width`)
+	}
+	for _, w := range []int64{1024, 1280, 1440} {
+		b.setViewport(viewport{width: w, height: 800})
+		b.open(pages.path("messages"))
+		subj, from, to := width("a.row .c-subj"), width("a.row .c-from"), width("a.row .c-to")
+		if subj < 1.5*max(from, to) {
+			t.Errorf("at %d px the subject is %.0f px wide beside from %.0f and to %.0f", w, subj, from, to)
+		}
+		shoot(t, b, dir, fmt.Sprintf("width-%d", w), "messages")
+		b.open(pages.path("requests"))
+		path, typ := width("a.row .c-path"), width("a.row .c-type")
+		if path < 2*typ {
+			t.Errorf("at %d px the path is %.0f px wide beside the type's %.0f", w, path, typ)
+		}
+		if overflow := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
+			t.Errorf("at %d px the requests scroll sideways by %d px", w, overflow)
+		}
+		shoot(t, b, dir, fmt.Sprintf("width-%d", w), "requests")
+	}
+	if got := eval[string](b, `document.querySelector("a.row .c-path").title`); got != long+"?attempt=3" {
+		t.Errorf("the path cell's title is %q", got)
+	}
+	b.open(pages.path("messages"))
+	if got := eval[string](b, `document.querySelector("a.row .c-subj").title`); got != "Welcome to Acme, Erin!" {
+		t.Errorf("the subject cell's title is %q", got)
+	}
+
+	// A phone keeps its rows of two lines.
+	b.setViewport(viewport{width: 390, height: 844, mobile: true})
+	b.open(pages.path("requests"))
+	if got := eval[string](b, `getComputedStyle(document.querySelector("a.row")).gridTemplateAreas`); got != `"method path path time" "method type size dlv"` {
+		t.Errorf("on a phone a request row is laid out as %s", got)
+	}
+	shoot(t, b, dir, "width-390", "requests")
+	b.open(pages.path("messages"))
+	shoot(t, b, dir, "width-390", "messages")
+	b.checkClean()
+}
+
+// path is the address of the screen of this name.
+func (s screens) path(name string) string {
+	for _, p := range s.pages {
+		if p.name == name {
+			return p.path
+		}
+	}
+	panic("no screen " + name)
+}
+
+// idOf is the id at the end of the screen's address.
+func idOf(s screens, name string) string {
+	p := s.path(name)
+	return p[strings.LastIndex(p, "/")+1:]
+}
+
+// A right-to-left plain text body reads right to left, each line in its
+// own direction: in a message's Text and Source tabs (where the headers
+// above it stay left to right) and in a request's body. The full stop
+// after a number ends the line on its left, as an Arabic reader expects.
+func TestBrowserRightToLeftBodies(t *testing.T) {
+	e := start(t)
+	pid := e.boot.Project.ID
+	arabic := "مرحبا أحمد،\nرمز التحقق الخاص بك هو 771204."
+	e.sendMail(t, e.boot.Inbox, "a@example.com", []string{"b@example.com"},
+		"From: a@example.com\nTo: b@example.com\nSubject: رمز التحقق\nContent-Type: text/plain; charset=utf-8\n\n"+arabic+"\nThe code is 771204.\n")
+	msgs, err := e.st.Messages(t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, store.Page{})
+	if err != nil || len(msgs.Items) != 1 {
+		t.Fatalf("messages: %v %v", msgs, err)
+	}
+	req := sendWebhook(t, e, "POST", e.boot.Endpoint.ID, "/sms", http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, arabic)
+
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	dir := screenshotDir(t)
+	// stopSide says on which side of its number the full stop after the
+	// line's text is drawn, and which side of the box the line keeps to.
+	stopSide := func(pre, line string) (string, string) {
+		got := eval[[]string](b, `(() => {
+			const pre = document.querySelector(`+strconvQuote(pre)+`), line = `+strconvQuote(line)+`;
+			const walk = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+			let n;
+			while ((n = walk.nextNode()) && !n.data.includes(line)) {}
+			if (!n) return ["missing", "missing"];
+			const at = n.data.indexOf(line), stop = at + line.length - 1, digit = n.data.indexOf("771204", at);
+			const box = (from, to) => { const r = document.createRange(); r.setStart(n, from); r.setEnd(n, to); return r.getBoundingClientRect(); };
+			const l = box(at, stop + 1), p = pre.getBoundingClientRect();
+			const side = p.right - l.right < l.left - p.left ? "right" : "left";
+			if (digit < 0 || digit > stop) return ["no number", side];
+			return [box(stop, stop + 1).right <= box(digit, digit + 1).left ? "left" : "right", side];
+		})()`)
+		return got[0], got[1]
+	}
+	check := func(where, pre string) {
+		t.Helper()
+		if stop, side := stopSide(pre, "رمز التحقق الخاص بك هو 771204."); stop != "left" || side != "right" {
+			t.Errorf("%s: the Arabic line's full stop is on the %s of its number, the line on the %s", where, stop, side)
+		}
+		if stop, side := stopSide(pre, "The code is 771204."); stop != "right" || side != "left" {
+			t.Errorf("%s: the English line's full stop is on the %s of its number, the line on the %s", where, stop, side)
+		}
+	}
+	msg := "/projects/" + pid + "/messages/" + msgs.Items[0].ID
+	b.open(msg + "?tab=text")
+	check("message text", "pre.body-text")
+	shoot(t, b, dir, "desktop-light", "rtl-message-text")
+	b.open(msg + "?tab=source")
+	check("message source", "pre.source")
+	if _, side := stopSide("pre.source", "Subject: "); side != "left" {
+		t.Errorf("message source: the Subject header keeps to the %s", side)
+	}
+	shoot(t, b, dir, "desktop-light", "rtl-message-source")
+	b.open("/projects/" + pid + "/requests/" + req)
+	if stop, side := stopSide("pre.body-text", "رمز التحقق الخاص بك هو 771204."); stop != "left" || side != "right" {
+		t.Errorf("request body: the Arabic line's full stop is on the %s of its number, the line on the %s", stop, side)
+	}
+	shoot(t, b, dir, "desktop-light", "rtl-request")
+	b.checkClean()
+}

@@ -162,10 +162,14 @@ func TestBrowserSearchMessages(t *testing.T) {
 	if got := subjects(); !reflect.DeepEqual(got, []string{"Your order shipped", "Weekly digest", "Your receipt"}) {
 		t.Errorf("after the live arrivals, acme lists %v", got)
 	}
-	// The count shown is the inbox's, which a search's live rows do not
-	// tell; its status adds, for a screen reader, how many new ones matched.
-	if got := b.texts(".list-count"); !reflect.DeepEqual(got, []string{"4 messages, 1 new match"}) {
+	// The count shown is the inbox's, with both arrivals, here and in
+	// the sidebar; its status adds, for a screen reader, how many new
+	// ones matched.
+	if got := b.texts(".list-count"); !reflect.DeepEqual(got, []string{"6 messages, 1 new match"}) {
 		t.Errorf("after two arrivals, one matching, the searched page counts %q", got)
+	}
+	if got := b.texts(".side a[aria-current=page] .count"); !reflect.DeepEqual(got, []string{"6"}) {
+		t.Errorf("after two arrivals, one matching, the sidebar counts %q", got)
 	}
 	b.checkClean()
 }
@@ -223,6 +227,11 @@ func TestBrowserSearchRequestsAndLiveDeliveries(t *testing.T) {
 	b.waitFor(`document.querySelector("a.row")?.dataset.id === "` + newBlue + `"`)
 	if got := ids(); !reflect.DeepEqual(got, []string{newBlue, blue}) {
 		t.Errorf("after the live arrivals, blue-42 lists %v", got)
+	}
+	// The counts, in the sidebar and the heading, are the endpoint's,
+	// all three arrivals in them.
+	if got := b.texts(".list-count [data-count], .side a[aria-current=page] .count"); !reflect.DeepEqual(got, []string{"6", "6 requests"}) {
+		t.Errorf("after three arrivals, one matching, the counts are %q", got)
 	}
 
 	// Deliveries recorded elsewhere change the rows' cells in place: a
@@ -291,4 +300,77 @@ func recordDelivery(t *testing.T, e *env, requestID string, status int) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("record a delivery: %d %s", resp.StatusCode, got)
 	}
+}
+
+// The method filter shows the filter applied, whatever the method and
+// however it was spelled, and keeps it when the form is sent again; any
+// method captured can be filtered from the page.
+func TestBrowserMethodFilterShowsWhatIsApplied(t *testing.T) {
+	e := start(t)
+	ep := e.boot.Endpoint
+	purge := sendWebhook(t, e, "PURGE", ep.ID, "/cache/home", nil, "")
+	post := postWebhook(t, e, ep.ID, "/cache/orders", http.Header{"Content-Type": {"application/json"}}, `{"order":1}`)
+	sendWebhook(t, e, "GET", ep.ID, "/health", nil, "")
+
+	b := newBrowser(t, e, desktop)
+	b.signIn()
+	list := "/projects/" + e.boot.Project.ID + "/endpoints/" + ep.ID
+	ids := func() []string {
+		return eval[[]string](b, `[...document.querySelectorAll("a.row")].map(a => a.dataset.id)`)
+	}
+	method := func() string { return b.value("combobox", "Method") }
+
+	// Unfiltered, the choices offer the methods of the requests shown.
+	b.open(list)
+	if got := eval[[]string](b, `[...document.querySelectorAll("#f-method")].flatMap(f => [...(f.list ?? f).options].map(o => o.value))`); !slices.Contains(got, "PURGE") || !slices.Contains(got, "POST") {
+		t.Errorf("the method filter offers %v", got)
+	}
+
+	// A method outside the usual ones, from the address: shown, and kept
+	// by a search sent from the page.
+	b.open(list + "?method=PURGE")
+	if got := method(); got != "PURGE" {
+		t.Errorf("?method=PURGE shows the method filter as %q", got)
+	}
+	b.search("cache")
+	if got := b.location(); !strings.HasSuffix(got, "?q=cache&method=PURGE") {
+		t.Errorf("a search sent the address %s", got)
+	}
+	if got := ids(); !reflect.DeepEqual(got, []string{purge}) {
+		t.Errorf("cache with PURGE lists %v, want %v", got, []string{purge})
+	}
+
+	// The store matches methods whatever their case; the page says so.
+	b.open(list + "?method=post")
+	if got := method(); got != "POST" {
+		t.Errorf("?method=post shows the method filter as %q", got)
+	}
+	if got := ids(); !reflect.DeepEqual(got, []string{post}) {
+		t.Errorf("?method=post lists %v", got)
+	}
+	b.search("cache")
+	if got := ids(); !reflect.DeepEqual(got, []string{post}) {
+		t.Errorf("cache with post lists %v (at %s)", got, b.location())
+	}
+
+	// A method no request has: the empty list says why, beside the filter.
+	b.open(list + "?method=FOO")
+	if got := method(); got != "FOO" {
+		t.Errorf("?method=FOO shows the method filter as %q", got)
+	}
+	if !eval[bool](b, `document.querySelector("#f-method").closest(".filter").classList.contains("set")`) {
+		t.Error("the applied method filter is not marked as set")
+	}
+
+	// Any method can be typed into the filter.
+	b.clickAndLoad("link", "Clear")
+	b.typeInto("combobox", "Method", "purge")
+	b.clickAndLoad("button", "Filter")
+	if got := ids(); !reflect.DeepEqual(got, []string{purge}) {
+		t.Errorf("purge typed into the filter lists %v", got)
+	}
+	if got := method(); got != "PURGE" {
+		t.Errorf("after filtering, the method filter shows %q", got)
+	}
+	b.checkClean()
 }

@@ -29,6 +29,10 @@ type liveList struct {
 	// marks reads the marks of the newest n captures; nil for a list whose
 	// rows never change.
 	marks func(ctx context.Context, n int) ([]liveRow, error)
+	// total reads how many captures the whole collection holds, whatever
+	// the page's filters, with the words for one capture and for many.
+	total     func(ctx context.Context) (int64, error)
+	one, many string
 }
 
 const (
@@ -102,22 +106,26 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess *session, 
 			// Refused before the stream begins, so that EventSource
 			// gives up instead of asking again every second.
 			h.errorPage(w, r, http.StatusBadRequest, msg)
-		case errors.Is(err, store.ErrInvalidCursor):
-			// The row the page continues from was deleted: the page
-			// reloads to start again from what exists.
+		case errors.Is(err, store.ErrInvalidCursor), errors.Is(err, store.ErrNotFound):
+			// The row the page continues from was deleted, or the
+			// collection was: the page reloads to start again from what
+			// exists.
 			send(reloadEvent)
 		case ctx.Err() == nil:
 			h.log.Error("web: live list", "collection", l.collection, "err", err)
 		}
 	}
 	marks := markState{known: map[string]string{}, shown: pageLimit}
+	// The total last sent: none yet, so the first read sends it, which
+	// counts what arrived between the page and its stream.
+	sentTotal := int64(-1)
 	var marksRead time.Time
 	var marksDue <-chan time.Time
 	ping := time.NewTicker(keepAlive)
 	defer ping.Stop()
 	for {
 		changed := h.store.Watch(l.collection)
-		var buf bytes.Buffer
+		var buf, rowsBuf bytes.Buffer
 		if !started {
 			buf.WriteString("retry: 1000\n\n")
 		}
@@ -131,7 +139,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess *session, 
 			// Oldest first, so that inserting each at the top leaves the
 			// newest on top.
 			for i := len(rows) - 1; i >= 0; i-- {
-				writeEvent(&buf, rows[i].id, "row", rows[i].html)
+				writeEvent(&rowsBuf, rows[i].id, "row", rows[i].html)
 				marks.saw(rows[i])
 			}
 			if len(rows) > 0 {
@@ -143,6 +151,30 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, sess *session, 
 				break
 			}
 		}
+		// The collection's total, read after its rows so that it counts
+		// every row sent, goes before them: a page that shows a new row
+		// already counts it. A filtered page learns it too, though the
+		// captures that do not match send no row.
+		if l.total != nil {
+			n, err := l.total(ctx)
+			if err != nil {
+				failed(err)
+				return
+			}
+			if n != sentTotal {
+				data, err := json.Marshal(struct {
+					Count string `json:"count"`
+					Side  string `json:"side"`
+				}{plural(n, l.one, l.many), count(n)})
+				if err != nil {
+					failed(err)
+					return
+				}
+				writeEvent(&buf, "", "total", data)
+				sentTotal = n
+			}
+		}
+		buf.Write(rowsBuf.Bytes())
 		if l.marks != nil && marksDue == nil {
 			if wait := markInterval - time.Since(marksRead); wait > 0 {
 				marksDue = time.After(wait)

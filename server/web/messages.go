@@ -216,16 +216,21 @@ func (h *Handler) messageEvents(w http.ResponseWriter, r *http.Request, pc *proj
 	}
 	f := messageFilter(r.URL.Query())
 	pid := pc.project.ID
-	h.stream(w, r, pc.session, liveList{collection: in.ID, rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
-		list, err := h.store.Messages(ctx, in.ID, f, pg)
-		if err != nil {
-			return nil, "", err
-		}
-		rows, err := renderRows(h.pages["messages"], "message_row", "", list.Items,
-			func(m store.MessageSummary) string { return m.ID },
-			func(m store.MessageSummary) any { return messageRowOf(pid, m) })
-		return rows, list.Next, err
-	}})
+	h.stream(w, r, pc.session, liveList{collection: in.ID, one: "message", many: "messages",
+		total: func(ctx context.Context) (int64, error) {
+			now, err := h.store.Inbox(ctx, pid, in.ID)
+			return now.MessageCount, err
+		},
+		rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
+			list, err := h.store.Messages(ctx, in.ID, f, pg)
+			if err != nil {
+				return nil, "", err
+			}
+			rows, err := renderRows(h.pages["messages"], "message_row", "", list.Items,
+				func(m store.MessageSummary) string { return m.ID },
+				func(m store.MessageSummary) any { return messageRowOf(pid, m) })
+			return rows, list.Next, err
+		}})
 }
 
 func (h *Handler) purgeInbox(w http.ResponseWriter, r *http.Request, pc *projectCtx) {

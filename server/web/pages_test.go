@@ -143,8 +143,11 @@ func TestRequestListLastDelivery(t *testing.T) {
 			id = strings.TrimPrefix(line, "id: ")
 		case strings.HasPrefix(line, "data: "):
 			data.WriteString(strings.TrimPrefix(line, "data: ") + "\n")
-		case line == "" && id != "":
-			rows[id] = data.String()
+		case line == "":
+			// An event without an id (the total) is not a row.
+			if id != "" {
+				rows[id] = data.String()
+			}
 			id = ""
 			data.Reset()
 		}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/capturedev/capture/store"
 )
@@ -47,7 +50,40 @@ func deliveryMarkOf(d *store.DeliverySummary) *deliveryMark {
 
 func requestFilter(q url.Values) store.RequestFilter {
 	since, _ := sinceOf(q)
-	return store.RequestFilter{Q: searchWords(q), Method: q.Get("method"), PathPrefix: q.Get("path"), Since: since}
+	return store.RequestFilter{Q: searchWords(q), Method: methodOf(q), PathPrefix: q.Get("path"), Since: since}
+}
+
+// methodOf is the method filter as the store matches it, ignoring case
+// (methods are ASCII tokens), so it is shown in capitals: ?method=post
+// filters, and reads, as POST.
+func methodOf(q url.Values) string {
+	m := strings.TrimSpace(q.Get("method"))
+	for i := range len(m) {
+		if m[i] >= utf8.RuneSelf {
+			return m
+		}
+	}
+	return strings.ToUpper(m)
+}
+
+// commonMethods are the methods the method filter always suggests.
+var commonMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+
+// methodChoices are the method filter's suggestions: the common methods,
+// then any other of the filter applied and of the requests shown.
+func methodChoices(applied string, rows []requestRow) []string {
+	var more []string
+	add := func(m string) {
+		if m != "" && !slices.Contains(commonMethods, m) && !slices.Contains(more, m) {
+			more = append(more, m)
+		}
+	}
+	add(applied)
+	for _, r := range rows {
+		add(r.Method)
+	}
+	slices.Sort(more)
+	return append(slices.Clip(commonMethods), more...)
 }
 
 func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *projectCtx) {
@@ -68,8 +104,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 	v := requestsView{captureList: captureList{
 		ID: e.ID, Name: e.Name, Noun: "request", Nouns: "requests", Count: plural(e.RequestCount, "request", "requests"),
 		SettingsURL: endpointURL(pid, e.ID) + "/settings", PurgeURL: endpointURL(pid, e.ID) + "/purge",
-	}, CaptureURL: h.captureURL(e.ID), Method: q.Get("method"), Path: q.Get("path"),
-		Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}}
+	}, CaptureURL: h.captureURL(e.ID), Method: methodOf(q), Path: q.Get("path")}
 	readable := v.filtersOf(q, searchError, v.Method, v.Path)
 	status := http.StatusBadRequest
 	if readable {
@@ -80,6 +115,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, pc *proje
 		v.around(r, pg, list.Next, ids(list.Items, func(rq store.RequestSummary) string { return rq.ID }),
 			endpointURL(pid, e.ID)+"/events")
 	}
+	v.Methods = methodChoices(v.Method, v.Rows)
 	h.show(w, r, pc.session, pc, status, page{template: "requests", title: e.Name, section: "captures", current: e.ID, view: v})
 }
 
@@ -112,7 +148,11 @@ func (h *Handler) requestEvents(w http.ResponseWriter, r *http.Request, pc *proj
 			func(rq store.RequestSummary) any { return requestRowOf(pid, rq) })
 		return rows, list.Next, err
 	}
-	h.stream(w, r, pc.session, liveList{collection: e.ID,
+	h.stream(w, r, pc.session, liveList{collection: e.ID, one: "request", many: "requests",
+		total: func(ctx context.Context) (int64, error) {
+			now, err := h.store.Endpoint(ctx, pid, e.ID)
+			return now.RequestCount, err
+		},
 		rows: func(ctx context.Context, pg store.Page) ([]liveRow, string, error) {
 			return read(ctx, pg, "request_row")
 		},

@@ -198,15 +198,22 @@
     const maxRows = Number(list.dataset.keep) || 300;
     const empty = document.querySelector("[data-empty]");
     const dot = document.querySelector("[data-live-status]");
-    // The count is the whole inbox's or endpoint's; a filtered page has
-    // none to bump, as the rows it receives are only those that match:
-    // it says instead, to a screen reader, how many new ones matched.
-    // Both sit in the list's polite status, which announces the change.
+    // The count is the whole inbox's or endpoint's, which the stream
+    // sends as it changes (a filtered page receives rows only for the
+    // captures that match); a filtered page also says, to a screen
+    // reader, how many new ones matched. Both sit in the list's polite
+    // status, which announces the change.
     const countEl = document.querySelector("[data-count]");
     const arrivalsEl = document.querySelector("[data-arrivals]");
     let arrivals = 0;
-    // The sidebar's count of this inbox or endpoint, bumped with it.
-    const sideCount = countEl && document.querySelector(".side a[aria-current=page] .count");
+    // The sidebar's count of this inbox or endpoint, set with it.
+    const sideCount = document.querySelector(".side a[aria-current=page] .count");
+    const onTotal = (ev) => {
+      const { count, side } = JSON.parse(ev.data);
+      // Set only when changed, so that nothing is announced again.
+      if (countEl && countEl.textContent !== count) countEl.textContent = count;
+      if (sideCount && sideCount.textContent !== side) sideCount.textContent = side;
+    };
     const onRow = (ev) => {
       const tpl = document.createElement("template");
       tpl.innerHTML = ev.data.trim();
@@ -218,18 +225,9 @@
       list.prepend(item);
       while (list.children.length > maxRows) list.lastElementChild.remove();
       if (empty) empty.hidden = true;
-      if (countEl) {
-        const m = countEl.textContent.match(/^(\d+) (\w+?)s?$/);
-        if (m) {
-          const n = Number(m[1]) + 1;
-          countEl.textContent = `${n} ${m[2]}${n === 1 ? "" : "s"}`;
-        }
-      } else if (arrivalsEl) {
+      if (arrivalsEl) {
         arrivals++;
         arrivalsEl.textContent = `, ${arrivals} new ${arrivals === 1 ? "match" : "matches"}`;
-      }
-      if (sideCount && /^\d+$/.test(sideCount.textContent)) {
-        sideCount.textContent = String(Number(sideCount.textContent) + 1);
       }
     };
     // A row's mark (a request's last delivery) changed after it arrived.
@@ -269,6 +267,7 @@
         onRow(ev);
       });
       source.addEventListener("mark", onMark);
+      source.addEventListener("total", onTotal);
       source.addEventListener("reload", () => { if (!leaving) location.reload(); });
     };
     const close = () => {
