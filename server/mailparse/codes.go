@@ -1,6 +1,7 @@
 package mailparse
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -121,14 +122,35 @@ var codeWords = func() map[string]cueWord {
 	add(cueWord{cueNoun, 2}, "code", "codes", "código", "codigo", "códigos", "codigos", "codice", "codici",
 		"kod", "kodu", "kodun", "kode", "koden", "koodi", "код", "кода", "κωδικός", "κωδικό", "mã", "tan")
 	// A password is a code only when qualified: "one-time password".
-	add(cueWord{cueNoun, 0}, "password", "passwort", "contraseña", "senha", "kennwort", "wachtwoord")
+	add(cueWord{cueNoun, 0}, "password", "passwort", "contraseña", "senha", "kennwort", "wachtwoord", "sandi",
+		"पासवर्ड")
+	// Hindi
+	add(cueWord{cueNoun, 2}, "कोड")
+	add(cueWord{cueNoun, 3}, "ओटीपी", "पासकोड")
+	add(cueWord{cueQualifier, 0}, "सुरक्षा", "पुष्टि", "पुष्टिकरण", "लॉगिन", "प्रमाणीकरण")
+	// "पिन कोड" is a postcode.
+	add(cueWord{cueNotCode, 0}, "पिन", "कूपन", "डाक", "रेफरल", "प्रोमो")
+	add(cueWord{cueNumberOf, 0}, "ऑर्डर", "आर्डर", "नंबर", "संख्या", "क्रमांक", "फोन", "फ़ोन", "मोबाइल", "कीमत",
+		"मूल्य", "राशि", "कुल", "ट्रैकिंग", "खाता", "कार्ड", "बुकिंग", "टिकट", "चालान", "रसीद")
+	add(cueWord{cueCurrency, 0}, "रुपये", "रुपए", "रु")
+	add(cueWord{cueUnit, 0}, "मिनट", "सेकंड", "घंटे")
+	add(cueWord{cuePromo, 0}, "छूट", "ऑफर")
+	// Indonesian, Turkish, Vietnamese
+	add(cueWord{cueQualifier, 0}, "keamanan", "konfirmasi", "autentikasi", "otentikasi", "bảo")
+	add(cueWord{cueNotCode, 0}, "pos", "kupon", "produk", "referal", "posta", "bưu", "sản", "quà")
+	add(cueWord{cueNumberOf, 0}, "pesanan", "nomor", "resi", "telepon", "telp", "harga", "tagihan", "faktur",
+		"rekening", "sipariş", "fiyat", "tutar", "kargo", "takip", "đơn", "vận", "điện", "giá", "tổng", "hóa",
+		"hoá", "thẻ")
+	add(cueWord{cueCurrency, 0}, "rp", "idr", "tl", "vnđ", "vnd", "đồng")
+	add(cueWord{cueUnit, 0}, "menit", "detik", "dakika", "phút", "giây")
+	add(cueWord{cuePromo, 0}, "diskon", "indirim", "khuyến", "giảm")
 	add(cueWord{cueNoun, 3}, "pin", "otp", "passcode", "passcodes", "totp", "2fa", "mfa", "einmalcode",
 		"einmalpasswort", "verificatiecode", "bestätigungscode", "sicherheitscode", "zugangscode",
 		"anmeldecode", "verifizierungscode", "authentifizierungscode", "bevestigingscode",
 		"beveiligingscode", "inlogcode")
 	add(cueWord{cueQualifier, 2}, "verification", "verificación", "verificacion", "verificação", "verificacao",
 		"vérification", "verifica", "verifizierung", "bestätigung", "weryfikacyjny", "weryfikacji",
-		"doğrulama", "подтверждения", "проверочный", "xác")
+		"doğrulama", "подтверждения", "проверочный", "xác", "verifikasi", "सत्यापन", "वेरिफिकेशन")
 	add(cueWord{cueQualifier, 0}, "security", "login", "log-in", "signin", "sign-in", "access", "confirmation",
 		"authentication", "temporary", "seguridad", "segurança", "seguranca", "sécurité", "securite",
 		"acceso", "acesso", "accès", "connexion", "sicurezza", "accesso", "conferma", "confirmación",
@@ -165,6 +187,131 @@ var codeWords = func() map[string]cueWord {
 	return m
 }()
 
+// affixedWords are words of Arabic, Persian and Hebrew, which attach
+// prefixes to them ("the", "and", "with", "for": الرمز, ورمزك, הקוד, לקוד)
+// and in Arabic and Persian possessive suffixes (رمزك, کدتان). They are
+// kept folded (see foldAffixed) and looked up without those (see
+// affixStems).
+var affixedWords = func() map[string]cueWord {
+	m := map[string]cueWord{}
+	add := func(c cueWord, words ...string) {
+		for _, w := range words {
+			f := string(foldAffixed(nil, w))
+			if _, dup := m[f]; dup {
+				panic("mailparse: cue word listed twice: " + w)
+			}
+			m[f] = c
+		}
+	}
+	// Arabic and Persian (کد, تأیید).
+	add(cueWord{cueNoun, 2}, "رمز", "كود", "کد")
+	// كلمة المرور, كلمة السر: a password; الرقم السري: a PIN; رقم الطلب: an
+	// order number.
+	add(cueWord{cueNoun, 0}, "مرور", "سر", "رقم", "گذرواژه")
+	add(cueWord{cueQualifier, 2}, "تحقق", "تأیید", "یکبار")
+	add(cueWord{cueQualifier, 0}, "تأكيد", "توثيق", "مصادقة", "أمان", "دخول", "سري", "احراز", "ورود", "امنیتی")
+	add(cueWord{cueNotCode, 0}, "تفعيل", "بريدي", "ترويجي", "كوبون", "قسيمة", "هدية", "منتج", "خطأ", "پستی",
+		"رهگیری", "پیگیری", "ملی", "معرف")
+	add(cueWord{cueNumberOf, 0}, "طلب", "طلبية", "هاتف", "جوال", "موبايل", "فاتورة", "شحنة", "تتبع", "سعر", "مبلغ",
+		"إجمالي", "مجموع", "حساب", "بطاقة", "حجز", "مرجع", "مرجعي", "سفارش", "تلفن", "همراه", "قیمت", "فاکتور",
+		"شماره")
+	add(cueWord{cueUnit, 0}, "دقائق", "دقيقة", "ثانية", "ساعة", "ساعات")
+	add(cueWord{cueCurrency, 0}, "ريال", "درهم", "دينار", "جنيه", "ليرة", "دولار", "تومان")
+	add(cueWord{cuePromo, 0}, "خصم", "تخفیف", "عرض")
+	// Hebrew.
+	add(cueWord{cueNoun, 2}, "קוד")
+	add(cueWord{cueNoun, 0}, "סיסמה", "סיסמא", "סיסמת")
+	add(cueWord{cueQualifier, 2}, "אימות")
+	add(cueWord{cueQualifier, 0}, "אישור", "אבטחה", "כניסה", "התחברות", "הזדהות", "סודי")
+	add(cueWord{cueNotCode, 0}, "קופון", "הפעלה")
+	add(cueWord{cueNumberOf, 0}, "מספר", "הזמנה", "טלפון", "נייד", "מחיר", "סכום", "משלוח", "מעקב", "חשבונית",
+		"קבלה", "חשבון", "כרטיס", "אסמכתא", "מיקוד")
+	add(cueWord{cueUnit, 0}, "דקות", "דקה", "שניות", "שעות")
+	add(cueWord{cueCurrency, 0}, "שקל", "שקלים")
+	add(cueWord{cuePromo, 0}, "הנחה", "מבצע", "שובר")
+	return m
+}()
+
+// affixedPairs qualify a code together with the word after them, as
+// pairCues: لمرة واحدة and یک بار (one time), חד-פעמית (one-time).
+var affixedPairs = map[string][]string{
+	"مره": {" واحدة", " واحده"},
+	"يك":  {"\u200cبار", " بار"},
+	"חד":  {"-פעמית", "\u05beפעמית", " פעמית", "-פעמי", "\u05beפעמי", " פעמי"},
+}
+
+// affixedScript reports the letters of the scripts of affixedWords.
+func affixedScript(r rune) bool {
+	return '\u0590' <= r && r <= '\u06ff' || '\ufb1d' <= r && r <= '\ufdff' || '\ufe70' <= r && r <= '\ufeff'
+}
+
+// foldAffixed appends w with the differences that spelling leaves open
+// taken out: vowel points and other marks, the kashida, the forms of alef
+// (أ إ آ), ى and Persian ی (ي), Persian ک (ك), ة (ه).
+func foldAffixed(dst []byte, w string) []byte {
+	for _, r := range w {
+		switch {
+		case unicode.Is(unicode.Mn, r) || r == '\u0640':
+			continue
+		case r == 'أ' || r == 'إ' || r == 'آ' || r == 'ٱ':
+			r = 'ا'
+		case r == 'ى' || r == 'ی':
+			r = 'ي'
+		case r == 'ک':
+			r = 'ك'
+		case r == 'ة' || r == 'ۀ':
+			r = 'ه'
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
+}
+
+var (
+	arabicPrefixes = []string{"وبال", "وال", "بال", "فال", "كال", "ولل", "لل", "ال", "و", "ب", "ل", "ف", "ك"}
+	arabicSuffixes = []string{"كما", "كم", "كن", "ك", "ها", "هم", "ه", "نا", "ي", "تان"}
+	hebrewPrefixes = "והבלמשכ"
+)
+
+// affixStems calls yield with w (folded) as written, then without the
+// prefixes and suffixes its script attaches, longest first, while a stem
+// of two letters or more is left; it stops when yield returns false.
+func affixStems(w []byte, yield func(stem []byte) bool) {
+	long := func(s []byte) bool { return utf8.RuneCount(s) >= 2 }
+	if !yield(w) {
+		return
+	}
+	if r, _ := utf8.DecodeRune(w); '\u0590' <= r && r <= '\u05ff' {
+		// Up to three of ו ה ב ל מ ש כ: ולהזמנה, שבקוד.
+		s := w
+		for range 3 {
+			r, size := utf8.DecodeRune(s)
+			if !strings.ContainsRune(hebrewPrefixes, r) || !long(s[size:]) {
+				return
+			}
+			s = s[size:]
+			if !yield(s) {
+				return
+			}
+		}
+		return
+	}
+	for _, p := range append([]string{""}, arabicPrefixes...) {
+		s, ok := bytes.CutPrefix(w, []byte(p))
+		if !ok || !long(s) {
+			continue
+		}
+		if p != "" && !yield(s) {
+			return
+		}
+		for _, x := range arabicSuffixes {
+			if t, ok := bytes.CutSuffix(s, []byte(x)); ok && long(t) && !yield(t) {
+				return
+			}
+		}
+	}
+}
+
 // codeWordShapes rules out most words from their length and first and
 // last letters, before they are lowercased and looked up: reading every
 // word of a message is the bulk of looking for codes.
@@ -172,10 +319,20 @@ var codeWordShapes = func() (f wordShapes) {
 	for w := range codeWords {
 		f.add(w)
 	}
-	f.add("one")
-	f.add("single")
+	for w := range pairCues {
+		f.add(w)
+	}
 	return f
 }()
+
+// pairCues are words that qualify a code together with the word after
+// them: "one-time", "single-use", वन टाइम, sekali pakai.
+var pairCues = map[string][]string{
+	"one":    {"-time", " time", "-use", " use"},
+	"single": {"-use", " use"},
+	"वन":     {" टाइम", "-टाइम"},
+	"sekali": {" pakai"},
+}
 
 // wordShapes holds, per length and first letter, the last letters of a
 // set of words; anything that is not an ASCII letter shares one slot. It
@@ -198,8 +355,9 @@ func (f *wordShapes) mayHave(first, last byte, n int) bool {
 	return f[min(n, 31)][letterSlot(first)]&(1<<letterSlot(last)) != 0
 }
 
-// unspacedCues are matched inside runs of Chinese, Japanese and Korean
-// text, which does not separate words.
+// unspacedCues are matched inside runs of Chinese, Japanese, Korean and
+// Thai text, which do not separate words (or, in Korean, join particles
+// to them: 인증번호는).
 var unspacedCues = func() []unspacedCue {
 	var cues []unspacedCue
 	add := func(c cueWord, words ...string) {
@@ -213,11 +371,26 @@ var unspacedCues = func() []unspacedCue {
 		"暗証番号", "인증번호", "인증코드", "확인코드", "보안코드")
 	add(cueWord{cueNoun, 2}, "コード", "코드", "代码")
 	add(cueWord{cueQualifier, 2}, "인증")
-	add(cueWord{cueNotCode, 0}, "クーポン", "プロモーション")
-	add(cueWord{cuePromo, 0}, "割引", "优惠", "折扣")
+	add(cueWord{cueQualifier, 0}, "보안", "로그인")
+	add(cueWord{cueNotCode, 0}, "クーポン", "プロモーション", "쿠폰")
+	add(cueWord{cuePromo, 0}, "割引", "优惠", "折扣", "할인")
 	add(cueWord{cueNumberOf, 0}, "郵便番号", "邮编", "邮政编码", "订单", "訂單", "注文", "运单", "快递", "追跡",
-		"お問い合わせ番号", "電話", "电话", "金額", "金额", "合計", "合计", "주문", "전화")
-	add(cueWord{cueUnit, 0}, "分钟", "分間", "円", "元")
+		"お問い合わせ番号", "電話", "电话", "金額", "金额", "合計", "合计", "주문", "전화", "우편번호", "운송장",
+		"송장", "배송", "결제", "금액", "합계", "가격", "고객센터", "예약", "계좌", "카드")
+	add(cueWord{cueUnit, 0}, "分钟", "分間", "円", "元", "원")
+	// Thai: รหัส is any code; the words after it say which (รหัสผ่าน is a
+	// password, รหัสไปรษณีย์ a postcode).
+	add(cueWord{cueNoun, 3}, "รหัสยืนยัน", "รหัสความปลอดภัย", "รหัสเข้าสู่ระบบ")
+	add(cueWord{cueNoun, 2}, "รหัส")
+	add(cueWord{cueNoun, 0}, "รหัสผ่าน")
+	add(cueWord{cueQualifier, 2}, "ใช้ครั้งเดียว")
+	add(cueWord{cueVerb, 1}, "ยืนยัน")
+	add(cueWord{cueNotCode, 0}, "รหัสไปรษณีย์", "รหัสส่วนลด", "รหัสคูปอง", "รหัสโปรโมชั่น", "รหัสสินค้า", "คูปอง",
+		"โปรโมชั่น")
+	add(cueWord{cueNumberOf, 0}, "รหัสพัสดุ", "รหัสติดตาม", "รหัสอ้างอิง", "รหัสสมาชิก", "รหัสลูกค้า", "อ้างอิง",
+		"หมายเลข", "เลขที่", "คำสั่งซื้อ", "พัสดุ", "โทร", "เบอร์", "ราคา", "ยอดรวม", "ยอดชำระ", "บัญชี", "บัตร")
+	add(cueWord{cueUnit, 0}, "นาที", "วินาที", "บาท")
+	add(cueWord{cuePromo, 0}, "ส่วนลด")
 	return cues
 }()
 
@@ -393,11 +566,11 @@ func (f *codeFinder) scan(from, to int) int {
 		}
 		r, size := utf8.DecodeRuneInString(src[i:])
 		switch {
-		case unspacedScript(r) || unicode.Is(unicode.Hangul, r):
+		case unspacedCodeScript(r):
 			j := i + size
 			for j < len(src) {
 				r, n := utf8.DecodeRuneInString(src[j:])
-				if !unspacedScript(r) && !unicode.Is(unicode.Hangul, r) {
+				if !unspacedCodeScript(r) {
 					break
 				}
 				j += n
@@ -406,7 +579,7 @@ func (f *codeFinder) scan(from, to int) int {
 				f.unspaced(i, j)
 			}
 			i = j
-		case isWordRune(r) || fullwidthDigit(r):
+		case isWordRune(r) || otherDigit(r):
 			i = f.word(i)
 		default:
 			i += size
@@ -415,7 +588,32 @@ func (f *codeFinder) scan(from, to int) int {
 	return i
 }
 
+// unspacedCodeScript reports the scripts whose cues are found inside runs
+// of text (see unspaced): Chinese, Japanese, Korean (whose particles join
+// the noun: 인증번호는) and Thai, which does not separate words.
+func unspacedCodeScript(r rune) bool {
+	return unspacedScript(r) || unicode.In(r, unicode.Hangul, unicode.Thai)
+}
+
 func fullwidthDigit(r rune) bool { return '０' <= r && r <= '９' }
+
+// otherDigit reports the digits read like ASCII ones in a code: full-width,
+// Arabic-Indic (٤٨٢٩١٣) and Persian (۴۸۲۹۱۳); digitValue gives their value.
+func otherDigit(r rune) bool {
+	return fullwidthDigit(r) || '٠' <= r && r <= '٩' || '۰' <= r && r <= '۹'
+}
+
+func digitValue(r rune) byte {
+	switch {
+	case fullwidthDigit(r):
+		return byte('0' + r - '０')
+	case '٠' <= r && r <= '٩':
+		return byte('0' + r - '٠')
+	case '۰' <= r && r <= '۹':
+		return byte('0' + r - '۰')
+	}
+	return byte(r)
+}
 
 // wordEnd returns the end of the word starting at i: letters (not of the
 // unspaced scripts), digits, combining marks.
@@ -437,12 +635,14 @@ func (f *codeFinder) wordEnd(i int) (end, digits, letters int, other bool) {
 		}
 		r, size := utf8.DecodeRuneInString(src[i:])
 		switch {
-		case fullwidthDigit(r):
+		case otherDigit(r):
 			digits++
-		case unspacedScript(r) || unicode.Is(unicode.Hangul, r):
+		case unspacedCodeScript(r):
 			return i, digits, letters, other
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
-			other = true // "código", or digits of another script
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc):
+			// "código", कोड (whose vowel signs are marks), or digits
+			// of another script.
+			other = true
 		default:
 			return i, digits, letters, other
 		}
@@ -511,6 +711,9 @@ func (f *codeFinder) word(i int) int {
 	if len(w) > len(f.folded) {
 		return j
 	}
+	if r, _ := utf8.DecodeRuneInString(w); affixedScript(r) {
+		return f.affixedWord(i, j)
+	}
 	lw := appendLower(f.folded[:0], w)
 	compound := compoundSuffix(lw)
 	if !compound && !codeWordShapes.mayHave(lw[0], lw[len(lw)-1], len(lw)) {
@@ -521,9 +724,9 @@ func (f *codeFinder) word(i int) int {
 	if !ok && compound {
 		cw, ok = compoundCue(string(lw))
 	}
-	if !ok && (string(lw) == "one" || string(lw) == "single") {
+	if !ok {
 		// "one-time", "single-use": the pair qualifies.
-		for _, next := range []string{"-time", " time", "-use", " use"} {
+		for _, next := range pairCues[string(lw)] {
 			if hasPrefixFold(src[j:], next) {
 				cw, end, ok = cueWord{cueQualifier, 2}, j+len(next), true
 			}
@@ -533,6 +736,30 @@ func (f *codeFinder) word(i int) int {
 		return j
 	}
 	if len(f.cues) < maxCues {
+		f.cues = append(f.cues, cueHit{span{i, end}, cw})
+	}
+	return end
+}
+
+// affixedWord reads the word of Arabic, Persian or Hebrew at [i, j) (see
+// affixedWords) and returns where reading goes on.
+func (f *codeFinder) affixedWord(i, j int) int {
+	end := j
+	var cw cueWord
+	ok := false
+	affixStems(foldAffixed(f.folded[:0], f.src[i:j]), func(stem []byte) bool {
+		if cw, ok = affixedWords[string(stem)]; ok {
+			return false
+		}
+		for _, next := range affixedPairs[string(stem)] {
+			if strings.HasPrefix(f.src[j:], next) {
+				cw, end, ok = cueWord{cueQualifier, 2}, j+len(next), true
+				return false
+			}
+		}
+		return true
+	})
+	if ok && len(f.cues) < maxCues {
 		f.cues = append(f.cues, cueHit{span{i, end}, cw})
 	}
 	return end
@@ -631,7 +858,7 @@ func (f *codeFinder) shape(groups []span) (candidate, bool) {
 	for _, g := range groups {
 		for _, r := range f.src[g.start:g.end] {
 			switch {
-			case fullwidthDigit(r), '0' <= r && r <= '9':
+			case otherDigit(r), '0' <= r && r <= '9':
 				c.digits++
 			case 'a' <= r && r <= 'z':
 				c.mixed = true
@@ -667,9 +894,9 @@ func (f *codeFinder) shape(groups []span) (candidate, bool) {
 		}
 	}
 	c.length = n
-	if g := groups[0]; len(groups) == 1 && !c.alnum && n == 4 &&
-		(strings.HasPrefix(f.src[g.start:], "19") || strings.HasPrefix(f.src[g.start:], "20")) {
-		c.year = true
+	if g := groups[0]; len(groups) == 1 && !c.alnum && n == 4 {
+		v := codeValue(f.src[g.start:g.end])
+		c.year = strings.HasPrefix(v, "19") || strings.HasPrefix(v, "20")
 	}
 	return c, true
 }
@@ -683,11 +910,11 @@ func (f *codeFinder) bounded(i, j int) bool {
 		p, size := utf8.DecodeLastRuneInString(src[:i])
 		switch {
 		case p == '#' || p == '№' || p == '+' || p == '/' || p == '\\' || p == '=' || p == '&' ||
-			p == '?' || p == '_' || p == '@' || p == '%' || p == '.' || p == '$' || p == '*' || p == '~':
+			p == '?' || p == '_' || p == '@' || p == '%' || p == '٪' || p == '.' || p == '$' || p == '*' || p == '~':
 			return false
 		case unicode.Is(unicode.Sc, p):
 			return false
-		case (p == ',' || p == ':' || p == '-') && i-size > 0 && isDigitBefore(src, i-size):
+		case (p == ',' || p == ':' || p == '-' || p == '٫' || p == '٬' || p == '،') && i-size > 0 && isDigitBefore(src, i-size):
 			return false
 		case p == ' ' && i-size > 0:
 			if q, _ := utf8.DecodeLastRuneInString(src[:i-size]); unicode.Is(unicode.Sc, q) || q == '#' || q == '*' {
@@ -698,14 +925,14 @@ func (f *codeFinder) bounded(i, j int) bool {
 	if j < len(src) {
 		n, size := utf8.DecodeRuneInString(src[j:])
 		switch {
-		case n == '%' || n == '/' || n == '\\' || n == '@' || n == '_' || n == '=' || n == '+' || n == '*':
+		case n == '%' || n == '٪' || n == '/' || n == '\\' || n == '@' || n == '_' || n == '=' || n == '+' || n == '*':
 			return false
 		case unicode.Is(unicode.Sc, n):
 			return false
-		case (n == '.' || n == ',' || n == ':' || n == '-') && j+size < len(src) && isDigitAt(src, j+size):
+		case (n == '.' || n == ',' || n == ':' || n == '-' || n == '٫' || n == '٬' || n == '،') && j+size < len(src) && isDigitAt(src, j+size):
 			return false
 		case n == ' ' && j+size < len(src):
-			if q, _ := utf8.DecodeRuneInString(src[j+size:]); unicode.Is(unicode.Sc, q) || q == '%' {
+			if q, _ := utf8.DecodeRuneInString(src[j+size:]); unicode.Is(unicode.Sc, q) || q == '%' || q == '٪' {
 				return false
 			}
 		}
@@ -1076,16 +1303,16 @@ func (f *codeFinder) keep(c candidate, score int, cue span) {
 	f.found = append(f.found, foundCode{Code{value, f.context(c.span, cue)}, score, order})
 }
 
-// codeValue is a code as written without its group separators, full-width
-// digits made ASCII.
+// codeValue is a code as written without its group separators, full-width,
+// Arabic-Indic and Persian digits made ASCII.
 func codeValue(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
 		switch {
 		case groupSeparator(r):
-		case fullwidthDigit(r):
-			b.WriteByte(byte('0' + r - '０'))
+		case otherDigit(r):
+			b.WriteByte(digitValue(r))
 		default:
 			b.WriteRune(r)
 		}

@@ -139,3 +139,105 @@ Content-Type: text/html
 		{"https://example.com/u/1?t=9", nil, "https://example.com", KindUnsubscribe},
 	})
 }
+
+// TestFindCodesMoreLanguages reads codes in Arabic, Hebrew, Persian, Hindi,
+// Korean, Thai, Turkish, Indonesian and Vietnamese mail, with the prefixes,
+// particles and suffixes those languages attach to the word for code, and
+// numbers in the same wording that are not codes.
+func TestFindCodesMoreLanguages(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       string // the first code; "" for none
+		context    string // what its context holds
+	}{
+		{"ar verification", "رمز التحقق الخاص بك هو 771204", "771204", "رمز التحقق الخاص بك هو 771204"},
+		{"ar the code, and", "مرحباً أحمد،\nوالرمز الخاص بك: 482913\nلا تشاركه مع أحد.", "482913", "والرمز الخاص بك: 482913"},
+		{"ar your code", "رمزك هو 305118. صالح لمدة 10 دقائق.", "305118", "رمزك هو 305118."},
+		{"ar confirmation", "استخدم رمز التأكيد 7730 لإكمال التسجيل", "7730", "رمز التأكيد 7730"},
+		{"ar kod with al", "الكود: 660214", "660214", "الكود: 660214"},
+		{"ar one-time password", "كلمة المرور لمرة واحدة هي 918273", "918273", "المرور لمرة واحدة هي 918273"},
+		{"ar Arabic-Indic digits", "رمز التحقق: ٤٨٢٩١٣", "482913", "رمز التحقق: ٤٨٢٩١٣"},
+		{"ar order number", "رقم الطلب 771204", "", ""},
+		{"ar order beside a code", "شكراً لطلبك. رقم الطلب 771204\nسيصلك رمز التحقق قريباً.", "", ""},
+		{"ar price", "رمز العرض: المبلغ 4820 ريال", "", ""},
+		{"ar phone", "لأي استفسار عن الرمز اتصل على هاتف 920012345", "", ""},
+		{"ar postcode", "الرمز البريدي 11564", "", ""},
+		{"ar date", "رمز التحقق صالح حتى 2024-05-14", "", ""},
+		{"ar decimal", "الرمز: ١٢٫٥٠٠", "", ""},
+
+		{"he your code", "הקוד שלך הוא 482913", "482913", "הקוד שלך הוא 482913"},
+		{"he verification", "קוד האימות: 482913", "482913", "קוד האימות: 482913"},
+		{"he for the code", "להשלמת ההרשמה הזן את הקוד 550127 באפליקציה.", "550127", "הקוד 550127"},
+		{"he one-time password", "סיסמה חד-פעמית: 739201", "739201", "סיסמה חד-פעמית: 739201"},
+		{"he order number", "מספר הזמנה 482913", "", ""},
+		{"he order beside a code", "קוד האימות יישלח בנפרד. מספר ההזמנה שלך: 482913", "", ""},
+		{"he price", "קוד קופון: סכום 4820 ₪", "", ""},
+		{"he phone", "שאלות על הקוד? טלפון 0501234567", "", ""},
+		{"he postcode", "קוד מיקוד 6100001", "", ""},
+
+		{"fa verification", "کد تأیید شما: 482913", "482913", "کد تأیید شما: 482913"},
+		{"fa Persian digits", "کد تایید: ۴۸۲۹۱۳", "482913", "کد تایید: ۴۸۲۹۱۳"},
+		{"fa tracking code", "کد رهگیری: 482913", "", ""},
+		{"fa postal code", "کد پستی 1234567890", "", ""},
+
+		{"hi code", "आपका कोड 482913 है", "482913", "आपका कोड 482913 है"},
+		{"hi OTP", "आपका OTP 482913 है", "482913", "आपका OTP 482913 है"},
+		{"hi verification", "आपका सत्यापन कोड 305118 है। इसे किसी के साथ साझा न करें।", "305118", "सत्यापन कोड 305118"},
+		{"hi OTP in Devanagari", "ओटीपी: 7730", "7730", "ओटीपी: 7730"},
+		{"hi order number", "आपका ऑर्डर नंबर 482913 है", "", ""},
+		{"hi PIN code is a postcode", "डिलीवरी पिन कोड 110001", "", ""},
+		{"hi price", "कोड लागू: कुल 4820 रुपये", "", ""},
+		{"hi phone", "कोड के लिए फोन 9876543210 पर कॉल करें", "", ""},
+
+		{"ko particle", "인증번호는 482913입니다", "482913", "인증번호는 482913입니다"},
+		{"ko spaced", "인증 코드: 482913", "482913", "인증 코드: 482913"},
+		{"ko security code", "보안 코드는 482913 입니다", "482913", "보안 코드는 482913 입니다"},
+		{"ko object particle", "아래 코드를 입력하세요: 550127", "550127", "코드를 입력하세요: 550127"},
+		{"ko order number", "주문번호 482913", "", ""},
+		{"ko postcode", "코드 우편번호 06236", "", ""},
+		{"ko price", "할인 코드 적용 결제금액 48200원", "", ""},
+		{"ko customer centre", "코드 문의: 고객센터 1588-1234", "", ""},
+
+		{"th OTP", "รหัส OTP ของคุณคือ 482913", "482913", "รหัส OTP ของคุณคือ 482913"},
+		{"th verification", "รหัสยืนยันของคุณคือ 482913", "482913", "รหัสยืนยันของคุณคือ 482913"},
+		{"th code", "รหัสของคุณ: 550127 (ใช้ได้ภายใน 5 นาที)", "550127", "รหัสของคุณ: 550127"},
+		{"th one-time password", "รหัสผ่านใช้ครั้งเดียว 739201", "739201", "รหัสผ่านใช้ครั้งเดียว 739201"},
+		{"th postcode", "รหัสไปรษณีย์ 10110", "", ""},
+		{"th tracking", "รหัสพัสดุ 482913", "", ""},
+		{"th reference", "รหัสอ้างอิง 4829", "", ""},
+		{"th price", "รหัสส่วนลด ราคา 4820 บาท", "", ""},
+		{"th order", "รหัส หมายเลขคำสั่งซื้อ 482913", "", ""},
+
+		{"tr verification", "Doğrulama kodu: 274930", "274930", "Doğrulama kodu: 274930"},
+		{"tr order", "Kodunuz hazır. Sipariş 274930 kargoya verildi.", "", ""},
+		{"id verification", "Kode verifikasi Anda adalah 482913", "482913", "Kode verifikasi Anda adalah 482913"},
+		{"id one-time password", "Kata sandi sekali pakai: 739201", "739201", "sandi sekali pakai: 739201"},
+		{"id postal code", "Kode pos 12190", "", ""},
+		{"id order", "Kode Anda: nomor pesanan 482913", "", ""},
+		{"id price", "Kode promo berlaku, total Rp 48200", "", ""},
+		{"vi verification", "Mã xác minh của bạn là 482913", "482913", "Mã xác minh của bạn là 482913"},
+		{"vi order code", "Mã đơn hàng 482913", "", ""},
+		{"vi postal code", "Mã bưu chính 100000", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := findCodes("", &tt.text, "")
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Errorf("codes = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) == 0 || got[0].Value != tt.want {
+				t.Fatalf("codes = %+v, want %s first", got, tt.want)
+			}
+			if !strings.Contains(got[0].Context, tt.context) || utf8.RuneCountInString(got[0].Context) > contextRunes {
+				t.Errorf("context = %q, want it to hold %q", got[0].Context, tt.context)
+			}
+			// The same in an HTML line and in the subject.
+			if got := findCodes(tt.text, nil, ""); len(got) == 0 || got[0].Value != tt.want {
+				t.Errorf("in the subject: codes = %+v", got)
+			}
+		})
+	}
+}

@@ -63,6 +63,7 @@ func FuzzFindCodes(f *testing.F) {
 	}
 	f.Add("Your code: 482 913", "Code: ４８２９１３ 验证码482913", "Your login code:\n\n4 8 2 9 1 3")
 	f.Add("K7Q-2XM", "code K7Q-2XM-", "PIN\u00a01234\u2011")
+	f.Add("والرمز \u200f٤٨٢٩١٣\u200f", "סיסמה חד\u05beפעמית: 739201 کد تأیید: ۴۸۲۹۱۳ ١٢٫٥", "รหัสผ่านใช้ครั้งเดียว739201บาท आपका कोड 482913 है")
 	f.Add("Two-factor", "Enter 302918 to continue. This is your authentication code.", "Ihr Bestätigungscode lautet: 5821\n認証コード：918273")
 	f.Fuzz(func(t *testing.T, subject, text, lines string) {
 		codes := findCodes(subject, &text, lines)
