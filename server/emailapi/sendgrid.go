@@ -168,6 +168,8 @@ type sgShared struct {
 	replyTo     []mail.Address
 	attachments []attachment
 	headers     map[string]string
+	// bodies are the content blocks, their values before substitution.
+	bodies []alternative
 }
 
 func (req *sgRequest) shared() (sgShared, *apiError) {
@@ -201,24 +203,27 @@ func (req *sgRequest) shared() (sgShared, *apiError) {
 		return s, errMissing("content", "Unless a valid template_id is provided, the content parameter is required. "+
 			"There must be at least one defined content block.")
 	}
-	seen := map[string]bool{}
+	// A type may carry parameters ("text/html; charset=UTF-8",
+	// "text/calendar; method=REQUEST"): the media type says which body it
+	// is, and the parameters other than charset go with it.
 	for i, c := range req.Content {
 		field := fmt.Sprintf("content.%d", i)
-		if apiErr := checkContentType(field+".type", c.Type); apiErr != nil || c.Type == "" {
+		t, params, apiErr := parseContentType(field+".type", c.Type)
+		if apiErr != nil {
 			return s, errInvalid(field+".type", "The content type must be a MIME type such as text/plain or text/html.")
 		}
 		if c.Value == "" {
 			return s, errInvalid(field+".value", "The content value must be a string at least one character in length.")
 		}
-		t := strings.ToLower(c.Type)
-		if seen[t] {
-			return s, errInvalid(field+".type", "Each content type may be given only once; %s is repeated.", c.Type)
+		if slices.ContainsFunc(s.bodies, func(b alternative) bool { return b.ContentType == t }) {
+			return s, errInvalid(field+".type", "Each content type may be given only once; %s is repeated.", t)
 		}
-		seen[t] = true
-		afterText := i == 1 && strings.EqualFold(req.Content[0].Type, "text/plain")
+		afterText := i == 1 && s.bodies[0].ContentType == "text/plain"
 		if (t == "text/plain" && i != 0) || (t == "text/html" && i != 0 && !afterText) {
 			return s, errInvalid(field+".type", "If present, text/plain content must be first, followed by text/html, then any other types.")
 		}
+		delete(params, "charset")
+		s.bodies = append(s.bodies, alternative{ContentType: t, Params: params, Content: c.Value})
 	}
 
 	for i, a := range req.Attachments {
@@ -332,8 +337,9 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 			"with a subject defined or if every personalization has a subject defined.")
 	}
 	e.Subject = subst.Replace(e.Subject)
-	for _, c := range req.Content {
-		e.Bodies = append(e.Bodies, alternative{strings.ToLower(c.Type), subst.Replace(c.Value)})
+	for _, b := range shared.bodies {
+		b.Content = subst.Replace(b.Content)
+		e.Bodies = append(e.Bodies, b)
 	}
 
 	// Personalization headers override the request's of the same name.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capturedev/capture/store"
 )
 
 func (e *env) sendgrid(body string) response {
@@ -139,6 +141,60 @@ func TestSendGridPersonalizations(t *testing.T) {
 			t.Errorf("message %d: X-Capture-Sections %q", i, got)
 		}
 	}
+}
+
+// TestSendGridContentTypeParameters sends content whose types carry
+// parameters, as SDKs and frameworks write them: text/plain and text/html
+// with a charset are still the message's bodies (its links found), in
+// UTF-8 whatever charset was named, since a JSON string is Unicode, and
+// another type keeps its parameters, their values as given.
+func TestSendGridContentTypeParameters(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain; charset=ISO-8859-1","value":"Hi ü https://app.test/t"},
+			{"type":"Text/HTML; charset=UTF-8","value":"<p>Hello <a href=\"https://app.test/x\">ü</a></p>"},
+			{"type":"text/calendar; method=REQUEST","value":"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nEND:VCALENDAR\r\n"}]}`)
+	if r.status != 202 {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
+	m := e.only()
+	if m.Text == nil || *m.Text != "Hi ü https://app.test/t" || m.HTML == nil || *m.HTML != `<p>Hello <a href="https://app.test/x">ü</a></p>` {
+		t.Errorf("text %v html %v", m.Text, m.HTML)
+	}
+	links, err := e.st.MessageLinks(t.Context(), e.boot.Project.ID, m.ID, store.LinkFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, l := range links {
+		urls = append(urls, l.URL)
+	}
+	if !slices.Contains(urls, "https://app.test/x") {
+		t.Errorf("links %q, want https://app.test/x among them", urls)
+	}
+	for _, a := range m.Attachments {
+		if a.ContentType == "application/octet-stream" {
+			t.Errorf("a content block became an attachment: %+v", a)
+		}
+	}
+	raw, err := e.st.MessageRaw(t.Context(), e.boot.Project.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Content-Type: text/plain; charset=utf-8\r\n",
+		"Content-Type: text/html; charset=utf-8\r\n",
+		"Content-Type: text/calendar; charset=utf-8; method=REQUEST\r\n",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("no %q in\n%s", want, raw)
+		}
+	}
+	// The media type names the block: the same type twice is refused,
+	// parameters or not.
+	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain","value":"a"},{"type":"text/plain; charset=utf-8","value":"b"}]}`)
+	wantField(t, r, 400, "content.1.type")
 }
 
 func TestSendGridSandboxStoresNothing(t *testing.T) {
