@@ -165,11 +165,17 @@ func decodeSendGrid(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiE
 // request's top level.
 type sgShared struct {
 	from        *mail.Address
-	replyTo     []mail.Address
+	replyTo     []sgReplyTo
 	attachments []attachment
 	headers     map[string]string
 	// bodies are the content blocks, their values before substitution.
 	bodies []alternative
+}
+
+// sgReplyTo is a reply-to address as given, and its field.
+type sgReplyTo struct {
+	field string
+	sgAddress
 }
 
 func (req *sgRequest) shared() (sgShared, *apiError) {
@@ -184,19 +190,13 @@ func (req *sgRequest) shared() (sgShared, *apiError) {
 	if req.ReplyTo != nil && len(req.ReplyToList) > 0 {
 		return s, errInvalid("reply_to_list", "Use either reply_to or reply_to_list, not both.")
 	}
+	// The reply-to addresses are read once each personalization's
+	// substitutions are applied to them.
 	if req.ReplyTo != nil {
-		a, apiErr := req.ReplyTo.address("reply_to.email")
-		if apiErr != nil {
-			return s, apiErr
-		}
-		s.replyTo = []mail.Address{a}
+		s.replyTo = []sgReplyTo{{"reply_to.email", *req.ReplyTo}}
 	}
 	for i, r := range req.ReplyToList {
-		a, apiErr := r.address(fmt.Sprintf("reply_to_list.%d.email", i))
-		if apiErr != nil {
-			return s, apiErr
-		}
-		s.replyTo = append(s.replyTo, a)
+		s.replyTo = append(s.replyTo, sgReplyTo{fmt.Sprintf("reply_to_list.%d.email", i), r})
 	}
 
 	if len(req.Content) == 0 && req.TemplateID == "" {
@@ -285,7 +285,7 @@ func sgAddresses(field string, list []sgAddress) ([]mail.Address, *apiError) {
 
 // email builds the message of one personalization.
 func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared) (*email, *apiError) {
-	e := &email{ReplyTo: shared.replyTo, Attachments: shared.attachments}
+	e := &email{Attachments: shared.attachments}
 	var apiErr *apiError
 	if len(p.To) == 0 {
 		return nil, errMissing(field+".to", "The to array is required for all personalization objects, and must have at least one email object with a valid email address.")
@@ -326,7 +326,16 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 			"It is an object that requires the email parameter, but may also contain a name parameter.")
 	}
 
+	// Substitutions apply to the subject, the content and the reply-to
+	// address and name, as SendGrid applies them.
 	subst := substitutions(p.Substitutions, req.Sections)
+	for _, r := range shared.replyTo {
+		a, apiErr := sgAddress{Email: subst.Replace(r.Email), Name: subst.Replace(r.Name)}.address(r.field)
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.ReplyTo = append(e.ReplyTo, a)
+	}
 	switch {
 	case p.Subject != nil && *p.Subject != "":
 		e.Subject = *p.Subject
@@ -401,9 +410,19 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 }
 
 // substitutions replaces each personalization's substitution tags, then
-// the section tags that substituted values may bring in.
+// the section tags that the text or substituted values hold. A section
+// may itself hold substitution tags for the recipient ("Hello Mr.
+// -name-"): they are replaced in the section's text before it is put in.
 func substitutions(subs, sections map[string]string) replacer {
-	return replacer{tags(subs), tags(sections)}
+	s := tags(subs)
+	if s != nil && len(sections) > 0 {
+		substituted := make(map[string]string, len(sections))
+		for k, v := range sections {
+			substituted[k] = s.Replace(v)
+		}
+		sections = substituted
+	}
+	return replacer{s, tags(sections)}
 }
 
 type replacer []*strings.Replacer
