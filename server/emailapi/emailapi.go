@@ -1,6 +1,6 @@
 // Package emailapi is the --email-api listener: it answers the send routes
 // of the email providers' HTTP APIs (SendGrid, Postmark, Mailgun, Amazon
-// SES v2, Resend) at their own paths, so an application whose provider SDK
+// SES v2 and v1, Resend) at their own paths, so an application whose provider SDK
 // is pointed at capture sends into an inbox with no other change (SPEC
 // §17).
 //
@@ -99,7 +99,7 @@ func New(st Store, cfg Config) *Handler {
 
 // providers are the send routes the listener serves.
 var providers = []*provider{sendgrid, postmarkEmail, postmarkBatch, postmarkTemplate, postmarkBatchTemplates,
-	mailgun, mailgunMIME, ses, sesBulk, resend, resendBatch}
+	mailgun, mailgunMIME, ses, sesBulk, sesV1, resend, resendBatch}
 
 // ServeHTTP answers the providers' routes. Any other request is answered
 // in capture's own error envelope, as the read API answers it: no
@@ -129,7 +129,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func routeList() string {
 	routes := make([]string, len(providers))
 	for i, p := range providers {
-		routes[i] = p.route + " (" + p.title + ")"
+		// "POST /{$}" is the path / alone.
+		routes[i] = strings.TrimSuffix(p.route, "{$}") + " (" + p.title + ")"
 	}
 	return strings.Join(routes, ", ")
 }
@@ -199,6 +200,8 @@ type outgoing struct {
 	// id is the stored message's id: chosen before composing when the
 	// message names it, else set once stored.
 	id string
+	// action is the SES v1 action that sent it, which names its answer.
+	action string
 }
 
 func (h *Handler) handle(prov *provider) http.HandlerFunc {

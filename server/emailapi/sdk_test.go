@@ -22,7 +22,7 @@ import (
 
 // sdkPackages are the providers' official SDKs the scripts in testdata/sdk
 // send with, pinned by its package-lock.json.
-var sdkPackages = []string{"@sendgrid/mail", "postmark", "mailgun.js", "form-data", "@aws-sdk/client-sesv2", "resend"}
+var sdkPackages = []string{"@sendgrid/mail", "postmark", "mailgun.js", "form-data", "@aws-sdk/client-sesv2", "@aws-sdk/client-ses", "resend"}
 
 // TestProviderSDKs sends a message through each provider's official SDK,
 // configured only by its documented base URL or endpoint option, to the
@@ -83,6 +83,48 @@ func TestProviderSDKs(t *testing.T) {
 			}
 			sdkRoutes[c.provider](t, srv, m, result, want)
 		})
+	}
+}
+
+// TestSESv1SDK sends through the Amazon SES v1 SDK (@aws-sdk/client-ses,
+// the Query API): SendEmail and SendRawEmail are stored as their v2
+// counterparts are, a wrong key is reported as AWS reports it, and an
+// action capture does not serve is refused in the XML the SDK reads.
+func TestSESv1SDK(t *testing.T) {
+	sdkDir, err := filepath.Abs(filepath.Join("testdata", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := needNode(t, sdkDir)
+	t.Logf("@aws-sdk/client-ses %s", sdkVersion(t, sdkDir, "@aws-sdk/client-ses"))
+	srv := startCapture(t)
+	want := sdkMessage{FromName: "Ünïcode App", From: "app@example.com",
+		To: []string{"alice@example.com", "bob@example.com"}, Cc: []string{"carol@example.com"}, Bcc: []string{"dave@example.com"},
+		Subject: "Your code is 834 221 ✓", Text: "Hi Alice,\nyour code is 834221.\n", HTML: `<p>Your code is <b>834221</b>.</p>`}
+	want.BaseURL, want.Host = srv.emailAPI, strings.TrimPrefix(srv.emailAPI, "http://")
+	want.Inbox, want.Password = srv.inbox, srv.password
+	result := runScript(t, node, sdkDir, "sesv1", want)
+
+	m := srv.message(t, result["id"].(string))
+	if m.Subject != want.Subject || m.From.Name != want.FromName || m.From.Address != want.From ||
+		m.Body.Text == nil || *m.Body.Text != want.Text || m.Body.HTML == nil || *m.Body.HTML != want.HTML ||
+		!slices.Equal(m.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) ||
+		!slices.Equal(m.Headers["X-Capture-Provider"], []string{"ses"}) || !slices.Equal(m.Headers["X-Capture-Tag"], []string{"flow=signup"}) {
+		t.Errorf("SendEmail: subject %q from %+v text %v html %v envelope %v headers %v",
+			m.Subject, m.From, m.Body.Text, m.Body.HTML, m.Envelope.To, m.Headers)
+	}
+	raw := srv.message(t, result["raw_id"].(string))
+	if raw.Subject != want.Subject+" (raw)" || raw.Body.Text == nil || *raw.Body.Text != want.Text ||
+		!slices.Equal(raw.Envelope.To, slices.Concat(want.To, want.Bcc)) || raw.MessageID == "" {
+		t.Errorf("SendRawEmail: subject %q text %v envelope %v Message-ID %q", raw.Subject, raw.Body.Text, raw.Envelope.To, raw.MessageID)
+	}
+	if wrong, _ := result["wrong_key"].(map[string]any); wrong["name"] != "SignatureDoesNotMatch" || wrong["status"] != 403.0 {
+		t.Errorf("wrong key reported as %v", result["wrong_key"])
+	}
+	other, _ := result["other_action"].(map[string]any)
+	if other["name"] != "InvalidAction" || other["status"] != 400.0 ||
+		!strings.Contains(fmt.Sprint(other["message"]), "SendEmail and SendRawEmail") {
+		t.Errorf("another action reported as %v", result["other_action"])
 	}
 }
 
