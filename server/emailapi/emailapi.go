@@ -222,9 +222,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, apiErr)
 			return
 		}
-		admitCtx, cancel := admission.Within(ctx, h.admissionWait)
-		defer cancel()
-		body, res, apiErr := h.readBody(admitCtx, w, r, plan, p.batchBody)
+		body, res, apiErr := h.readBody(w, r, plan, p.batchBody)
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -238,7 +236,10 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 		}
 		// What decoding holds is reserved before it starts, and what the
 		// messages a request expands to hold (SendGrid personalizations,
-		// Mailgun batches) once they are written.
+		// Mailgun batches) once they are written. The time the body took
+		// to arrive is not waiting for room.
+		admitCtx, cancel := admission.Within(ctx, h.admissionWait)
+		defer cancel()
 		if res.Grow(admitCtx, holdWeight*int64(len(body))) != nil {
 			p.fail(w, errUnavailable)
 			return
@@ -373,8 +374,7 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 // plan can take once base64 and JSON have grown it (a batch's body: what
 // the messages of a request may total, so grown). It first waits for room
 // in the ingest budget; the reservation holds it until released.
-func (h *Handler) readBody(admitCtx context.Context, w http.ResponseWriter, r *http.Request, plan store.Plan,
-	batch bool) ([]byte, *admission.Reservation, *apiError) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch bool) ([]byte, *admission.Reservation, *apiError) {
 	limit, tooLarge := plan.MessageBytes/3*4+bodyOverhead, errTooLarge(plan.MessageBytes, plan.Name)
 	if batch {
 		limit, tooLarge = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
@@ -386,6 +386,8 @@ func (h *Handler) readBody(admitCtx context.Context, w http.ResponseWriter, r *h
 	if want < 0 {
 		want = limit
 	}
+	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
+	defer cancel()
 	reservation, err := h.budget.Reserve(admitCtx, want)
 	if err != nil {
 		return nil, nil, errUnavailable

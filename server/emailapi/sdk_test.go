@@ -137,6 +137,15 @@ var sdkRoutes = map[string]func(t *testing.T, srv *captureProcess, m readMessage
 			!slices.Equal(m.Headers["X-Capture-Substitutions"], []string{`{"-code-":"834221","-name-":"Alice"}`}) {
 			t.Errorf("substitutions: subject %q text %v headers %v", m.Subject, m.Body.Text, m.Headers)
 		}
+		typed := srv.message(t, result["typed_id"].(string))
+		if typed.Body.Text == nil || *typed.Body.Text != want.Text || typed.Body.HTML == nil || *typed.Body.HTML != want.HTML {
+			t.Errorf("content types with parameters: text %v html %v", typed.Body.Text, typed.Body.HTML)
+		}
+		for _, a := range typed.Attachments {
+			if a.ContentType == "application/octet-stream" {
+				t.Errorf("a content block became an attachment: %+v", a)
+			}
+		}
 	},
 	"postmark": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
 		m := srv.message(t, result["template_id"].(string))

@@ -228,28 +228,32 @@ func TestSESv1(t *testing.T) {
 		req    func() *http.Request
 		status int
 		code   string
+		msg    string
 	}{
 		{"wrong key", func() *http.Request {
 			return signedSESv1(e, "wrong", url.Values{"Action": {"SendEmail"}})
-		}, 403, "SignatureDoesNotMatch"},
+		}, 403, "SignatureDoesNotMatch", ""},
 		{"unsigned", func() *http.Request {
 			req, _ := http.NewRequest("POST", e.base+"/", strings.NewReader("Action=SendEmail"))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			return req
-		}, 403, "MissingAuthenticationToken"},
+		}, 403, "MissingAuthenticationToken", ""},
 		{"another action", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Action": {"ListIdentities"}})
-		}, 400, "InvalidAction"},
+		}, 400, "InvalidAction", ""},
 		{"no subject", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
 				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Message.Body.Text.Data": {"Hi"}})
-		}, 400, "MissingParameter"},
+		}, 400, "MissingParameter", "Message.Subject is required."},
+		{"raw without a recipient", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
+		}, 400, "MissingParameter", "Neither Destinations nor the message"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := do(t, c.req())
 			want := regexp.MustCompile(`^<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><Error><Type>Sender</Type>` +
 				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>[-0-9a-f]+</RequestId></ErrorResponse>$`)
-			if r.status != c.status || !want.Match(r.body) {
+			if r.status != c.status || !want.Match(r.body) || !strings.Contains(string(r.body), c.msg) {
 				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
 			}
 		})

@@ -136,11 +136,28 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 		return nil, &apiError{kind: malformed, msg: "the form cannot be read: " + err.Error()}
 	}
 	out, apiErr := decodeSES(r, req, b)
+	if apiErr != nil {
+		// Named as the v1 request names them.
+		names := sesV1SendNames
+		if action == "SendRawEmail" {
+			names = sesV1RawNames
+		}
+		apiErr.field, apiErr.msg = names.Replace(apiErr.field), names.Replace(apiErr.msg)
+		return nil, apiErr
+	}
 	for _, o := range out {
 		o.action = action
 	}
-	return out, apiErr
+	return out, nil
 }
+
+// The v1 names of the v2 request's fields, for a refusal.
+var (
+	sesV1SendNames = strings.NewReplacer("FromEmailAddress", "Source", "Content.Simple.Subject", "Message.Subject",
+		"Content.Simple.Body", "Message.Body", "Content.Simple", "Message", "EmailTags", "Tags")
+	sesV1RawNames = strings.NewReplacer("FromEmailAddress", "Source", "Content.Raw.Data", "RawMessage.Data",
+		"Destination.ToAddresses", "Destinations", "Destination", "Destinations", "EmailTags", "Tags")
+)
 
 // members reads a Query API list: prefix.member.1, prefix.member.2, ….
 func members(form url.Values, prefix string) []string {
