@@ -103,10 +103,21 @@ func checkContentType(field, ct string) *apiError {
 	if ct == "" {
 		return nil
 	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return errInvalid(field, "%s: %q is not a MIME type (e.g. application/pdf)", field, ct)
+	_, _, apiErr := parseContentType(field, ct)
+	return apiErr
+}
+
+// parseContentType splits a content type as a provider's request gives it
+// ("text/html; charset=UTF-8", "text/calendar; method=REQUEST") into its
+// media type, lower-cased, and its parameters, their values as given: a
+// part's Content-Type is written from the two, never from the whole
+// string.
+func parseContentType(field, ct string) (string, map[string]string, *apiError) {
+	mediaType, params, err := mime.ParseMediaType(ct)
+	if err != nil || !strings.Contains(mediaType, "/") {
+		return "", nil, errInvalid(field, "%s: %q is not a MIME type (e.g. application/pdf)", field, ct)
 	}
-	return nil
+	return mediaType, params, nil
 }
 
 // reservedHeaders are the fields a provider writes itself from its own

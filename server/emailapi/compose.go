@@ -41,7 +41,12 @@ type email struct {
 
 type alternative struct {
 	ContentType string // a media type without parameters, e.g. text/plain
-	Content     string
+	// Params are the Content-Type's parameters other than charset (a
+	// calendar's method=REQUEST), their values as given. The content is
+	// Unicode text, so the part's charset is always UTF-8, whatever
+	// charset a request named.
+	Params  map[string]string
+	Content string
 }
 
 type header struct{ Name, Value string }
@@ -88,7 +93,7 @@ func (e *email) captureValue(name string, v any) {
 // addBody adds a rendering when the request has one.
 func (e *email) addBody(contentType string, content *string) {
 	if content != nil {
-		e.Bodies = append(e.Bodies, alternative{contentType, *content})
+		e.Bodies = append(e.Bodies, alternative{ContentType: contentType, Content: *content})
 	}
 }
 
@@ -196,8 +201,12 @@ type entity struct {
 func (e *email) tree() *entity {
 	var bodies []*entity
 	for _, b := range e.Bodies {
-		bodies = append(bodies, &entity{mediaType: b.ContentType, params: map[string]string{"charset": "utf-8"},
-			data: []byte(b.Content)})
+		params := map[string]string{}
+		for k, v := range b.Params {
+			params[k] = v
+		}
+		params["charset"] = "utf-8"
+		bodies = append(bodies, &entity{mediaType: b.ContentType, params: params, data: []byte(b.Content)})
 	}
 	if len(bodies) == 0 {
 		// A message needs a body; an empty text part says "none" plainly.

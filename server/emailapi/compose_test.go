@@ -21,7 +21,7 @@ func roundTrip(t *testing.T, name, subject, headerValue, text, filename string, 
 		To:          []mail.Address{{Name: name, Address: "to@example.com"}},
 		Bcc:         []mail.Address{{Address: "hidden@example.com"}},
 		Subject:     subject,
-		Bodies:      []alternative{{"text/plain", text}, {"text/html", "<p>" + text + "</p>"}},
+		Bodies:      []alternative{{ContentType: "text/plain", Content: text}, {ContentType: "text/html", Content: "<p>" + text + "</p>"}},
 		Attachments: []attachment{{Filename: filename, ContentType: "application/octet-stream", Data: data}},
 		Headers:     []header{{"X-Value", headerValue}},
 	}
@@ -138,7 +138,7 @@ func TestCaptureFieldsAreCaptures(t *testing.T) {
 		From:    mail.Address{Address: "app@example.com"},
 		To:      []mail.Address{{Address: "to@example.com"}},
 		Subject: "Hi",
-		Bodies:  []alternative{{"text/plain", "Hi"}},
+		Bodies:  []alternative{{ContentType: "text/plain", Content: "Hi"}},
 		Headers: []header{{"x-capture-provider", "evil"}, {"X-Capture-Tag", "forged"}, {"X-Capture-Own", "kept"}, {"X-App", "kept"}},
 	}
 	e.capture("Tag", "signup")

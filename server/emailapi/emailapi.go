@@ -1,6 +1,6 @@
 // Package emailapi is the --email-api listener: it answers the send routes
 // of the email providers' HTTP APIs (SendGrid, Postmark, Mailgun, Amazon
-// SES v2, Resend) at their own paths, so an application whose provider SDK
+// SES v2 and v1, Resend) at their own paths, so an application whose provider SDK
 // is pointed at capture sends into an inbox with no other change (SPEC
 // §17).
 //
@@ -62,6 +62,12 @@ type Config struct {
 // JSON syntax, field names, the other messages of a small batch.
 const bodyOverhead = 1 << 20
 
+// holdWeight is how many times its body's size a request holds while it
+// is decoded, composed, parsed and stored: the body, the fields decoded
+// from it, the messages written from them and what parsing those
+// allocates, as SMTP's parseWeight counts a message.
+const holdWeight = 4
+
 // Handler serves the providers' routes.
 type Handler struct {
 	store         Store
@@ -93,7 +99,7 @@ func New(st Store, cfg Config) *Handler {
 
 // providers are the send routes the listener serves.
 var providers = []*provider{sendgrid, postmarkEmail, postmarkBatch, postmarkTemplate, postmarkBatchTemplates,
-	mailgun, mailgunMIME, ses, sesBulk, resend, resendBatch}
+	mailgun, mailgunMIME, ses, sesBulk, sesV1, resend, resendBatch}
 
 // ServeHTTP answers the providers' routes. Any other request is answered
 // in capture's own error envelope, as the read API answers it: no
@@ -123,7 +129,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func routeList() string {
 	routes := make([]string, len(providers))
 	for i, p := range providers {
-		routes[i] = p.route + " (" + p.title + ")"
+		// "POST /{$}" is the path / alone.
+		routes[i] = strings.TrimSuffix(p.route, "{$}") + " (" + p.title + ")"
 	}
 	return strings.Join(routes, ", ")
 }
@@ -161,6 +168,10 @@ type provider struct {
 	// message: one message's refusal is part of the reply and the others
 	// are still stored. Otherwise the request stands or falls whole.
 	batch func(r *http.Request) bool
+	// batchBody says the body holds several messages side by side (a
+	// Postmark or Resend batch), so it may be as large as the budget of a
+	// request's messages, not one message's size.
+	batchBody bool
 }
 
 // everyMessage is batch for a route whose messages always stand alone.
@@ -189,6 +200,8 @@ type outgoing struct {
 	// id is the stored message's id: chosen before composing when the
 	// message names it, else set once stored.
 	id string
+	// action is the SES v1 action that sent it, which names its answer.
+	action string
 }
 
 func (h *Handler) handle(prov *provider) http.HandlerFunc {
@@ -209,21 +222,39 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, apiErr)
 			return
 		}
-		body, release, apiErr := h.readBody(w, r, plan)
+		body, res, apiErr := h.readBody(w, r, plan, p.batchBody)
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
 		}
-		defer release()
+		defer res.Release()
 		if cred.verify != nil {
 			if apiErr := cred.verify(in.SMTPPassword, body); apiErr != nil {
 				p.fail(w, apiErr)
 				return
 			}
 		}
+		// What decoding holds is reserved before it starts, and what the
+		// messages a request expands to hold (SendGrid personalizations,
+		// Mailgun batches) once they are written. The time the body took
+		// to arrive is not waiting for room.
+		admitCtx, cancel := admission.Within(ctx, h.admissionWait)
+		defer cancel()
+		if res.Grow(admitCtx, holdWeight*int64(len(body))) != nil {
+			p.fail(w, errUnavailable)
+			return
+		}
 		out, apiErr := p.decode(r, body, newBudget(plan))
 		if apiErr != nil {
 			p.fail(w, apiErr)
+			return
+		}
+		var written int64
+		for _, o := range out {
+			written += int64(len(o.raw))
+		}
+		if res.Grow(admitCtx, int64(len(body))+(holdWeight-1)*written) != nil {
+			p.fail(w, errUnavailable)
 			return
 		}
 
@@ -279,22 +310,36 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 
 // budget bounds what one request may expand to: a SendGrid or Mailgun
 // batch writes its bodies and attachments once for every recipient, so a
-// small request could otherwise fill memory. Its messages may total twice
-// the plan's message size.
+// small request could otherwise fill memory, and a Postmark or Resend
+// batch carries many messages. Its messages may total twice the plan's
+// message size.
 type budget struct {
 	left int64
 	plan store.Plan
 }
 
-func newBudget(plan store.Plan) *budget { return &budget{left: 2 * plan.MessageBytes, plan: plan} }
+func newBudget(plan store.Plan) *budget { return &budget{left: batchBytes(plan), plan: plan} }
+
+// batchBytes is what the messages of one request may total.
+func batchBytes(plan store.Plan) int64 { return 2 * plan.MessageBytes }
+
+// fits refuses a message over the plan's message limit, which a batch
+// answers for that message alone.
+func (b *budget) fits(o *outgoing) *apiError {
+	if int64(len(o.raw)) > b.plan.MessageBytes {
+		return errTooLarge(b.plan.MessageBytes, b.plan.Name)
+	}
+	return nil
+}
 
 // spend counts a written message against the budget; one that does not
 // fit is refused and spends nothing, so a smaller one after it may fit.
+// A batch refuses it alone, any other request whole.
 func (b *budget) spend(o *outgoing) *apiError {
 	n := int64(len(o.raw))
 	if n > b.left {
 		return &apiError{kind: tooLarge, msg: fmt.Sprintf("the messages of this request total more than %d bytes, "+
-			"twice the message limit of the %s plan; send fewer or smaller messages per request", 2*b.plan.MessageBytes, b.plan.Name)}
+			"twice the message limit of the %s plan; send fewer or smaller messages per request", batchBytes(b.plan), b.plan.Name)}
 	}
 	b.left -= n
 	return nil
@@ -326,12 +371,16 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 }
 
 // readBody reads the whole body, refusing one over what a message of the
-// plan can take once base64 and JSON have grown it. It first waits for
-// room in the ingest budget; release gives that back.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan) ([]byte, func(), *apiError) {
-	limit := plan.MessageBytes/3*4 + bodyOverhead
+// plan can take once base64 and JSON have grown it (a batch's body: what
+// the messages of a request may total, so grown). It first waits for room
+// in the ingest budget; the reservation holds it until released.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch bool) ([]byte, *admission.Reservation, *apiError) {
+	limit, tooLarge := plan.MessageBytes/3*4+bodyOverhead, errTooLarge(plan.MessageBytes, plan.Name)
+	if batch {
+		limit, tooLarge = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
+	}
 	if r.ContentLength > limit {
-		return nil, nil, errTooLarge(plan.MessageBytes, plan.Name)
+		return nil, nil, tooLarge
 	}
 	want := r.ContentLength
 	if want < 0 {
@@ -356,9 +405,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 		release()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, nil, errTooLarge(plan.MessageBytes, plan.Name)
+			return nil, nil, tooLarge
 		}
 		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
 	}
-	return body, release, nil
+	return body, reservation, nil
+}
+
+// errBatchTooLarge refuses a batch whose body is over what its messages
+// may total, whatever their sizes one by one.
+func errBatchTooLarge(plan store.Plan) *apiError {
+	return &apiError{kind: tooLarge, msg: fmt.Sprintf("the batch exceeds the %d-byte total of a batch on the %s plan "+
+		"(twice its %d-byte message limit, attachments counted in base64); send it as smaller batches",
+		batchBytes(plan), plan.Name, plan.MessageBytes)}
 }

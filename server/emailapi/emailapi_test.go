@@ -226,17 +226,21 @@ func TestUnavailable(t *testing.T) {
 }
 
 // TestOversizeBody declares a body longer than any message of the plan
-// can need: each provider refuses it in its own shape before reading it.
+// can need (a batch's: than its messages may total): each provider
+// refuses it in its own shape before reading it.
 func TestOversizeBody(t *testing.T) {
 	e := newEnv(t)
 	for _, req := range sampleRequests(e) {
 		t.Run(req.name, func(t *testing.T) {
 			hr := req.build()
-			size := int64(16 << 20) // over 10 MiB × 4/3 + 1 MiB
+			size, want := int64(16<<20), "10485760-byte limit of the free plan" // over 10 MiB × 4/3 + 1 MiB
+			if req.batch {
+				size, want = 30<<20, "the batch exceeds the 20971520-byte total of a batch on the free plan" // over 2 × 10 MiB × 4/3 + 1 MiB
+			}
 			hr.Body = io.NopCloser(io.LimitReader(zeros{}, size))
 			hr.ContentLength = size
 			r := do(t, hr)
-			if r.status != req.tooLargeStatus || !bytes.Contains(r.body, []byte("10485760-byte limit of the free plan")) {
+			if r.status != req.tooLargeStatus || !bytes.Contains(r.body, []byte(want)) {
 				t.Errorf("got %d %s", r.status, r.body)
 			}
 		})
@@ -273,6 +277,7 @@ type sample struct {
 	build          func() *http.Request
 	errorKey       string // a key every error body of the provider has
 	tooLargeStatus int
+	batch          bool // the body holds a batch of messages
 }
 
 func sampleRequests(e *env) []sample {
@@ -289,23 +294,23 @@ func sampleRequests(e *env) []sample {
 	return []sample{
 		{"sendgrid", req("/v3/mail/send", map[string]string{"Authorization": "Bearer " + pw},
 			`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]}`),
-			`"errors"`, 413},
+			`"errors"`, 413, false},
 		{"postmark", req("/email", map[string]string{"X-Postmark-Server-Token": pw},
-			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413},
+			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413, false},
 		{"postmark batch", req("/email/batch", map[string]string{"X-Postmark-Server-Token": pw},
-			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413},
+			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413, true},
 		{"mailgun", func() *http.Request {
 			r := req("/v3/mg.example.com/messages", map[string]string{"Content-Type": "application/x-www-form-urlencoded"},
 				"from=a%40example.com&to=b%40example.com&subject=s&text=t")()
 			r.SetBasicAuth("api", pw)
 			return r
-		}, `"message"`, 413},
+		}, `"message"`, 413, false},
 		{"ses", func() *http.Request {
 			return signedSES(e, pw, `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},`+
 				`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, time.Now())
-		}, `"message"`, 400},
+		}, `"message"`, 400, false},
 		{"resend", req("/emails", map[string]string{"Authorization": "Bearer " + pw},
-			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413},
+			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413, false},
 	}
 }
 
@@ -435,5 +440,89 @@ func TestRefusalsAreCounted(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"unauthorized", "quota_exceeded", "invalid_parameter"}; !slices.Equal(codes, want) {
 		t.Errorf("counted %q, want %q", codes, want)
+	}
+}
+
+// TestBatchBodies sends Postmark and Resend batches whose messages are
+// each well within the plan's limit but together larger than one message
+// may be: they are stored. A message over the limit is refused alone, and
+// a batch over what a request's messages may total is refused whole,
+// saying so, in the provider's shape.
+func TestBatchBodies(t *testing.T) {
+	e := newEnv(t)
+	pm := map[string]string{"X-Postmark-Server-Token": e.password()}
+	rs := map[string]string{"Authorization": "Bearer " + e.password()}
+	pmMessage := func(i, attachmentBytes int) string {
+		return fmt.Sprintf(`{"From":"a@example.com","To":"b%d@example.com","Subject":"m%d","TextBody":"t",`+
+			`"Attachments":[{"Name":"a.bin","ContentType":"application/octet-stream","Content":"%s"}]}`,
+			i, i, base64.StdEncoding.EncodeToString(make([]byte, attachmentBytes)))
+	}
+	batch := func(items []string) []byte { return []byte("[" + strings.Join(items, ",") + "]") }
+
+	// Five messages of 3 MiB each, 15 MiB in all: over one message's
+	// limit together, within twice it.
+	var five []string
+	for i := range 5 {
+		five = append(five, pmMessage(i, 3<<20*3/4))
+	}
+	r := e.post("/email/batch", pm, batch(five))
+	if results, _ := r.json(t).([]any); r.status != 200 || len(results) != 5 {
+		t.Fatalf("Postmark batch of five 3 MiB messages: %d %.300s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 5 {
+		t.Errorf("Postmark batch stored %d messages, want 5", n)
+	}
+	var texts []string
+	for i := range 5 {
+		texts = append(texts, fmt.Sprintf(`{"from":"a@example.com","to":"b%d@example.com","subject":"m%d","text":"%s"}`,
+			i, i, strings.Repeat("x", 3<<20*9/10)))
+	}
+	r = e.post("/emails/batch", rs, batch(texts))
+	if data, _ := r.json(t).(map[string]any)["data"].([]any); r.status != 200 || len(data) != 5 {
+		t.Fatalf("Resend batch of five 3 MiB emails: %d %.300s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 10 {
+		t.Errorf("the batches stored %d messages, want 10", n)
+	}
+
+	// One message over the limit gets its own error; the other is stored.
+	r = e.post("/email/batch", pm, batch([]string{pmMessage(0, 11<<20), pmMessage(1, 10)}))
+	results, _ := r.json(t).([]any)
+	if r.status != 200 || len(results) != 2 {
+		t.Fatalf("Postmark batch with an oversize message: %d %.300s", r.status, r.body)
+	}
+	if first := results[0].(map[string]any); first["ErrorCode"] != 300.0 ||
+		first["Message"] != "message exceeds the 10485760-byte limit of the free plan" {
+		t.Errorf("oversize message answered %v", first)
+	}
+	if second := results[1].(map[string]any); second["ErrorCode"] != 0.0 {
+		t.Errorf("the message beside it answered %v", second)
+	}
+	if n := len(e.messages()); n != 11 {
+		t.Errorf("%d messages, want 11", n)
+	}
+	// Resend, strict: the batch is refused, naming the email.
+	huge := fmt.Sprintf(`{"from":"a@example.com","to":"b@example.com","subject":"huge","text":"%s"}`, strings.Repeat("x", 11<<20))
+	r = e.post("/emails/batch", rs, batch([]string{texts[0], huge}))
+	wantJSON(t, r, 413, `{"statusCode":413,"name":"validation_error","message":"emails[1]: message exceeds the 10485760-byte limit of the free plan"}`)
+
+	// Over the total: the body is refused whole, naming the batch total.
+	var big []string
+	for i := range 4 {
+		big = append(big, pmMessage(i, 7<<20))
+	}
+	r = e.post("/email/batch", pm, batch(big))
+	wantJSON(t, r, 413, `{"ErrorCode":300,"Message":"the batch exceeds the 20971520-byte total of a batch on the free plan `+
+		`(twice its 10485760-byte message limit, attachments counted in base64); send it as smaller batches"}`)
+	big = big[:0]
+	for i := range 4 {
+		big = append(big, fmt.Sprintf(`{"from":"a@example.com","to":"b%d@example.com","subject":"m","text":"%s"}`, i, strings.Repeat("x", 7<<20)))
+	}
+	r = e.post("/emails/batch", rs, batch(big))
+	if r.status != 413 || !strings.Contains(string(r.body), "the batch exceeds the 20971520-byte total") {
+		t.Errorf("Resend batch over the total: %d %.300s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 11 {
+		t.Errorf("refused batches stored %d messages", n-11)
 	}
 }

@@ -194,7 +194,7 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		{"text", "text/plain"}, {"amp-html", "text/x-amp-html"}, {"html", "text/html"},
 	} {
 		if v := form.get(b.field); v != "" {
-			e.Bodies = append(e.Bodies, alternative{b.contentType, v})
+			e.Bodies = append(e.Bodies, alternative{ContentType: b.contentType, Content: v})
 		}
 	}
 	if len(e.Bodies) == 0 && template == "" {
@@ -428,7 +428,7 @@ func mailgunBatch(e *email, recipientVariables string, b *budget) ([]*outgoing, 
 		one.Subject = rep.Replace(e.Subject)
 		one.Bodies = make([]alternative, len(e.Bodies))
 		for i, b := range e.Bodies {
-			one.Bodies[i] = alternative{b.ContentType, rep.Replace(b.Content)}
+			one.Bodies[i] = alternative{ContentType: b.ContentType, Params: b.Params, Content: rep.Replace(b.Content)}
 		}
 		o := one.outgoing("mailgun")
 		if apiErr := b.spend(o); apiErr != nil {

@@ -61,12 +61,13 @@ var postmarkBatch = &provider{
 	route:      "POST /email/batch",
 	credential: postmarkCredential,
 	batch:      everyMessage,
-	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+	batchBody:  true,
+	decode: func(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
 		var ms []pmMessage
 		if err := json.Unmarshal(body, &ms); err != nil {
 			return nil, jsonError(err)
 		}
-		return postmarkEach(ms, false)
+		return postmarkEach(ms, false, b)
 	},
 	reply: postmarkBatchReply,
 	fail:  postmarkFail,
@@ -78,7 +79,8 @@ var postmarkBatchTemplates = &provider{
 	route:      "POST /email/batchWithTemplates",
 	credential: postmarkCredential,
 	batch:      everyMessage,
-	decode: func(_ *http.Request, body []byte, _ *budget) ([]*outgoing, *apiError) {
+	batchBody:  true,
+	decode: func(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
 		var req struct{ Messages []pmMessage }
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, jsonError(err)
@@ -86,7 +88,7 @@ var postmarkBatchTemplates = &provider{
 		if len(req.Messages) == 0 {
 			return nil, errMissing("Messages", "Messages must hold at least one message.")
 		}
-		return postmarkEach(req.Messages, true)
+		return postmarkEach(req.Messages, true, b)
 	},
 	reply: postmarkBatchReply,
 	fail:  postmarkFail,
@@ -110,8 +112,10 @@ func postmarkReply(w http.ResponseWriter, out []*outgoing) {
 }
 
 // postmarkEach builds a batch's messages; one message's refusal is its
-// own result, not the batch's.
-func postmarkEach(ms []pmMessage, templated bool) ([]*outgoing, *apiError) {
+// own result, not the batch's: one over the plan's message limit too, and
+// one past what the messages of a request may total (b), which spends
+// nothing, so a smaller one after it may still fit.
+func postmarkEach(ms []pmMessage, templated bool, b *budget) ([]*outgoing, *apiError) {
 	if len(ms) > pmMaxBatch {
 		return nil, &apiError{kind: tooMany, code: fmt.Sprint(pmTooManyBatch),
 			msg: fmt.Sprintf("Too many batch messages: %d; a batch may hold at most %d.", len(ms), pmMaxBatch)}
@@ -119,6 +123,12 @@ func postmarkEach(ms []pmMessage, templated bool) ([]*outgoing, *apiError) {
 	out := make([]*outgoing, len(ms))
 	for i, m := range ms {
 		o, apiErr := m.outgoing(templated)
+		if apiErr == nil {
+			apiErr = b.fits(o)
+		}
+		if apiErr == nil {
+			apiErr = b.spend(o)
+		}
 		if apiErr != nil {
 			o = &outgoing{err: apiErr, echo: m.To}
 		}

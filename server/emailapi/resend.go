@@ -35,6 +35,7 @@ var resendBatch = &provider{
 	route:      "POST /emails/batch",
 	credential: resendCredential,
 	batch:      resendPermissive,
+	batchBody:  true,
 	decode:     decodeResendBatch,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
 		data := []map[string]string{}
@@ -171,6 +172,9 @@ func decodeResendBatch(r *http.Request, body []byte, b *budget) ([]*outgoing, *a
 	out := make([]*outgoing, len(reqs))
 	for i, req := range reqs {
 		o, apiErr := req.batchItem(r)
+		if apiErr == nil {
+			apiErr = b.fits(o)
+		}
 		if apiErr == nil {
 			apiErr = b.spend(o)
 		}

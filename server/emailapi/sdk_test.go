@@ -22,7 +22,7 @@ import (
 
 // sdkPackages are the providers' official SDKs the scripts in testdata/sdk
 // send with, pinned by its package-lock.json.
-var sdkPackages = []string{"@sendgrid/mail", "postmark", "mailgun.js", "form-data", "@aws-sdk/client-sesv2", "resend"}
+var sdkPackages = []string{"@sendgrid/mail", "postmark", "mailgun.js", "form-data", "@aws-sdk/client-sesv2", "@aws-sdk/client-ses", "resend"}
 
 // TestProviderSDKs sends a message through each provider's official SDK,
 // configured only by its documented base URL or endpoint option, to the
@@ -86,6 +86,48 @@ func TestProviderSDKs(t *testing.T) {
 	}
 }
 
+// TestSESv1SDK sends through the Amazon SES v1 SDK (@aws-sdk/client-ses,
+// the Query API): SendEmail and SendRawEmail are stored as their v2
+// counterparts are, a wrong key is reported as AWS reports it, and an
+// action capture does not serve is refused in the XML the SDK reads.
+func TestSESv1SDK(t *testing.T) {
+	sdkDir, err := filepath.Abs(filepath.Join("testdata", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := needNode(t, sdkDir)
+	t.Logf("@aws-sdk/client-ses %s", sdkVersion(t, sdkDir, "@aws-sdk/client-ses"))
+	srv := startCapture(t)
+	want := sdkMessage{FromName: "Ünïcode App", From: "app@example.com",
+		To: []string{"alice@example.com", "bob@example.com"}, Cc: []string{"carol@example.com"}, Bcc: []string{"dave@example.com"},
+		Subject: "Your code is 834 221 ✓", Text: "Hi Alice,\nyour code is 834221.\n", HTML: `<p>Your code is <b>834221</b>.</p>`}
+	want.BaseURL, want.Host = srv.emailAPI, strings.TrimPrefix(srv.emailAPI, "http://")
+	want.Inbox, want.Password = srv.inbox, srv.password
+	result := runScript(t, node, sdkDir, "sesv1", want)
+
+	m := srv.message(t, result["id"].(string))
+	if m.Subject != want.Subject || m.From.Name != want.FromName || m.From.Address != want.From ||
+		m.Body.Text == nil || *m.Body.Text != want.Text || m.Body.HTML == nil || *m.Body.HTML != want.HTML ||
+		!slices.Equal(m.Envelope.To, slices.Concat(want.To, want.Cc, want.Bcc)) ||
+		!slices.Equal(m.Headers["X-Capture-Provider"], []string{"ses"}) || !slices.Equal(m.Headers["X-Capture-Tag"], []string{"flow=signup"}) {
+		t.Errorf("SendEmail: subject %q from %+v text %v html %v envelope %v headers %v",
+			m.Subject, m.From, m.Body.Text, m.Body.HTML, m.Envelope.To, m.Headers)
+	}
+	raw := srv.message(t, result["raw_id"].(string))
+	if raw.Subject != want.Subject+" (raw)" || raw.Body.Text == nil || *raw.Body.Text != want.Text ||
+		!slices.Equal(raw.Envelope.To, slices.Concat(want.To, want.Bcc)) || raw.MessageID == "" {
+		t.Errorf("SendRawEmail: subject %q text %v envelope %v Message-ID %q", raw.Subject, raw.Body.Text, raw.Envelope.To, raw.MessageID)
+	}
+	if wrong, _ := result["wrong_key"].(map[string]any); wrong["name"] != "SignatureDoesNotMatch" || wrong["status"] != 403.0 {
+		t.Errorf("wrong key reported as %v", result["wrong_key"])
+	}
+	other, _ := result["other_action"].(map[string]any)
+	if other["name"] != "InvalidAction" || other["status"] != 400.0 ||
+		!strings.Contains(fmt.Sprint(other["message"]), "SendEmail and SendRawEmail") {
+		t.Errorf("another action reported as %v", result["other_action"])
+	}
+}
+
 // sdkRoutes checks, for each provider, what its script sent through the
 // provider's other send routes: batches, templates, MIME and Raw mail.
 var sdkRoutes = map[string]func(t *testing.T, srv *captureProcess, m readMessage, result map[string]any, want sdkMessage){
@@ -94,6 +136,15 @@ var sdkRoutes = map[string]func(t *testing.T, srv *captureProcess, m readMessage
 		if m.Subject != "Code for Alice" || m.Body.Text == nil || *m.Body.Text != "Hi Alice, your code is 834221." ||
 			!slices.Equal(m.Headers["X-Capture-Substitutions"], []string{`{"-code-":"834221","-name-":"Alice"}`}) {
 			t.Errorf("substitutions: subject %q text %v headers %v", m.Subject, m.Body.Text, m.Headers)
+		}
+		typed := srv.message(t, result["typed_id"].(string))
+		if typed.Body.Text == nil || *typed.Body.Text != want.Text || typed.Body.HTML == nil || *typed.Body.HTML != want.HTML {
+			t.Errorf("content types with parameters: text %v html %v", typed.Body.Text, typed.Body.HTML)
+		}
+		for _, a := range typed.Attachments {
+			if a.ContentType == "application/octet-stream" {
+				t.Errorf("a content block became an attachment: %+v", a)
+			}
 		}
 	},
 	"postmark": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {

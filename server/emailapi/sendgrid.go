@@ -165,9 +165,17 @@ func decodeSendGrid(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiE
 // request's top level.
 type sgShared struct {
 	from        *mail.Address
-	replyTo     []mail.Address
+	replyTo     []sgReplyTo
 	attachments []attachment
 	headers     map[string]string
+	// bodies are the content blocks, their values before substitution.
+	bodies []alternative
+}
+
+// sgReplyTo is a reply-to address as given, and its field.
+type sgReplyTo struct {
+	field string
+	sgAddress
 }
 
 func (req *sgRequest) shared() (sgShared, *apiError) {
@@ -182,43 +190,40 @@ func (req *sgRequest) shared() (sgShared, *apiError) {
 	if req.ReplyTo != nil && len(req.ReplyToList) > 0 {
 		return s, errInvalid("reply_to_list", "Use either reply_to or reply_to_list, not both.")
 	}
+	// The reply-to addresses are read once each personalization's
+	// substitutions are applied to them.
 	if req.ReplyTo != nil {
-		a, apiErr := req.ReplyTo.address("reply_to.email")
-		if apiErr != nil {
-			return s, apiErr
-		}
-		s.replyTo = []mail.Address{a}
+		s.replyTo = []sgReplyTo{{"reply_to.email", *req.ReplyTo}}
 	}
 	for i, r := range req.ReplyToList {
-		a, apiErr := r.address(fmt.Sprintf("reply_to_list.%d.email", i))
-		if apiErr != nil {
-			return s, apiErr
-		}
-		s.replyTo = append(s.replyTo, a)
+		s.replyTo = append(s.replyTo, sgReplyTo{fmt.Sprintf("reply_to_list.%d.email", i), r})
 	}
 
 	if len(req.Content) == 0 && req.TemplateID == "" {
 		return s, errMissing("content", "Unless a valid template_id is provided, the content parameter is required. "+
 			"There must be at least one defined content block.")
 	}
-	seen := map[string]bool{}
+	// A type may carry parameters ("text/html; charset=UTF-8",
+	// "text/calendar; method=REQUEST"): the media type says which body it
+	// is, and the parameters other than charset go with it.
 	for i, c := range req.Content {
 		field := fmt.Sprintf("content.%d", i)
-		if apiErr := checkContentType(field+".type", c.Type); apiErr != nil || c.Type == "" {
+		t, params, apiErr := parseContentType(field+".type", c.Type)
+		if apiErr != nil {
 			return s, errInvalid(field+".type", "The content type must be a MIME type such as text/plain or text/html.")
 		}
 		if c.Value == "" {
 			return s, errInvalid(field+".value", "The content value must be a string at least one character in length.")
 		}
-		t := strings.ToLower(c.Type)
-		if seen[t] {
-			return s, errInvalid(field+".type", "Each content type may be given only once; %s is repeated.", c.Type)
+		if slices.ContainsFunc(s.bodies, func(b alternative) bool { return b.ContentType == t }) {
+			return s, errInvalid(field+".type", "Each content type may be given only once; %s is repeated.", t)
 		}
-		seen[t] = true
-		afterText := i == 1 && strings.EqualFold(req.Content[0].Type, "text/plain")
+		afterText := i == 1 && s.bodies[0].ContentType == "text/plain"
 		if (t == "text/plain" && i != 0) || (t == "text/html" && i != 0 && !afterText) {
 			return s, errInvalid(field+".type", "If present, text/plain content must be first, followed by text/html, then any other types.")
 		}
+		delete(params, "charset")
+		s.bodies = append(s.bodies, alternative{ContentType: t, Params: params, Content: c.Value})
 	}
 
 	for i, a := range req.Attachments {
@@ -280,7 +285,7 @@ func sgAddresses(field string, list []sgAddress) ([]mail.Address, *apiError) {
 
 // email builds the message of one personalization.
 func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared) (*email, *apiError) {
-	e := &email{ReplyTo: shared.replyTo, Attachments: shared.attachments}
+	e := &email{Attachments: shared.attachments}
 	var apiErr *apiError
 	if len(p.To) == 0 {
 		return nil, errMissing(field+".to", "The to array is required for all personalization objects, and must have at least one email object with a valid email address.")
@@ -321,7 +326,16 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 			"It is an object that requires the email parameter, but may also contain a name parameter.")
 	}
 
+	// Substitutions apply to the subject, the content and the reply-to
+	// address and name, as SendGrid applies them.
 	subst := substitutions(p.Substitutions, req.Sections)
+	for _, r := range shared.replyTo {
+		a, apiErr := sgAddress{Email: subst.Replace(r.Email), Name: subst.Replace(r.Name)}.address(r.field)
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.ReplyTo = append(e.ReplyTo, a)
+	}
 	switch {
 	case p.Subject != nil && *p.Subject != "":
 		e.Subject = *p.Subject
@@ -332,8 +346,9 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 			"with a subject defined or if every personalization has a subject defined.")
 	}
 	e.Subject = subst.Replace(e.Subject)
-	for _, c := range req.Content {
-		e.Bodies = append(e.Bodies, alternative{strings.ToLower(c.Type), subst.Replace(c.Value)})
+	for _, b := range shared.bodies {
+		b.Content = subst.Replace(b.Content)
+		e.Bodies = append(e.Bodies, b)
 	}
 
 	// Personalization headers override the request's of the same name.
@@ -395,9 +410,19 @@ func (p *sgPersonalization) email(field string, req *sgRequest, shared sgShared)
 }
 
 // substitutions replaces each personalization's substitution tags, then
-// the section tags that substituted values may bring in.
+// the section tags that the text or substituted values hold. A section
+// may itself hold substitution tags for the recipient ("Hello Mr.
+// -name-"): they are replaced in the section's text before it is put in.
 func substitutions(subs, sections map[string]string) replacer {
-	return replacer{tags(subs), tags(sections)}
+	s := tags(subs)
+	if s != nil && len(sections) > 0 {
+		substituted := make(map[string]string, len(sections))
+		for k, v := range sections {
+			substituted[k] = s.Replace(v)
+		}
+		sections = substituted
+	}
+	return replacer{s, tags(sections)}
 }
 
 type replacer []*strings.Replacer

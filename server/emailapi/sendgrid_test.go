@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capturedev/capture/store"
 )
 
 func (e *env) sendgrid(body string) response {
@@ -141,6 +143,97 @@ func TestSendGridPersonalizations(t *testing.T) {
 	}
 }
 
+// TestSendGridSectionSubstitutions: a section may hold substitution tags
+// for the recipient, and a substitution may bring in a section, so the
+// subject and text read "Hello Mr. John"; substitutions also apply to the
+// reply-to address and name, as SendGrid applies them.
+func TestSendGridSectionSubstitutions(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{"personalizations":[
+			{"to":[{"email":"john@example.com"}],"substitutions":{"-name-":"John","-greeting-":"-maleGreeting-","-agent-":"Ann","-id-":"7"}},
+			{"to":[{"email":"jane@example.com"}],"substitutions":{"-name-":"Jane","-greeting-":"-femaleGreeting-","-agent-":"Bo","-id-":"8"}}],
+		"sections":{"-maleGreeting-":"Hello Mr. -name-","-femaleGreeting-":"Hello Ms. -name-"},
+		"from":{"email":"app@example.com"},"reply_to":{"email":"support+-id-@example.com","name":"-agent- at Support"},
+		"subject":"-greeting-","content":[{"type":"text/plain","value":"-greeting-, welcome. -femaleGreeting-"}]}`)
+	if r.status != 202 {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
+	ms := e.messages()
+	if len(ms) != 2 {
+		t.Fatalf("%d messages", len(ms))
+	}
+	for i, w := range []struct{ subject, text, replyTo, replyName string }{
+		{"Hello Mr. John", "Hello Mr. John, welcome. Hello Ms. John", "support+7@example.com", "Ann at Support"},
+		{"Hello Ms. Jane", "Hello Ms. Jane, welcome. Hello Ms. Jane", "support+8@example.com", "Bo at Support"},
+	} {
+		m := ms[i]
+		if m.Subject != w.subject || m.Text == nil || *m.Text != w.text {
+			t.Errorf("message %d: subject %q text %q", i, m.Subject, deref(m.Text))
+		}
+		if len(m.ReplyTo) != 1 || m.ReplyTo[0].Address != w.replyTo || m.ReplyTo[0].Name != w.replyName {
+			t.Errorf("message %d: reply-to %+v, want %s <%s>", i, m.ReplyTo, w.replyName, w.replyTo)
+		}
+	}
+	// A reply-to that is not an address once substituted is refused.
+	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"john@example.com"}],"substitutions":{"-rt-":"nobody"}}],
+		"from":{"email":"app@example.com"},"reply_to_list":[{"email":"-rt-"}],"subject":"s","content":[{"type":"text/plain","value":"t"}]}`)
+	wantField(t, r, 400, "reply_to_list.0.email")
+}
+
+// TestSendGridContentTypeParameters sends content whose types carry
+// parameters, as SDKs and frameworks write them: text/plain and text/html
+// with a charset are still the message's bodies (its links found), in
+// UTF-8 whatever charset was named, since a JSON string is Unicode, and
+// another type keeps its parameters, their values as given.
+func TestSendGridContentTypeParameters(t *testing.T) {
+	e := newEnv(t)
+	r := e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain; charset=ISO-8859-1","value":"Hi ü https://app.test/t"},
+			{"type":"Text/HTML; charset=UTF-8","value":"<p>Hello <a href=\"https://app.test/x\">ü</a></p>"},
+			{"type":"text/calendar; method=REQUEST","value":"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nEND:VCALENDAR\r\n"}]}`)
+	if r.status != 202 {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
+	m := e.only()
+	if m.Text == nil || *m.Text != "Hi ü https://app.test/t" || m.HTML == nil || *m.HTML != `<p>Hello <a href="https://app.test/x">ü</a></p>` {
+		t.Errorf("text %v html %v", m.Text, m.HTML)
+	}
+	links, err := e.st.MessageLinks(t.Context(), e.boot.Project.ID, m.ID, store.LinkFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, l := range links {
+		urls = append(urls, l.URL)
+	}
+	if !slices.Contains(urls, "https://app.test/x") {
+		t.Errorf("links %q, want https://app.test/x among them", urls)
+	}
+	for _, a := range m.Attachments {
+		if a.ContentType == "application/octet-stream" {
+			t.Errorf("a content block became an attachment: %+v", a)
+		}
+	}
+	raw, err := e.st.MessageRaw(t.Context(), e.boot.Project.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Content-Type: text/plain; charset=utf-8\r\n",
+		"Content-Type: text/html; charset=utf-8\r\n",
+		"Content-Type: text/calendar; charset=utf-8; method=REQUEST\r\n",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("no %q in\n%s", want, raw)
+		}
+	}
+	// The media type names the block: the same type twice is refused,
+	// parameters or not.
+	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain","value":"a"},{"type":"text/plain; charset=utf-8","value":"b"}]}`)
+	wantField(t, r, 400, "content.1.type")
+}
+
 func TestSendGridSandboxStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	r := e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
@@ -203,4 +296,12 @@ func TestSendGridRefusals(t *testing.T) {
 	if n := len(e.messages()); n != 0 {
 		t.Errorf("refused requests stored %d messages", n)
 	}
+}
+
+// deref is the text a body pointer holds, "" for none.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -35,6 +36,25 @@ func signedSESAt(e *env, path, accessKey, secret, body string, at time.Time) *ht
 	sum := sha256.Sum256([]byte(body))
 	err = v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secret},
 		req, hex.EncodeToString(sum[:]), "ses", "us-east-1", at)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return req
+}
+
+// signedSESv1 is an Amazon SES v1 (Query API) request: a form posted to
+// /, signed as the v1 SDKs sign it.
+func signedSESv1(e *env, secret string, form url.Values) *http.Request {
+	e.t.Helper()
+	body := form.Encode()
+	req, err := http.NewRequest("POST", e.base+"/", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	sum := sha256.Sum256([]byte(body))
+	err = v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: e.boot.Inbox.ID, SecretAccessKey: secret},
+		req, hex.EncodeToString(sum[:]), "ses", "us-east-1", time.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}

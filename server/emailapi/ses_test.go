@@ -2,6 +2,9 @@ package emailapi_test
 
 import (
 	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -186,3 +189,76 @@ func TestSESRefusals(t *testing.T) {
 type nopCloser struct{ *strings.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+// TestSESv1 sends Amazon SES v1's SendEmail and SendRawEmail (the Query
+// API: a signed form posted to /): stored as their v2 counterparts are,
+// answered and refused in the XML the v1 SDKs read.
+func TestSESv1(t *testing.T) {
+	e := newEnv(t)
+	r := do(t, signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Version": {"2010-12-01"},
+		"Source": {"App <app@example.com>"}, "Destination.ToAddresses.member.1": {"alice@example.com"},
+		"Destination.BccAddresses.member.1": {"dave@example.com"}, "ReplyToAddresses.member.1": {"help@example.com"},
+		"Message.Subject.Data": {"Welcome"}, "Message.Body.Text.Data": {"Hi"}, "Message.Body.Html.Data": {"<p>Hi</p>"},
+		"Tags.member.1.Name": {"flow"}, "Tags.member.1.Value": {"signup"}}))
+	answer := regexp.MustCompile(`^<SendEmailResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><SendEmailResult>` +
+		`<MessageId>(msg_\w+)</MessageId></SendEmailResult><ResponseMetadata><RequestId>[-0-9a-f]+</RequestId></ResponseMetadata></SendEmailResponse>$`)
+	got := answer.FindStringSubmatch(string(r.body))
+	if r.status != 200 || got == nil || r.header.Get("Content-Type") != "text/xml" {
+		t.Fatalf("SendEmail: %d %s", r.status, r.body)
+	}
+	m := e.only()
+	if m.ID != got[1] || m.Subject != "Welcome" || m.Text == nil || *m.Text != "Hi" || m.HTML == nil || *m.HTML != "<p>Hi</p>" ||
+		!slices.Equal(m.EnvelopeTo, []string{"alice@example.com", "dave@example.com"}) || !slices.Equal(addresses(m.ReplyTo), []string{"help@example.com"}) ||
+		!slices.Equal(header(m, "X-Capture-Tag"), []string{"flow=signup"}) {
+		t.Errorf("SendEmail stored %+v", m.MessageSummary)
+	}
+
+	raw := "From: app@example.com\r\nTo: bob@example.com\r\nSubject: Raw\r\n\r\nHi Bob\r\n"
+	r = do(t, signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"},
+		"RawMessage.Data": {base64.StdEncoding.EncodeToString([]byte(raw))}}))
+	if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendRawEmailResponse ") {
+		t.Fatalf("SendRawEmail: %d %s", r.status, r.body)
+	}
+	if ms := e.messages(); len(ms) != 2 || ms[1].Subject != "Raw" || !slices.Equal(ms[1].EnvelopeTo, []string{"bob@example.com"}) {
+		t.Errorf("SendRawEmail stored %d messages", len(ms))
+	}
+
+	for _, c := range []struct {
+		name   string
+		req    func() *http.Request
+		status int
+		code   string
+		msg    string
+	}{
+		{"wrong key", func() *http.Request {
+			return signedSESv1(e, "wrong", url.Values{"Action": {"SendEmail"}})
+		}, 403, "SignatureDoesNotMatch", ""},
+		{"unsigned", func() *http.Request {
+			req, _ := http.NewRequest("POST", e.base+"/", strings.NewReader("Action=SendEmail"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return req
+		}, 403, "MissingAuthenticationToken", ""},
+		{"another action", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"ListIdentities"}})
+		}, 400, "InvalidAction", ""},
+		{"no subject", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Message.Body.Text.Data": {"Hi"}})
+		}, 400, "MissingParameter", "Message.Subject is required."},
+		{"raw without a recipient", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
+		}, 400, "MissingParameter", "Neither Destinations nor the message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, c.req())
+			want := regexp.MustCompile(`^<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><Error><Type>Sender</Type>` +
+				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>[-0-9a-f]+</RequestId></ErrorResponse>$`)
+			if r.status != c.status || !want.Match(r.body) || !strings.Contains(string(r.body), c.msg) {
+				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+		})
+	}
+	if n := len(e.messages()); n != 2 {
+		t.Errorf("refusals stored %d messages", n-2)
+	}
+}

@@ -31,6 +31,17 @@ try {
   });
   result.substituted_id = substituted.headers['x-message-id'];
 
+  // Content types with parameters, as frameworks write them.
+  const [typed] = await sgMail.send({
+    from: message.from, to: send.to[0], subject: 'Typed content',
+    content: [
+      { type: 'text/plain; charset=utf-8', value: send.text },
+      { type: 'text/html; charset=UTF-8', value: send.html },
+      { type: 'text/calendar; method=REQUEST', value: 'BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nEND:VCALENDAR\r\n' },
+    ],
+  });
+  result.typed_id = typed.headers['x-message-id'];
+
   client('not-the-password');
   try {
     await sgMail.send(message);

@@ -1,0 +1,172 @@
+package emailapi
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Amazon SES v1 (the Query API of @aws-sdk/client-ses and the older AWS
+// SDKs): POST / with a form body, Action=SendEmail or SendRawEmail, signed
+// with Signature V4 for the ses service exactly as v2 is, answered in XML.
+// Each request is read into the v2 request it is the same as, and then
+// checked and written as that one is. Any other action is refused with
+// InvalidAction, in the XML the v1 SDKs parse.
+var sesV1 = &provider{
+	name:       "ses",
+	title:      "Amazon SES v1 SendEmail and SendRawEmail",
+	route:      "POST /{$}",
+	credential: ses.credential,
+	decode:     decodeSESv1,
+	reply: func(w http.ResponseWriter, out []*outgoing) {
+		action := out[0].action
+		writeXML(w, http.StatusOK, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
+			`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
+			action, sesV1Namespace, action, xmlText(out[0].id), action, requestID(), action))
+	},
+	fail: sesV1Fail,
+}
+
+const sesV1Namespace = "http://ses.amazonaws.com/doc/2010-12-01/"
+
+func sesV1Fail(w http.ResponseWriter, e *apiError) {
+	status, code, kind, msg := http.StatusBadRequest, "InvalidParameterValue", "Sender", e.msg
+	switch e.kind {
+	case noCredential:
+		status, code, msg = http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token"
+	case badCredential:
+		// The Query API's names for what v2 calls *Exception.
+		status, code = http.StatusForbidden, "InvalidClientTokenId"
+		switch e.code {
+		case "InvalidSignatureException":
+			code = "SignatureDoesNotMatch"
+		case "IncompleteSignatureException":
+			code = "IncompleteSignature"
+		case "":
+			msg = "The security token included in the request is invalid."
+		}
+	case malformed:
+		code = "MalformedInput"
+	case missing:
+		code = "MissingParameter"
+	case tooLarge, tooMany:
+		code = "MessageRejected"
+	case unavailable:
+		status, code, kind = http.StatusServiceUnavailable, "ServiceUnavailable", "Receiver"
+	}
+	if e.code == "InvalidAction" || e.code == "XAmzContentSHA256Mismatch" {
+		code = e.code
+	}
+	writeXML(w, status, fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error>`+
+		`<RequestId>%s</RequestId></ErrorResponse>`, sesV1Namespace, kind, code, xmlText(msg), requestID()))
+}
+
+func writeXML(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/xml")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Amzn-Requestid", requestID())
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", retryAfter)
+	}
+	w.WriteHeader(status)
+	w.Write([]byte(body))
+}
+
+func xmlText(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// decodeSESv1 reads a v1 form as the v2 request it is the same as.
+func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
+	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/x-www-form-urlencoded" {
+		return nil, &apiError{kind: malformed, msg: "send the SES v1 request as an application/x-www-form-urlencoded form"}
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, &apiError{kind: malformed, msg: "the form body cannot be read: " + err.Error()}
+	}
+	action := form.Get("Action")
+	v2 := map[string]any{"FromEmailAddress": form.Get("Source"), "ConfigurationSetName": form.Get("ConfigurationSetName")}
+	var tags []sesField
+	for i := 1; form.Has(fmt.Sprintf("Tags.member.%d.Name", i)); i++ {
+		tags = append(tags, sesField{form.Get(fmt.Sprintf("Tags.member.%d.Name", i)), form.Get(fmt.Sprintf("Tags.member.%d.Value", i))})
+	}
+	v2["EmailTags"] = tags
+	switch action {
+	case "SendEmail":
+		v2["Destination"] = map[string]any{
+			"ToAddresses":  members(form, "Destination.ToAddresses"),
+			"CcAddresses":  members(form, "Destination.CcAddresses"),
+			"BccAddresses": members(form, "Destination.BccAddresses"),
+		}
+		v2["ReplyToAddresses"] = members(form, "ReplyToAddresses")
+		simple := map[string]any{}
+		if form.Has("Message.Subject.Data") {
+			simple["Subject"] = map[string]string{"Data": form.Get("Message.Subject.Data")}
+		}
+		bodies := map[string]any{}
+		for _, part := range []string{"Text", "Html"} {
+			if form.Has("Message.Body." + part + ".Data") {
+				bodies[part] = map[string]string{"Data": form.Get("Message.Body." + part + ".Data")}
+			}
+		}
+		if len(bodies) > 0 {
+			simple["Body"] = bodies
+		}
+		v2["Content"] = map[string]any{"Simple": simple}
+	case "SendRawEmail":
+		if to := members(form, "Destinations"); len(to) > 0 {
+			v2["Destination"] = map[string]any{"ToAddresses": to}
+		}
+		v2["Content"] = map[string]any{"Raw": map[string]string{"Data": form.Get("RawMessage.Data")}}
+	default:
+		return nil, &apiError{kind: invalid, code: "InvalidAction", msg: fmt.Sprintf("capture serves the Amazon SES v1 actions "+
+			"SendEmail and SendRawEmail, not %q; or use Amazon SES v2 (@aws-sdk/client-sesv2, POST /v2/email/outbound-emails)", action)}
+	}
+	req, err := json.Marshal(v2)
+	if err != nil {
+		return nil, &apiError{kind: malformed, msg: "the form cannot be read: " + err.Error()}
+	}
+	out, apiErr := decodeSES(r, req, b)
+	if apiErr != nil {
+		// Named as the v1 request names them.
+		names := sesV1SendNames
+		if action == "SendRawEmail" {
+			names = sesV1RawNames
+		}
+		apiErr.field, apiErr.msg = names.Replace(apiErr.field), names.Replace(apiErr.msg)
+		return nil, apiErr
+	}
+	for _, o := range out {
+		o.action = action
+	}
+	return out, nil
+}
+
+// The v1 names of the v2 request's fields, for a refusal.
+var (
+	sesV1SendNames = strings.NewReplacer("FromEmailAddress", "Source", "Content.Simple.Subject", "Message.Subject",
+		"Content.Simple.Body", "Message.Body", "Content.Simple", "Message", "EmailTags", "Tags")
+	sesV1RawNames = strings.NewReplacer("FromEmailAddress", "Source", "Content.Raw.Data", "RawMessage.Data",
+		"Destination.ToAddresses", "Destinations", "Destination", "Destinations", "EmailTags", "Tags")
+)
+
+// members reads a Query API list: prefix.member.1, prefix.member.2, ….
+func members(form url.Values, prefix string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		k := prefix + ".member." + strconv.Itoa(i)
+		if !form.Has(k) {
+			return out
+		}
+		out = append(out, form.Get(k))
+	}
+}
