@@ -35,6 +35,19 @@ func fuzzJSON(f *testing.F, route string, decode func(*http.Request, []byte, *bu
 	})
 }
 
+// FuzzSESv1 decodes SES v1's form (SendEmail, SendRawEmail).
+func FuzzSESv1(f *testing.F) {
+	for _, seed := range seeds(f, "ses-v1") {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		out, apiErr := decodeSESv1(r, body, fuzzBudget())
+		checkDecoded(t, "ses-v1", out, apiErr)
+	})
+}
+
 // FuzzMailgun takes the form's Content-Type and body; a seed file holds
 // "Content-Type: …", a blank line, then the body.
 func FuzzMailgun(f *testing.F) {

@@ -232,6 +232,10 @@ func TestSendGridContentTypeParameters(t *testing.T) {
 	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
 		"content":[{"type":"text/plain","value":"a"},{"type":"text/plain; charset=utf-8","value":"b"}]}`)
 	wantField(t, r, 400, "content.1.type")
+	// A type without a subtype is no media type, not a part to write.
+	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s",
+		"content":[{"type":"text/plain","value":"a"},{"type":"pdf","value":"b"}]}`)
+	wantField(t, r, 400, "content.1.type")
 }
 
 func TestSendGridSandboxStoresNothing(t *testing.T) {
