@@ -40,7 +40,7 @@ PostgreSQL database (--database postgres://…) that any number of replicas shar
   --capture        webhook capture URLs: http://HOST:PORT/whe_<id>[/any/path][?query]
   --smtp-starttls  SMTP with STARTTLS (AUTH only after TLS)
   --smtp-tls       SMTP over implicit TLS
-  --email-api      SendGrid, Postmark, Mailgun, Amazon SES v2 and Resend send routes
+  --email-api      SendGrid, Postmark, Mailgun, Amazon SES (v2 and v1) and Resend send routes
 
 The first start on an empty data dir creates a project, an inbox, an endpoint
 and an API key, and prints them once. Every start prints a one-time sign-in
@@ -58,7 +58,7 @@ root are skipped with a warning; 465 is then replaced by 2465.`,
 	f.StringSlice("smtp-starttls", []string{"127.0.0.1:587", "127.0.0.1:2587"}, "SMTP STARTTLS listen addresses")
 	f.StringSlice("smtp-tls", []string{"127.0.0.1:465"}, "SMTP implicit-TLS listen addresses")
 	f.String("smtp-host", "localhost", "host name in the SMTP greeting and certificate")
-	f.String("email-api", defaultEmailAPI, "provider email API listen address (SendGrid, Postmark, Mailgun, SES v2, Resend)")
+	f.String("email-api", defaultEmailAPI, "provider email API listen address (SendGrid, Postmark, Mailgun, SES v2 and v1, Resend)")
 	f.String("public-url", "", "base URL printed in capture URLs (behind a proxy or in Docker); default from --capture")
 	f.String("tls-cert", "", "SMTP certificate (PEM) to use instead of the local CA's")
 	f.String("tls-key", "", "private key (PEM) for --tls-cert")
