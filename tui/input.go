@@ -308,7 +308,7 @@ func (m *Model) copyCode() tea.Cmd {
 		return nil
 	}
 	code := m.detail.msg.Codes[0].Value
-	return copyToClipboard(m.cfg.Output, code, "copied the code "+clean(code)+" to the clipboard")
+	return copyToClipboard(m.cfg.Output, code, "the code "+clean(code))
 }
 
 func (m *Model) openPicker(p mode) {
@@ -358,7 +358,7 @@ func (m *Model) pickerKey(msg tea.KeyMsg) tea.Cmd {
 	case m.mode == modeLinks && (msg.String() == "c" || msg.String() == "y"):
 		m.mode = modeNormal
 		link := m.detail.msg.Links[m.pick]
-		return copyToClipboard(m.cfg.Output, link.URL, "copied link "+strconv.Itoa(m.pick+1)+" to the clipboard")
+		return copyToClipboard(m.cfg.Output, link.URL, "link "+strconv.Itoa(m.pick+1))
 	default:
 		// A digit picks that entry at once.
 		if d, err := strconv.Atoi(msg.String()); err == nil && d >= 1 && d <= n {

@@ -562,7 +562,7 @@ func TestLinksAndAttachments(t *testing.T) {
 	u.keys("o", "1")
 	<-opened
 	// On the one status line, what happened first.
-	screen := strings.TrimRight(u.waitText("copied the link; no browser opened it (xdg-open: exit status 3:"), "\n ")
+	screen := strings.TrimRight(u.waitText("copied the link (OSC 52); no browser opened it (xdg-open: exit status 3:"), "\n ")
 	if last := screen[strings.LastIndexByte(screen, '\n')+1:]; !strings.Contains(last, "copied the link") {
 		t.Errorf("the status bar took more than its row; last row %q", last)
 	}

@@ -38,3 +38,24 @@ func TestTmuxSignalsQuitCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestTmuxCopyCode presses c in a real tmux 3.3, whose default
+// allow-passthrough off drops a wrapped OSC 52: the code must end up in
+// tmux's paste buffer, and the status line say so.
+func TestTmuxCopyCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	tm := newTmux(t, 100, 30)
+	tm.startViewer(e, e.boot.Secret)
+	tm.waitText("Confirm your account", "● live")
+	tm.run("send-keys", "c")
+	tm.waitText("copied the code 482915 to tmux's paste buffer")
+	if got := tm.run("show-buffer"); got != "482915" {
+		t.Errorf("tmux's buffer holds %q, want the code 482915", got)
+	}
+	tm.run("send-keys", "q")
+	if st := tm.waitExit(); st != 0 {
+		t.Errorf("exit status %d after q", st)
+	}
+}
