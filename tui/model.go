@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"time"
 
@@ -231,8 +232,31 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(loadMe(m.ctx, m.client), loadSources(m.ctx, m.client), tick(m.refreshInterval()))
 }
 
-// Update handles one message.
+// Update handles one message. A key the API refuses ends the viewer, at
+// any time, as it would have at the start: there is nothing to retry.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if m.startErr != nil {
+		m.stop()
+		return m, tea.Quit
+	}
+	return m, cmd
+}
+
+// refused records, if err is the API refusing the key, the error the
+// viewer ends with, and reports whether it was.
+func (m *Model) refused(err error) bool {
+	var ae *contract.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || m.ctx.Err() != nil {
+		return false
+	}
+	if m.startErr == nil {
+		m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), m.cfg.RefusedKey, err)}
+	}
+	return true
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -269,6 +293,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.detail.rawLoading = false
+		if m.refused(msg.err) {
+			return m, nil
+		}
 		if msg.err != nil {
 			m.setNotice("raw message: "+describe(msg.err), true)
 			m.detail.showRaw = false
@@ -284,6 +311,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case deleteMsg:
 		return m, m.applyDelete(msg)
 	case savedMsg:
+		if m.refused(msg.err) {
+			return m, nil
+		}
 		if msg.err != nil {
 			m.setNotice("save failed: "+describe(msg.err), true)
 		} else {
@@ -372,6 +402,7 @@ func (m *Model) fail(o op, gen int, err error) tea.Cmd {
 }
 
 func (m *Model) record(o op, err error, retryIn time.Duration) {
+	m.refused(err)
 	m.seq++
 	m.errs[o], m.errSeq[o], m.retryIn[o] = err, m.seq, retryIn
 }
@@ -810,6 +841,9 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 }
 
 func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
+	if m.refused(msg.err) {
+		return nil
+	}
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNoTarget) {
 			id := "ENDPOINT_ID"
@@ -834,6 +868,9 @@ func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 }
 
 func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
+	if m.refused(msg.err) {
+		return nil
+	}
 	if msg.err != nil {
 		m.setNotice("delete failed: "+describe(msg.err), true)
 		return nil

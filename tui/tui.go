@@ -44,7 +44,9 @@ type Config struct {
 }
 
 // StartError means the viewer could not start: no usable key, a URL that
-// is not the read API, or no terminal. The command exits with 2 for it.
+// is not the read API, or no terminal; or that the API refused the key
+// later on (revoked while the viewer ran), which ends it the same way. The
+// command exits with 2 for it.
 // An API that does not answer yet is no StartError: the viewer waits for
 // it, and its first answer, if a refusal, is.
 type StartError struct{ Err error }

@@ -3,7 +3,9 @@
 package tui
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -57,5 +59,36 @@ func TestTmuxCopyCode(t *testing.T) {
 	tm.run("send-keys", "q")
 	if st := tm.waitExit(); st != 0 {
 		t.Errorf("exit status %d after q", st)
+	}
+}
+
+// TestTmuxKeyRevoked revokes the viewer's key while it runs: the viewer
+// must end as it would have at the start, with exit status 2, one line
+// on standard error, and the terminal given back.
+func TestTmuxKeyRevoked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	key, secret, err := e.st.CreateKey(t.Context(), e.boot.Project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := newTmux(t, 100, 30)
+	stderr := tm.startViewer(e, secret)
+	tm.waitText("Confirm your account", "● live")
+	out := tm.record()
+	if _, err := e.st.RevokeKey(t.Context(), key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := tm.waitExit(); st != 2 {
+		t.Errorf("exit status %d after the key was revoked, want 2", st)
+	}
+	tm.checkRestored("revoked key", out())
+	b, err := os.ReadFile(stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); strings.Count(got, "\n") != 1 || !strings.Contains(got, "refused the key") {
+		t.Errorf("standard error %q, want one line saying the key was refused", got)
 	}
 }
