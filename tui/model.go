@@ -151,7 +151,10 @@ type Model struct {
 	detail         detail
 	showHeaders    bool
 	deliveriesBusy bool
-	replays        map[string]contract.Replay
+	// rechecked is the list's captures when the newest of them were last
+	// read again, which refreshDeliveries does.
+	rechecked map[string]bool
+	replays   map[string]contract.Replay
 
 	mode        mode
 	helpTop     int // first row of the help shown, where it scrolls
@@ -692,16 +695,19 @@ func (m *Model) merge(items []capture) {
 	}
 }
 
-// refreshDeliveries reads the selected endpoint's newest page again for
-// the last delivery of each request, which a forwarding client records a
-// moment after the capture.
+// refreshDeliveries reads the newest captures of the list again (as many
+// as are loaded, up to the API's largest page): the last delivery of each
+// request, which a forwarding client records a moment after the capture,
+// and which captures were deleted elsewhere since they were listed.
 func (m *Model) refreshDeliveries() tea.Cmd {
-	src := m.current()
-	if src == nil || src.kind != kindEndpoint || m.deliveriesBusy || !m.list.loaded {
+	if m.current() == nil || m.deliveriesBusy || !m.list.loaded || len(m.list.items) == 0 {
 		return nil
 	}
 	m.deliveriesBusy = true
-	return loadDeliveries(m.ctx, m.client, m.list.gen, m.query())
+	m.rechecked = m.ids()
+	q := m.query()
+	q.limit = max(pageSize, min(len(m.list.items), contract.MaxLimit))
+	return loadDeliveries(m.ctx, m.client, m.list.gen, q)
 }
 
 func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
@@ -717,12 +723,57 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 	if msg.gen != m.list.gen {
 		return nil
 	}
+	there := make(map[string]bool, len(msg.items))
 	for _, c := range msg.items {
+		there[c.id()] = true
 		if c.req != nil {
 			m.setLastDelivery(c.req.ID, c.req.LastDelivery)
 		}
 	}
-	return nil
+	// A capture listed but no longer in the answer, within the range the
+	// answer covers, was deleted elsewhere.
+	var oldest time.Time
+	if len(msg.items) > 0 {
+		oldest = msg.items[len(msg.items)-1].receivedAt()
+	}
+	var gone []string
+	for _, c := range m.list.items {
+		// Only those listed when the question was asked: one that
+		// arrived since is newer than the answer.
+		if m.rechecked[c.id()] && !there[c.id()] && (msg.all || c.receivedAt().After(oldest)) {
+			gone = append(gone, c.id())
+		}
+	}
+	for _, id := range gone {
+		m.removeRow(id)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return tea.Batch(m.startPoll(), m.follow())
+}
+
+// removeRow takes the capture id off the list, the cursor staying on the
+// capture it was on, or the next older one, and closes its detail.
+func (m *Model) removeRow(id string) {
+	for i, c := range m.list.items {
+		if c.id() != id {
+			continue
+		}
+		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
+		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
+			m.list.cursor = max(0, m.list.cursor-1)
+		}
+		if src := m.current(); src != nil && src.count > 0 {
+			src.count--
+			src.seen = min(src.seen, src.count)
+		}
+		break
+	}
+	m.clampList()
+	if m.detail.id == id {
+		m.closeDetail()
+	}
 }
 
 // setLastDelivery shows d as the last delivery of the request listed as id.
@@ -814,9 +865,10 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	}
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
-			m.detail.err = msg.err
-			m.refreshDetail()
-			return nil
+			// Deleted elsewhere since it was listed.
+			m.removeRow(msg.id)
+			m.setNotice("deleted elsewhere: "+msg.id, true)
+			return tea.Batch(m.startPoll(), m.follow())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -875,25 +927,12 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 		m.setNotice("delete failed: "+describe(msg.err), true)
 		return nil
 	}
-	m.setNotice("deleted "+msg.id, false)
-	for i, c := range m.list.items {
-		if c.id() != msg.id {
-			continue
-		}
-		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
-		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
-			m.list.cursor = max(0, m.list.cursor-1)
-		}
-		if src := m.current(); src != nil && src.count > 0 {
-			src.count--
-			src.seen = src.count
-		}
-		break
+	if msg.gone {
+		m.setNotice("already deleted "+msg.id, false)
+	} else {
+		m.setNotice("deleted "+msg.id, false)
 	}
-	m.clampList()
-	if m.detail.id == msg.id {
-		m.closeDetail()
-	}
+	m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
 	return tea.Batch(m.startPoll(), m.follow())
 }
