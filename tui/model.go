@@ -665,9 +665,9 @@ func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
 	return tea.Batch(m.startPoll(), m.follow())
 }
 
-// merge puts newly arrived captures on top, marked fresh. A cursor resting
-// on the newest capture stays on top, following new arrivals; anywhere else
-// it keeps its capture.
+// merge puts newly arrived captures on top, marked fresh. The cursor keeps
+// its capture, wherever it is: what is being read, or about to be acted
+// on, is never swapped for a newcomer.
 func (m *Model) merge(items []capture) {
 	have := m.ids()
 	var add []capture
@@ -680,15 +680,14 @@ func (m *Model) merge(items []capture) {
 	if len(add) == 0 {
 		return
 	}
-	follow := m.list.cursor == 0 && m.list.offset == 0 && m.focus != paneDetail && m.mode == modeNormal
 	m.list.items = append(add, m.list.items...)
-	if !follow {
+	if len(m.list.items) > len(add) {
 		m.list.cursor += len(add)
 		if m.list.offset > 0 {
 			m.list.offset += len(add) // the reader scrolled away: keep the view still
 		}
-		m.clampList()
 	}
+	m.clampList()
 	if src := m.current(); src != nil {
 		src.count += int64(len(add))
 		src.seen = src.count
