@@ -1,9 +1,13 @@
 package tui
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/capturedev/capture/forward/apiclient"
 )
@@ -68,5 +72,26 @@ func TestDeletedElsewhereActions(t *testing.T) {
 	s = u.waitText("already deleted " + welcome)
 	if strings.Contains(s, "Welcome to the Shop") {
 		t.Errorf("the welcome is still listed:\n%s", s)
+	}
+}
+
+var listRowRE = regexp.MustCompile(`\d\d:\d\d:\d\d Shop `)
+
+// TestTallListFills shows a long inbox on a tall terminal: older pages
+// load until the list fills its pane, also after the terminal grows.
+func TestTallListFills(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 130 {
+		e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	u := e.run(e.config())
+	u.waitText("Message 129", "● live")
+	for _, h := range []int{60, 100} {
+		u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: h})
+		rows := h - 3 // the status bar and the list's frame
+		u.waitFor(fmt.Sprintf("%d rows at 300×%d", rows, h), func(s string) bool {
+			return len(listRowRE.FindAllString(s, -1)) == rows
+		})
 	}
 }

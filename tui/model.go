@@ -265,9 +265,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
 		if m.detail.id == "" {
-			return m, m.follow()
+			return m, tea.Batch(m.follow(), m.fill())
 		}
-		return m, nil
+		return m, m.fill()
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
 	case meMsg:
@@ -583,7 +583,7 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 			}
 		}
 		m.list.older = msg.next
-		return nil
+		return m.fill()
 	}
 	if contract.IsCode(msg.err, contract.CodeInvalidParameter) {
 		// The server refuses the filter (a search it cannot read): asking
@@ -598,7 +598,16 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 	m.succeed(opList)
 	m.list.items, m.list.older, m.list.loaded = msg.items, msg.next, true
 	m.list.cursor, m.list.offset = 0, 0
-	return tea.Batch(m.startPoll(), m.follow())
+	return tea.Batch(m.startPoll(), m.follow(), m.fill())
+}
+
+// fill loads older pages while the list does not fill its pane, as on a
+// tall terminal, or after captures left it.
+func (m *Model) fill() tea.Cmd {
+	if len(m.list.items) >= m.list.offset+m.listRows() {
+		return nil
+	}
+	return m.loadOlder()
 }
 
 func (m *Model) ids() map[string]bool {
@@ -749,7 +758,7 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 	if len(gone) == 0 {
 		return nil
 	}
-	return tea.Batch(m.startPoll(), m.follow())
+	return tea.Batch(m.startPoll(), m.follow(), m.fill())
 }
 
 // removeRow takes the capture id off the list, the cursor staying on the
