@@ -130,6 +130,12 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 		m.closeDetail()
 		return m.reloadList()
 	}
+	// Text typed faster than it is read, or pasted where the terminal
+	// does not mark pastes, comes as one message of several runes: it is
+	// text, even when it spells a key's name ("delete", "up", "home").
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Alt {
+		msg.Paste = true
+	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	return cmd

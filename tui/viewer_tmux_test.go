@@ -92,3 +92,26 @@ func TestTmuxKeyRevoked(t *testing.T) {
 		t.Errorf("standard error %q, want one line saying the key was refused", got)
 	}
 }
+
+// TestTmuxFilterTakesKeyNames types into the filter, all at once as a
+// fast typist or an unmarked paste does, words that are names of keys.
+func TestTmuxFilterTakesKeyNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	tm := newTmux(t, 100, 30)
+	tm.startViewer(e, e.boot.Secret)
+	tm.waitText("Confirm your account", "● live")
+	tm.run("send-keys", "/")
+	tm.waitText("esc cancels")
+	for _, words := range []string{"delete", " up down left right", " home end backspace"} {
+		tm.run("send-keys", "-l", words)
+	}
+	tm.waitText("/delete up down left right home end backspace")
+	tm.run("send-keys", "Escape")
+	tm.waitText("? help · / filter")
+	tm.run("send-keys", "q")
+	if st := tm.waitExit(); st != 0 {
+		t.Errorf("exit status %d after q", st)
+	}
+}
