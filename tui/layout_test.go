@@ -334,3 +334,25 @@ func TestNullEnvelopeSender(t *testing.T) {
 	u.keys("tab")
 	u.waitText("<> → alice@example.test")
 }
+
+// TestTooSmallSaysTheSize shrinks the terminal below the smallest size the
+// viewer draws in: what it needs must show, however narrow.
+func TestTooSmallSaysTheSize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.run(e.config())
+	for _, sz := range [][2]int{{20, 5}, {12, 4}, {39, 9}} {
+		u.tm.Send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		s := u.waitFor(fmt.Sprintf("%d×%d", sz[0], sz[1]), func(s string) bool {
+			return len(strings.Split(s, "\n")) == sz[1]
+		})
+		if !strings.Contains(s, "40×10") {
+			t.Errorf("at %d×%d the screen does not say the size needed:\n%s", sz[0], sz[1], s)
+		}
+		for _, l := range strings.Split(s, "\n") {
+			if w := ansi.StringWidth(l); w != sz[0] {
+				t.Errorf("at %d×%d a line is %d wide: %q", sz[0], sz[1], w, l)
+			}
+		}
+	}
+}

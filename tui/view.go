@@ -84,11 +84,18 @@ func (m *Model) View() string {
 
 func (m *Model) tooSmall() string {
 	lines := make([]string, m.height)
-	msg := "capture tui needs at least " + strconv.Itoa(minWidth) + "×" + strconv.Itoa(minHeight)
+	// The size first, wrapped, so that it shows however small the screen.
+	msg := "needs at least " + strconv.Itoa(minWidth) + "×" + strconv.Itoa(minHeight) +
+		" (now " + strconv.Itoa(m.width) + "×" + strconv.Itoa(m.height) + ")"
+	text := strings.Split(ansi.Hardwrap(ansi.Wordwrap(msg, m.width, ""), m.width, true), "\n")
+	top := max(0, (m.height-len(text))/2)
 	for i := range lines {
-		lines[i] = fit("", m.width)
+		var l string
+		if j := i - top; j >= 0 && j < len(text) {
+			l = strings.TrimSpace(text[j])
+		}
+		lines[i] = fit(l, m.width)
 	}
-	lines[m.height/2] = fit(msg, m.width)
 	return strings.Join(lines, "\n")
 }
 
