@@ -356,3 +356,29 @@ func TestTooSmallSaysTheSize(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayOverWideText opens the help over rows of CJK text, whose
+// wide characters fall under the overlay's edges: every line keeps the
+// terminal's width, so no pane border moves.
+func TestOverlayOverWideText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Offset by one cell, so that one of them straddles each edge.
+	e.insert(mail{from: "shop@example.jp", to: "bob@example.test", subject: "ご注文ありがとうございます。ご注文番号は12345です"})
+	e.insert(mail{from: "shop@example.jp", to: "bob@example.test", subject: "aご注文ありがとうございます。ご注文番号は12345です"})
+	u := e.run(e.config())
+	u.waitText("ご注文", "● live")
+	for _, sz := range [][2]int{{80, 24}, {81, 24}, {100, 30}, {121, 30}} {
+		u.tm.Send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		u.keys("?")
+		s := u.waitFor(fmt.Sprintf("help at %d×%d", sz[0], sz[1]), func(s string) bool {
+			return len(strings.Split(s, "\n")) == sz[1] && strings.Contains(s, "quit")
+		})
+		for _, l := range strings.Split(s, "\n") {
+			if w := ansi.StringWidth(l); w != sz[0] {
+				t.Errorf("at %d×%d a line under the help is %d wide: %q", sz[0], sz[1], w, l)
+			}
+		}
+		u.keys("?")
+	}
+}

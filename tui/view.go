@@ -535,7 +535,17 @@ func overlay(bg, fg string, width, height int) string {
 			break
 		}
 		b := bl[row]
-		bl[row] = fit(ansi.Truncate(b, x, ""), x) + fit(l, fw) + ansi.Cut(b, x+fw, width)
+		// A wide character under an edge of the overlay is cut whole: a
+		// blank takes its place, so that the line keeps its width.
+		need := width - x - fw
+		right := ansi.Cut(b, x+fw, width)
+		for skip := 1; ansi.StringWidth(right) > need && skip < 4; skip++ {
+			right = strings.Repeat(" ", skip) + ansi.Cut(b, x+fw+skip, width)
+		}
+		if gap := need - ansi.StringWidth(right); gap > 0 {
+			right = strings.Repeat(" ", gap) + right
+		}
+		bl[row] = fit(ansi.Truncate(b, x, ""), x) + fit(l, fw) + right
 	}
 	return strings.Join(bl, "\n")
 }
