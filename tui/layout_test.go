@@ -382,3 +382,27 @@ func TestOverlayOverWideText(t *testing.T) {
 		u.keys("?")
 	}
 }
+
+// TestNarrowRequestRowsKeepThePath shows requests on a narrow terminal:
+// the path, which tells them apart, stays; the time goes first.
+func TestNarrowRequestRowsKeepThePath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.post("POST", "/hooks/a", "application/json", `{}`)
+	e.post("POST", "/hooks/b", "application/json", `{}`)
+	u := e.run(e.config())
+	u.waitText("no messages yet", "● live")
+	u.keys("shift+tab", "j", "tab")
+	u.waitText("Requests · default", "/hooks/a", "/hooks/b")
+	for _, w := range []int{40, 50, 60} {
+		u.tm.Send(tea.WindowSizeMsg{Width: w, Height: 10})
+		s := u.waitFor(fmt.Sprintf("%d×10", w), func(s string) bool {
+			return ansi.StringWidth(strings.Split(s, "\n")[0]) == w
+		})
+		for _, p := range []string{"/hooks/a", "/hooks/b"} {
+			if !strings.Contains(s, p) {
+				t.Errorf("at %d×10 the list does not show %s:\n%s", w, p, s)
+			}
+		}
+	}
+}

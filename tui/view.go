@@ -306,12 +306,19 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 	avail := inner - 2 - len(clock) - 1
 	var cells []cell
 	if c.req != nil {
+		// What tells requests apart is the path: where it would not
+		// have room, the time goes first, then the delivery's status.
+		const pathRoom = 12
 		status, stStyle := m.deliveryCell(c.req.LastDelivery)
-		cells = []cell{
-			{fit(c.req.Method, 7), m.st.method},
-			{fit(status, 3), stStyle},
-			{clean(c.req.Target()), lipgloss.Style{}},
+		cells = []cell{{fit(c.req.Method, 7), m.st.method}}
+		rest := avail - 8
+		if rest-4 < pathRoom {
+			clock, rest = "", inner-2-8
 		}
+		if rest-4 >= pathRoom {
+			cells = append(cells, cell{fit(status, 3), stStyle})
+		}
+		cells = append(cells, cell{clean(c.req.Target()), lipgloss.Style{}})
 	} else {
 		s := c.msg
 		from := "—"
