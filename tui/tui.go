@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Output = os.Stdout
 	}
 	if f, ok := cfg.Output.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
-		return &StartError{Err: errors.New("capture tui needs a terminal: standard output is not one")}
+		return &StartError{Err: errors.New("tui needs a terminal: standard output is not one")}
 	}
 	if cfg.Renderer == nil {
 		cfg.Renderer = lipgloss.NewRenderer(cfg.Output)
