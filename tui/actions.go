@@ -47,38 +47,59 @@ func openBrowser(url string) error {
 func openLink(open func(string) error, out io.Writer, url string) tea.Cmd {
 	return func() tea.Msg {
 		if err := open(url); err != nil {
-			if cerr := writeOSC52(out, url); cerr != nil {
+			tmux, cerr := copyText(out, url)
+			if cerr != nil {
 				return noticeMsg{err: fmt.Errorf("cannot open a browser (%v) nor copy the link", err)}
+			}
+			how := "OSC 52"
+			if tmux {
+				how = "tmux buffer"
 			}
 			// What happened first: the opener's own words (xdg-open lists
 			// every browser it tried) are cut to fit the status line.
-			return noticeMsg{text: "copied the link; no browser opened it (" + err.Error() + ")"}
+			return noticeMsg{text: "copied the link (" + how + "); no browser opened it (" + err.Error() + ")"}
 		}
 		return noticeMsg{text: "opened " + url}
 	}
 }
 
-// copyToClipboard uses OSC 52, which reaches the clipboard of the machine
-// the terminal runs on, also across SSH.
-func copyToClipboard(out io.Writer, text, done string) tea.Cmd {
+// copyToClipboard copies text and says where to: "copied " + what + " to
+// …".
+func copyToClipboard(out io.Writer, text, what string) tea.Cmd {
 	return func() tea.Msg {
-		if err := writeOSC52(out, text); err != nil {
+		tmux, err := copyText(out, text)
+		if err != nil {
 			return noticeMsg{err: fmt.Errorf("copy: %w", err)}
 		}
-		return noticeMsg{text: done}
+		if tmux {
+			return noticeMsg{text: "copied " + what + " to tmux's paste buffer"}
+		}
+		return noticeMsg{text: "copied " + what + " to the clipboard (OSC 52)"}
 	}
 }
 
-func writeOSC52(out io.Writer, text string) error {
+// copyText puts text where it can be pasted, and says whether that is
+// tmux's paste buffer.
+// Inside tmux it becomes tmux's paste buffer, which tmux also hands to
+// the outer terminal's clipboard where its set-clipboard option allows:
+// tmux 3.3 drops OSC 52 wrapped for passthrough unless allow-passthrough
+// is on. Elsewhere, and if tmux refuses, OSC 52 reaches the clipboard of
+// the machine the terminal runs on, also across SSH, where the terminal
+// honours it.
+func copyText(out io.Writer, text string) (tmux bool, err error) {
+	if os.Getenv("TMUX") != "" {
+		cmd := exec.Command("tmux", "load-buffer", "-w", "-")
+		cmd.Stdin = strings.NewReader(text)
+		if err := cmd.Run(); err == nil {
+			return true, nil
+		}
+	}
 	seq := osc52.New(text)
-	switch {
-	case os.Getenv("TMUX") != "":
-		seq = seq.Tmux()
-	case strings.HasPrefix(os.Getenv("TERM"), "screen"):
+	if os.Getenv("TMUX") == "" && strings.HasPrefix(os.Getenv("TERM"), "screen") {
 		seq = seq.Screen()
 	}
-	_, err := seq.WriteTo(out)
-	return err
+	_, err = seq.WriteTo(out)
+	return false, err
 }
 
 // saveAttachment writes an attachment into dir under its own name, never

@@ -70,11 +70,14 @@ type rawMsg struct {
 	err error
 }
 
-// deliveriesMsg answers a fresh read of an endpoint's newest page, for the
-// last delivery of each request shown.
+// deliveriesMsg answers a fresh read of the newest captures of the list,
+// for the last delivery of each request shown and for the captures
+// deleted elsewhere since they were listed. all is set when the answer
+// holds every capture of the source (no older page).
 type deliveriesMsg struct {
 	gen   int
 	items []capture
+	all   bool
 	err   error
 }
 
@@ -85,8 +88,10 @@ type replayMsg struct {
 }
 
 type deleteMsg struct {
-	id  string
-	err error
+	id string
+	// gone is set when the capture had been deleted already.
+	gone bool
+	err  error
 }
 
 type savedMsg struct {
@@ -220,13 +225,14 @@ func loadRaw(ctx context.Context, c *apiclient.Client, id string) tea.Cmd {
 	}
 }
 
-// loadDeliveries reads the newest page of an endpoint again: its items
-// carry each request's last delivery, which a forwarding client records a
-// moment after the capture. One call, however many requests are shown.
+// loadDeliveries reads the newest captures of the list again: a request's
+// last delivery, which a forwarding client records a moment after the
+// capture, and which of them are still there. One call, however many
+// captures are shown.
 func loadDeliveries(ctx context.Context, c *apiclient.Client, gen int, q listQuery) tea.Cmd {
 	return func() tea.Msg {
-		items, _, err := q.run(ctx, c)
-		return deliveriesMsg{gen: gen, items: items, err: err}
+		items, next, err := q.run(ctx, c)
+		return deliveriesMsg{gen: gen, items: items, all: next == "", err: err}
 	}
 }
 
@@ -254,9 +260,9 @@ func deleteCapture(ctx context.Context, c *apiclient.Client, id string, k source
 			err = c.DeleteMessage(ctx, id)
 		}
 		if contract.IsCode(err, contract.CodeNotFound) {
-			err = nil // gone already: what was asked for holds
+			return deleteMsg{id: id, gone: true} // what was asked for holds
 		}
-		return deleteMsg{id, err}
+		return deleteMsg{id: id, err: err}
 	}
 }
 

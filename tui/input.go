@@ -130,6 +130,12 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 		m.closeDetail()
 		return m.reloadList()
 	}
+	// Text typed faster than it is read, or pasted where the terminal
+	// does not mark pastes, comes as one message of several runes: it is
+	// text, even when it spells a key's name ("delete", "up", "home").
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Alt {
+		msg.Paste = true
+	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	return cmd
@@ -308,7 +314,7 @@ func (m *Model) copyCode() tea.Cmd {
 		return nil
 	}
 	code := m.detail.msg.Codes[0].Value
-	return copyToClipboard(m.cfg.Output, code, "copied the code "+clean(code)+" to the clipboard")
+	return copyToClipboard(m.cfg.Output, code, "the code "+clean(code))
 }
 
 func (m *Model) openPicker(p mode) {
@@ -358,7 +364,7 @@ func (m *Model) pickerKey(msg tea.KeyMsg) tea.Cmd {
 	case m.mode == modeLinks && (msg.String() == "c" || msg.String() == "y"):
 		m.mode = modeNormal
 		link := m.detail.msg.Links[m.pick]
-		return copyToClipboard(m.cfg.Output, link.URL, "copied link "+strconv.Itoa(m.pick+1)+" to the clipboard")
+		return copyToClipboard(m.cfg.Output, link.URL, "link "+strconv.Itoa(m.pick+1))
 	default:
 		// A digit picks that entry at once.
 		if d, err := strconv.Atoi(msg.String()); err == nil && d >= 1 && d <= n {

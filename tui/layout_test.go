@@ -334,3 +334,75 @@ func TestNullEnvelopeSender(t *testing.T) {
 	u.keys("tab")
 	u.waitText("<> → alice@example.test")
 }
+
+// TestTooSmallSaysTheSize shrinks the terminal below the smallest size the
+// viewer draws in: what it needs must show, however narrow.
+func TestTooSmallSaysTheSize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.run(e.config())
+	for _, sz := range [][2]int{{20, 5}, {12, 4}, {39, 9}} {
+		u.tm.Send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		s := u.waitFor(fmt.Sprintf("%d×%d", sz[0], sz[1]), func(s string) bool {
+			return len(strings.Split(s, "\n")) == sz[1]
+		})
+		if !strings.Contains(s, "40×10") {
+			t.Errorf("at %d×%d the screen does not say the size needed:\n%s", sz[0], sz[1], s)
+		}
+		for _, l := range strings.Split(s, "\n") {
+			if w := ansi.StringWidth(l); w != sz[0] {
+				t.Errorf("at %d×%d a line is %d wide: %q", sz[0], sz[1], w, l)
+			}
+		}
+	}
+}
+
+// TestOverlayOverWideText opens the help over rows of CJK text, whose
+// wide characters fall under the overlay's edges: every line keeps the
+// terminal's width, so no pane border moves.
+func TestOverlayOverWideText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Offset by one cell, so that one of them straddles each edge.
+	e.insert(mail{from: "shop@example.jp", to: "bob@example.test", subject: "ご注文ありがとうございます。ご注文番号は12345です"})
+	e.insert(mail{from: "shop@example.jp", to: "bob@example.test", subject: "aご注文ありがとうございます。ご注文番号は12345です"})
+	u := e.run(e.config())
+	u.waitText("ご注文", "● live")
+	for _, sz := range [][2]int{{80, 24}, {81, 24}, {100, 30}, {121, 30}} {
+		u.tm.Send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		u.keys("?")
+		s := u.waitFor(fmt.Sprintf("help at %d×%d", sz[0], sz[1]), func(s string) bool {
+			return len(strings.Split(s, "\n")) == sz[1] && strings.Contains(s, "quit")
+		})
+		for _, l := range strings.Split(s, "\n") {
+			if w := ansi.StringWidth(l); w != sz[0] {
+				t.Errorf("at %d×%d a line under the help is %d wide: %q", sz[0], sz[1], w, l)
+			}
+		}
+		u.keys("?")
+	}
+}
+
+// TestNarrowRequestRowsKeepThePath shows requests on a narrow terminal:
+// the path, which tells them apart, stays; the time goes first.
+func TestNarrowRequestRowsKeepThePath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.post("POST", "/hooks/a", "application/json", `{}`)
+	e.post("POST", "/hooks/b", "application/json", `{}`)
+	u := e.run(e.config())
+	u.waitText("no messages yet", "● live")
+	u.keys("shift+tab", "j", "tab")
+	u.waitText("Requests · default", "/hooks/a", "/hooks/b")
+	for _, w := range []int{40, 50, 60} {
+		u.tm.Send(tea.WindowSizeMsg{Width: w, Height: 10})
+		s := u.waitFor(fmt.Sprintf("%d×10", w), func(s string) bool {
+			return ansi.StringWidth(strings.Split(s, "\n")[0]) == w
+		})
+		for _, p := range []string{"/hooks/a", "/hooks/b"} {
+			if !strings.Contains(s, p) {
+				t.Errorf("at %d×10 the list does not show %s:\n%s", w, p, s)
+			}
+		}
+	}
+}

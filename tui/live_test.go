@@ -56,12 +56,19 @@ func TestLiveArrival(t *testing.T) {
 		t.Errorf("the new message took %s to show", d)
 	}
 	s := u.screen()
-	if l := row(t, s, "Reset for Carol"); !strings.Contains(l, "›•") {
-		t.Errorf("new arrival should be marked fresh under the cursor: %q", l)
+	// The cursor stays on what it was on, the newcomer above it.
+	if l := row(t, s, "Reset for Carol"); !strings.Contains(l, " •") {
+		t.Errorf("new arrival should be marked fresh above the cursor: %q", l)
+	}
+	if l := row(t, s, "Confirm your account"); !strings.Contains(l, "› ") {
+		t.Errorf("the cursor left the message it was on: %q", l)
 	}
 	if l := row(t, s, "› default"); !strings.Contains(l, "4 +1") {
 		t.Errorf("sources pane should count 4 with 1 new: %q", l)
 	}
+	u.keys("enter")
+	u.waitText("Subject   Confirm your account")
+	u.keys("esc")
 
 	// The same for the endpoint, once selected.
 	u.keys("shift+tab", "j")
@@ -365,8 +372,9 @@ func TestDelete(t *testing.T) {
 	e.insert(mail{from: "noreply@shop.test", to: "dave@example.test", subject: "After the delete"})
 	u.waitText("After the delete")
 
-	// From the detail view too, which then closes.
-	u.keys("j", "enter")
+	// From the detail view too, which then closes. The cursor stayed on
+	// the receipt when the new message arrived above it.
+	u.keys("enter")
 	u.waitText("Subject   Your receipt #1042")
 	u.keys("d", "y")
 	s = u.waitText("deleted msg_")
@@ -562,7 +570,7 @@ func TestLinksAndAttachments(t *testing.T) {
 	u.keys("o", "1")
 	<-opened
 	// On the one status line, what happened first.
-	screen := strings.TrimRight(u.waitText("copied the link; no browser opened it (xdg-open: exit status 3:"), "\n ")
+	screen := strings.TrimRight(u.waitText("copied the link (OSC 52); no browser opened it (xdg-open: exit status 3:"), "\n ")
 	if last := screen[strings.LastIndexByte(screen, '\n')+1:]; !strings.Contains(last, "copied the link") {
 		t.Errorf("the status bar took more than its row; last row %q", last)
 	}

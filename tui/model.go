@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"time"
 
@@ -150,7 +151,10 @@ type Model struct {
 	detail         detail
 	showHeaders    bool
 	deliveriesBusy bool
-	replays        map[string]contract.Replay
+	// rechecked is the list's captures when the newest of them were last
+	// read again, which refreshDeliveries does.
+	rechecked map[string]bool
+	replays   map[string]contract.Replay
 
 	mode        mode
 	helpTop     int // first row of the help shown, where it scrolls
@@ -231,16 +235,39 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(loadMe(m.ctx, m.client), loadSources(m.ctx, m.client), tick(m.refreshInterval()))
 }
 
-// Update handles one message.
+// Update handles one message. A key the API refuses ends the viewer, at
+// any time, as it would have at the start: there is nothing to retry.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if m.startErr != nil {
+		m.stop()
+		return m, tea.Quit
+	}
+	return m, cmd
+}
+
+// refused records, if err is the API refusing the key, the error the
+// viewer ends with, and reports whether it was.
+func (m *Model) refused(err error) bool {
+	var ae *contract.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || m.ctx.Err() != nil {
+		return false
+	}
+	if m.startErr == nil {
+		m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), m.cfg.RefusedKey, err)}
+	}
+	return true
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
 		if m.detail.id == "" {
-			return m, m.follow()
+			return m, tea.Batch(m.follow(), m.fill())
 		}
-		return m, nil
+		return m, m.fill()
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
 	case meMsg:
@@ -269,6 +296,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.detail.rawLoading = false
+		if m.refused(msg.err) {
+			return m, nil
+		}
 		if msg.err != nil {
 			m.setNotice("raw message: "+describe(msg.err), true)
 			m.detail.showRaw = false
@@ -284,6 +314,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case deleteMsg:
 		return m, m.applyDelete(msg)
 	case savedMsg:
+		if m.refused(msg.err) {
+			return m, nil
+		}
 		if msg.err != nil {
 			m.setNotice("save failed: "+describe(msg.err), true)
 		} else {
@@ -372,6 +405,7 @@ func (m *Model) fail(o op, gen int, err error) tea.Cmd {
 }
 
 func (m *Model) record(o op, err error, retryIn time.Duration) {
+	m.refused(err)
 	m.seq++
 	m.errs[o], m.errSeq[o], m.retryIn[o] = err, m.seq, retryIn
 }
@@ -549,7 +583,7 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 			}
 		}
 		m.list.older = msg.next
-		return nil
+		return m.fill()
 	}
 	if contract.IsCode(msg.err, contract.CodeInvalidParameter) {
 		// The server refuses the filter (a search it cannot read): asking
@@ -564,7 +598,16 @@ func (m *Model) applyPage(msg pageMsg) tea.Cmd {
 	m.succeed(opList)
 	m.list.items, m.list.older, m.list.loaded = msg.items, msg.next, true
 	m.list.cursor, m.list.offset = 0, 0
-	return tea.Batch(m.startPoll(), m.follow())
+	return tea.Batch(m.startPoll(), m.follow(), m.fill())
+}
+
+// fill loads older pages while the list does not fill its pane, as on a
+// tall terminal, or after captures left it.
+func (m *Model) fill() tea.Cmd {
+	if len(m.list.items) >= m.list.offset+m.listRows() {
+		return nil
+	}
+	return m.loadOlder()
 }
 
 func (m *Model) ids() map[string]bool {
@@ -631,9 +674,9 @@ func (m *Model) applyPoll(msg pollMsg) tea.Cmd {
 	return tea.Batch(m.startPoll(), m.follow())
 }
 
-// merge puts newly arrived captures on top, marked fresh. A cursor resting
-// on the newest capture stays on top, following new arrivals; anywhere else
-// it keeps its capture.
+// merge puts newly arrived captures on top, marked fresh. The cursor keeps
+// its capture, wherever it is: what is being read, or about to be acted
+// on, is never swapped for a newcomer.
 func (m *Model) merge(items []capture) {
 	have := m.ids()
 	var add []capture
@@ -646,31 +689,33 @@ func (m *Model) merge(items []capture) {
 	if len(add) == 0 {
 		return
 	}
-	follow := m.list.cursor == 0 && m.list.offset == 0 && m.focus != paneDetail && m.mode == modeNormal
 	m.list.items = append(add, m.list.items...)
-	if !follow {
+	if len(m.list.items) > len(add) {
 		m.list.cursor += len(add)
 		if m.list.offset > 0 {
 			m.list.offset += len(add) // the reader scrolled away: keep the view still
 		}
-		m.clampList()
 	}
+	m.clampList()
 	if src := m.current(); src != nil {
 		src.count += int64(len(add))
 		src.seen = src.count
 	}
 }
 
-// refreshDeliveries reads the selected endpoint's newest page again for
-// the last delivery of each request, which a forwarding client records a
-// moment after the capture.
+// refreshDeliveries reads the newest captures of the list again (as many
+// as are loaded, up to the API's largest page): the last delivery of each
+// request, which a forwarding client records a moment after the capture,
+// and which captures were deleted elsewhere since they were listed.
 func (m *Model) refreshDeliveries() tea.Cmd {
-	src := m.current()
-	if src == nil || src.kind != kindEndpoint || m.deliveriesBusy || !m.list.loaded {
+	if m.current() == nil || m.deliveriesBusy || !m.list.loaded || len(m.list.items) == 0 {
 		return nil
 	}
 	m.deliveriesBusy = true
-	return loadDeliveries(m.ctx, m.client, m.list.gen, m.query())
+	m.rechecked = m.ids()
+	q := m.query()
+	q.limit = max(pageSize, min(len(m.list.items), contract.MaxLimit))
+	return loadDeliveries(m.ctx, m.client, m.list.gen, q)
 }
 
 func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
@@ -686,12 +731,57 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 	if msg.gen != m.list.gen {
 		return nil
 	}
+	there := make(map[string]bool, len(msg.items))
 	for _, c := range msg.items {
+		there[c.id()] = true
 		if c.req != nil {
 			m.setLastDelivery(c.req.ID, c.req.LastDelivery)
 		}
 	}
-	return nil
+	// A capture listed but no longer in the answer, within the range the
+	// answer covers, was deleted elsewhere.
+	var oldest time.Time
+	if len(msg.items) > 0 {
+		oldest = msg.items[len(msg.items)-1].receivedAt()
+	}
+	var gone []string
+	for _, c := range m.list.items {
+		// Only those listed when the question was asked: one that
+		// arrived since is newer than the answer.
+		if m.rechecked[c.id()] && !there[c.id()] && (msg.all || c.receivedAt().After(oldest)) {
+			gone = append(gone, c.id())
+		}
+	}
+	for _, id := range gone {
+		m.removeRow(id)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return tea.Batch(m.startPoll(), m.follow(), m.fill())
+}
+
+// removeRow takes the capture id off the list, the cursor staying on the
+// capture it was on, or the next older one, and closes its detail.
+func (m *Model) removeRow(id string) {
+	for i, c := range m.list.items {
+		if c.id() != id {
+			continue
+		}
+		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
+		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
+			m.list.cursor = max(0, m.list.cursor-1)
+		}
+		if src := m.current(); src != nil && src.count > 0 {
+			src.count--
+			src.seen = min(src.seen, src.count)
+		}
+		break
+	}
+	m.clampList()
+	if m.detail.id == id {
+		m.closeDetail()
+	}
 }
 
 // setLastDelivery shows d as the last delivery of the request listed as id.
@@ -783,9 +873,10 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	}
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
-			m.detail.err = msg.err
-			m.refreshDetail()
-			return nil
+			// Deleted elsewhere since it was listed.
+			m.removeRow(msg.id)
+			m.setNotice("deleted elsewhere: "+msg.id, true)
+			return tea.Batch(m.startPoll(), m.follow())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -810,6 +901,9 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 }
 
 func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
+	if m.refused(msg.err) {
+		return nil
+	}
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNoTarget) {
 			id := "ENDPOINT_ID"
@@ -834,29 +928,19 @@ func (m *Model) applyReplay(msg replayMsg) tea.Cmd {
 }
 
 func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
+	if m.refused(msg.err) {
+		return nil
+	}
 	if msg.err != nil {
 		m.setNotice("delete failed: "+describe(msg.err), true)
 		return nil
 	}
-	m.setNotice("deleted "+msg.id, false)
-	for i, c := range m.list.items {
-		if c.id() != msg.id {
-			continue
-		}
-		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
-		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
-			m.list.cursor = max(0, m.list.cursor-1)
-		}
-		if src := m.current(); src != nil && src.count > 0 {
-			src.count--
-			src.seen = src.count
-		}
-		break
+	if msg.gone {
+		m.setNotice("already deleted "+msg.id, false)
+	} else {
+		m.setNotice("deleted "+msg.id, false)
 	}
-	m.clampList()
-	if m.detail.id == msg.id {
-		m.closeDetail()
-	}
+	m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
 	return tea.Batch(m.startPoll(), m.follow())
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -42,7 +44,9 @@ type Config struct {
 }
 
 // StartError means the viewer could not start: no usable key, a URL that
-// is not the read API, or no terminal. The command exits with 2 for it.
+// is not the read API, or no terminal; or that the API refused the key
+// later on (revoked while the viewer ran), which ends it the same way. The
+// command exits with 2 for it.
 // An API that does not answer yet is no StartError: the viewer waits for
 // it, and its first answer, if a refusal, is.
 type StartError struct{ Err error }
@@ -73,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Output = os.Stdout
 	}
 	if f, ok := cfg.Output.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
-		return &StartError{Err: errors.New("capture tui needs a terminal: standard output is not one")}
+		return &StartError{Err: errors.New("tui needs a terminal: standard output is not one")}
 	}
 	if cfg.Renderer == nil {
 		cfg.Renderer = lipgloss.NewRenderer(cfg.Output)
@@ -86,14 +90,30 @@ func Run(ctx context.Context, cfg Config) error {
 	m := NewModel(ctx, cfg)
 	m.unchecked = err != nil
 	defer m.stop()
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(cfg.Output), tea.WithAltScreen()}
+	// Bubble Tea's own signal handler would race the caller's (both catch
+	// SIGTERM) and can hang the program on its way out, and a cancelled
+	// context kills the program without restoring the terminal. Instead,
+	// the end of ctx and SIGHUP (the terminal closed) quit as q does.
+	opts := []tea.ProgramOption{tea.WithoutSignalHandler(), tea.WithOutput(cfg.Output), tea.WithAltScreen()}
 	if cfg.Input != nil {
 		opts = append(opts, tea.WithInput(cfg.Input))
 	}
-	_, err = tea.NewProgram(m, opts...).Run()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil // Ctrl-C through the signal context: a normal way out
-	}
+	p := tea.NewProgram(m, opts...)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-hup:
+		case <-ran:
+			return
+		}
+		p.Quit() // a no-op once the program has ended
+	}()
+	_, err = p.Run()
+	close(ran)
 	if m.startErr != nil {
 		return m.startErr
 	}

@@ -84,11 +84,18 @@ func (m *Model) View() string {
 
 func (m *Model) tooSmall() string {
 	lines := make([]string, m.height)
-	msg := "capture tui needs at least " + strconv.Itoa(minWidth) + "×" + strconv.Itoa(minHeight)
+	// The size first, wrapped, so that it shows however small the screen.
+	msg := "needs at least " + strconv.Itoa(minWidth) + "×" + strconv.Itoa(minHeight) +
+		" (now " + strconv.Itoa(m.width) + "×" + strconv.Itoa(m.height) + ")"
+	text := strings.Split(ansi.Hardwrap(ansi.Wordwrap(msg, m.width, ""), m.width, true), "\n")
+	top := max(0, (m.height-len(text))/2)
 	for i := range lines {
-		lines[i] = fit("", m.width)
+		var l string
+		if j := i - top; j >= 0 && j < len(text) {
+			l = strings.TrimSpace(text[j])
+		}
+		lines[i] = fit(l, m.width)
 	}
-	lines[m.height/2] = fit(msg, m.width)
 	return strings.Join(lines, "\n")
 }
 
@@ -299,12 +306,19 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 	avail := inner - 2 - len(clock) - 1
 	var cells []cell
 	if c.req != nil {
+		// What tells requests apart is the path: where it would not
+		// have room, the time goes first, then the delivery's status.
+		const pathRoom = 12
 		status, stStyle := m.deliveryCell(c.req.LastDelivery)
-		cells = []cell{
-			{fit(c.req.Method, 7), m.st.method},
-			{fit(status, 3), stStyle},
-			{clean(c.req.Target()), lipgloss.Style{}},
+		cells = []cell{{fit(c.req.Method, 7), m.st.method}}
+		rest := avail - 8
+		if rest-4 < pathRoom {
+			clock, rest = "", inner-2-8
 		}
+		if rest-4 >= pathRoom {
+			cells = append(cells, cell{fit(status, 3), stStyle})
+		}
+		cells = append(cells, cell{clean(c.req.Target()), lipgloss.Style{}})
 	} else {
 		s := c.msg
 		from := "—"
@@ -528,7 +542,17 @@ func overlay(bg, fg string, width, height int) string {
 			break
 		}
 		b := bl[row]
-		bl[row] = fit(ansi.Truncate(b, x, ""), x) + fit(l, fw) + ansi.Cut(b, x+fw, width)
+		// A wide character under an edge of the overlay is cut whole: a
+		// blank takes its place, so that the line keeps its width.
+		need := width - x - fw
+		right := ansi.Cut(b, x+fw, width)
+		for skip := 1; ansi.StringWidth(right) > need && skip < 4; skip++ {
+			right = strings.Repeat(" ", skip) + ansi.Cut(b, x+fw+skip, width)
+		}
+		if gap := need - ansi.StringWidth(right); gap > 0 {
+			right = strings.Repeat(" ", gap) + right
+		}
+		bl[row] = fit(ansi.Truncate(b, x, ""), x) + fit(l, fw) + right
 	}
 	return strings.Join(bl, "\n")
 }

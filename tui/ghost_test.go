@@ -1,0 +1,97 @@
+package tui
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/capturedev/capture/forward/apiclient"
+)
+
+// messageID is the id of the inbox's message with subject.
+func (e *env) messageID(subject string) string {
+	e.t.Helper()
+	list, err := e.client.Messages(e.t.Context(), e.boot.Inbox.ID, apiclient.MessageQuery{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, m := range list.Items {
+		if m.Subject == subject {
+			return m.ID
+		}
+	}
+	e.t.Fatalf("no message %q", subject)
+	return ""
+}
+
+// TestDeletedElsewhereLeaves deletes a message that is not the newest
+// through the API while the viewer lists it: the next refresh takes it
+// off the list.
+func TestDeletedElsewhereLeaves(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 50 * time.Millisecond })
+	u.waitText("Your receipt #1042", "● live")
+	if err := e.client.DeleteMessage(t.Context(), e.messageID("Your receipt #1042")); err != nil {
+		t.Fatal(err)
+	}
+	s := u.waitGone("Your receipt #1042")
+	if !strings.Contains(s, "Confirm your account") || !strings.Contains(s, "Welcome to the Shop") {
+		t.Errorf("the others went too:\n%s", s)
+	}
+}
+
+// TestDeletedElsewhereActions opens and deletes messages deleted through
+// the API before the viewer noticed: each leaves the list, and the
+// status line says what happened.
+func TestDeletedElsewhereActions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed(e)
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = time.Hour })
+	u.waitText("Your receipt #1042", "● live")
+	receipt, welcome := e.messageID("Your receipt #1042"), e.messageID("Welcome to the Shop")
+	for _, id := range []string{receipt, welcome} {
+		if err := e.client.DeleteMessage(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.keys("j", "enter")
+	s := u.waitText("deleted elsewhere")
+	if strings.Contains(s, "Your receipt #1042") {
+		t.Errorf("the receipt is still listed:\n%s", s)
+	}
+	u.keys("G", "d") // the detail closed: back in the list
+	u.waitText("delete this message?")
+	u.keys("y")
+	s = u.waitText("already deleted " + welcome)
+	if strings.Contains(s, "Welcome to the Shop") {
+		t.Errorf("the welcome is still listed:\n%s", s)
+	}
+}
+
+var listRowRE = regexp.MustCompile(`\d\d:\d\d:\d\d Shop `)
+
+// TestTallListFills shows a long inbox on a tall terminal: older pages
+// load until the list fills its pane, also after the terminal grows.
+func TestTallListFills(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 130 {
+		e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	u := e.run(e.config())
+	u.waitText("Message 129", "● live")
+	for _, h := range []int{60, 100} {
+		u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: h})
+		rows := h - 3 // the status bar and the list's frame
+		u.waitFor(fmt.Sprintf("%d rows at 300×%d", rows, h), func(s string) bool {
+			return len(listRowRE.FindAllString(s, -1)) == rows
+		})
+	}
+}
