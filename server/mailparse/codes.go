@@ -100,6 +100,11 @@ const (
 	cueCurrency
 	// cuePromo marks a sentence about a sale: "20% off with code X".
 	cuePromo
+	// cueKindOf turns a code noun it is joined to into another kind of
+	// code, as cueNotCode does, and says nothing on its own: "kode pos"
+	// and "posta kodu" are postcodes, but "pos" is also a point of sale
+	// and "posta" Italian for mail.
+	cueKindOf
 )
 
 type cueWord struct {
@@ -137,7 +142,8 @@ var codeWords = func() map[string]cueWord {
 	add(cueWord{cuePromo, 0}, "छूट", "ऑफर")
 	// Indonesian, Turkish, Vietnamese
 	add(cueWord{cueQualifier, 0}, "keamanan", "konfirmasi", "autentikasi", "otentikasi", "bảo")
-	add(cueWord{cueNotCode, 0}, "pos", "kupon", "produk", "referal", "posta", "bưu", "sản", "quà")
+	add(cueWord{cueNotCode, 0}, "kupon", "produk", "referal", "bưu", "sản", "quà")
+	add(cueWord{cueKindOf, 0}, "pos", "posta")
 	add(cueWord{cueNumberOf, 0}, "pesanan", "nomor", "resi", "telepon", "telp", "harga", "tagihan", "faktur",
 		"rekening", "sipariş", "fiyat", "tutar", "kargo", "takip", "đơn", "vận", "điện", "giá", "tổng", "hóa",
 		"hoá", "thẻ")
@@ -268,7 +274,9 @@ func foldAffixed(dst []byte, w string) []byte {
 }
 
 var (
-	arabicPrefixes = []string{"وبال", "وال", "بال", "فال", "كال", "ولل", "لل", "ال", "و", "ب", "ل", "ف", "ك"}
+	// arabicPrefixes begins with none, the word as written, whose
+	// suffixes are tried first.
+	arabicPrefixes = []string{"", "وبال", "وال", "بال", "فال", "كال", "ولل", "لل", "ال", "و", "ب", "ل", "ف", "ك"}
 	arabicSuffixes = []string{"كما", "كم", "كن", "ك", "ها", "هم", "ه", "نا", "ي", "تان"}
 	hebrewPrefixes = "והבלמשכ"
 )
@@ -296,7 +304,7 @@ func affixStems(w []byte, yield func(stem []byte) bool) {
 		}
 		return
 	}
-	for _, p := range append([]string{""}, arabicPrefixes...) {
+	for _, p := range arabicPrefixes {
 		s, ok := bytes.CutPrefix(w, []byte(p))
 		if !ok || !long(s) {
 			continue
@@ -989,7 +997,7 @@ func (f *codeFinder) qualify(q *cueHit, p cueHit) bool {
 		q.strength = 3
 		q.span = span{min(q.start, p.start), max(q.end, p.end)}
 		return true
-	case cueNotCode, cueNumberOf, cuePromo, cueCurrency:
+	case cueNotCode, cueKindOf, cueNumberOf, cuePromo, cueCurrency:
 		q.class = cueNotCode
 		return true
 	}
