@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -96,31 +97,36 @@ const maxEnded = 4096
 // a session this process does not hold is otherwise served statelessly.
 type endedSessions struct {
 	mu    sync.Mutex
-	ids   map[string]bool
-	order []string // ring of ids, the oldest at next once full
+	ids   map[sessionDigest]bool
+	order []sessionDigest // ring, the oldest at next once full
 	next  int
 }
 
+// sessionDigest keeps an ended id in a fixed size: a caller may DELETE
+// made-up ids as long as a header allows.
+type sessionDigest [sha256.Size]byte
+
 func (e *endedSessions) add(id string) {
+	d := sessionDigest(sha256.Sum256([]byte(id)))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.ids[id] {
+	if e.ids[d] {
 		return
 	}
 	if len(e.order) < maxEnded {
-		e.order = append(e.order, id)
+		e.order = append(e.order, d)
 	} else {
 		delete(e.ids, e.order[e.next])
-		e.order[e.next] = id
+		e.order[e.next] = d
 		e.next = (e.next + 1) % maxEnded
 	}
-	e.ids[id] = true
+	e.ids[d] = true
 }
 
 func (e *endedSessions) has(id string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ids[id]
+	return e.ids[sha256.Sum256([]byte(id))]
 }
 
 // caller is the checked key of one HTTP request.
@@ -192,7 +198,7 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		&mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, DisableLocalhostProtection: true}))
 
 	use := &sessionUse{used: map[string]map[string]time.Time{}}
-	ended := &endedSessions{ids: map[string]bool{}}
+	ended := &endedSessions{ids: map[sessionDigest]bool{}}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))

@@ -486,6 +486,8 @@ func (t tools) replayRequest(ctx context.Context, in replayRequestIn) (replayOut
 	if len(in.Headers) > 0 {
 		edits.Headers = make(map[string]contract.HeaderEdit, len(in.Headers))
 		for name, v := range in.Headers {
+			// checkArguments has refused other values already, in the same
+			// words; this converts, and guards callers that skip it.
 			edit, ok := headerEdit(v)
 			if !ok {
 				return replayOut{}, invalidParameter(fmt.Sprintf("headers[%q]", name), "must be a string, a list of strings, or null")
