@@ -153,13 +153,13 @@ func NoRoute(r *http.Request) *Error {
 	p := r.URL.Path
 	hint := "the routes are listed in " + Prefix + "/schema/"
 	switch {
-	case HasEncodedSlash(r):
-		p = r.URL.EscapedPath()
-		hint = "a path segment holds an escaped slash (%2F), and no id holds a slash"
 	case strings.Contains(p, "//"):
 		hint = "the path has a doubled slash"
 	case len(p) > 1 && strings.HasSuffix(p, "/") && p != Prefix+"/schema/":
 		hint = "routes have no trailing slash"
+	case HasEncodedSlash(r):
+		p = r.URL.EscapedPath()
+		hint = "a path segment holds an escaped slash (%2F), and no id holds a slash"
 	}
 	return Errorf(CodeNotFound, "no route %s %s: %s", r.Method, p, hint)
 }
@@ -168,7 +168,8 @@ func NoRoute(r *http.Request) *Error {
 // within a segment. Routers match the decoded path, where "msg_x%2Fraw"
 // would be read as the id msg_x followed by /raw: another route.
 func HasEncodedSlash(r *http.Request) bool {
-	return r.URL.RawPath != "" && strings.Contains(strings.ToUpper(r.URL.RawPath), "%2F")
+	raw := r.URL.RawPath
+	return raw != "" && (strings.Contains(raw, "%2F") || strings.Contains(raw, "%2f"))
 }
 
 // MethodNotAllowed is the method_not_allowed answer to a request whose path

@@ -305,10 +305,9 @@ func schemaErrorMessage(err *openapi3.SchemaError) string {
 	return fmt.Sprintf("at /%s: %s", strings.Join(err.JSONPointer(), "/"), reason)
 }
 
-// find returns the route whose template matches path, and the values of the
-// template's parameters.
-// find matches an escaped path: a slash escaped within a segment (%2F)
-// stays in that segment, as it does for the server.
+// find returns the route whose template matches the escaped path, and the
+// values of the template's parameters: a slash escaped within a segment
+// (%2F) stays in that segment, as it does for the server.
 func (v *Validator) find(path string) (route, map[string]string, error) {
 	rel, ok := strings.CutPrefix(path, v.base)
 	if !ok || !strings.HasPrefix(rel, "/") {
