@@ -126,7 +126,12 @@ func next[T any](ctx context.Context, f *Finder, c collection[T]) (T, error) {
 		}
 		after := cursor
 		l, err := call(ctx, f, func(ctx context.Context) (contract.List[T], error) {
-			return c.list(ctx, apiclient.Page{After: after}, hold)
+			// Asked again after an outage, it holds only what is left.
+			h := hold
+			if d, ok := f.deadline(ctx); ok && h > 0 {
+				h = max(min(h, time.Until(d)), 0)
+			}
+			return c.list(ctx, apiclient.Page{After: after}, h)
 		})
 		if contract.IsCode(err, contract.CodeInvalidCursor) {
 			// The cursor was deleted or pruned: filter everything again.
@@ -211,8 +216,11 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		}
 		unreachable = err
 		pause := apiclient.Backoff(err, attempt, base, 5*time.Second)
-		if !f.Until.IsZero() && time.Until(f.Until) < pause {
-			return v, &timedOut{last: err}
+		last := !f.Until.IsZero() && time.Until(f.Until) < pause
+		if last {
+			// One more try at the deadline itself, bounded by ctx: a serve
+			// back by then is heard, and one still down is named so.
+			pause = max(time.Until(f.Until), 0)
 		}
 		t := time.NewTimer(pause)
 		select {
@@ -223,6 +231,13 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 			}
 			return v, ctx.Err()
 		case <-t.C:
+		}
+		if last {
+			v, err := fn(ctx)
+			if errors.Is(err, apiclient.ErrUnreachable) {
+				return v, &timedOut{last: err}
+			}
+			return v, err
 		}
 	}
 }

@@ -206,3 +206,31 @@ func TestUntilPassedAfter(t *testing.T) {
 		t.Errorf("NextRequest after the last = %v, want ErrTimedOut", err)
 	}
 }
+
+// A serve down when the next pause would pass the deadline is asked once
+// more at the deadline itself: back by then, what it holds is found.
+func TestLastTryAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	srv := capturetest.Start(t)
+	since := time.Now()
+	srv.Stop(t)
+	f := &Finder{Client: srv.Client(), PollWait: time.Second, retryBase: 2 * time.Second, Until: time.Now().Add(3 * time.Second)}
+	sent := make(chan string, 1)
+	go func() {
+		// The tries fail at 0 s and 2 s; the next pause, 4 s, would pass
+		// the deadline.
+		time.Sleep(2300 * time.Millisecond)
+		srv.Restart(t)
+		sent <- srv.Post(t, "POST", "/late", nil, []byte("back in time"))
+	}()
+	got, err := f.NextRequest(t.Context(), srv.EndpointID, apiclient.RequestQuery{Since: since})
+	var want string
+	select {
+	case want = <-sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the serve was not back with the request")
+	}
+	if err != nil || got.ID != want {
+		t.Errorf("NextRequest = %s, %v; want %s, found at the last try", got.ID, err, want)
+	}
+}
