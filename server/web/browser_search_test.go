@@ -91,9 +91,9 @@ func TestBrowserSearchMessages(t *testing.T) {
 	if got := subjects(); len(got) != 0 {
 		t.Errorf("a word of the HTML's style finds %v", got)
 	}
-	// (The list's count is a status too, but one that speaks only when
-	// the live list changes it.)
-	if got := b.texts(`[role="status"]:not([hidden]):not(.list-count)`); len(got) != 1 || !strings.Contains(got[0], "No message matches this search.") {
+	// (The list's count, or on a searched page its new matches, is a
+	// status too, but one that speaks only when the live list changes it.)
+	if got := b.texts(`[role="status"]:not([hidden]):not(.list-count):not([data-arrivals])`); len(got) != 1 || !strings.Contains(got[0], "No message matches this search.") {
 		t.Errorf("the page announces %q after a search that finds nothing", got)
 	}
 	// An attachment's file name.
@@ -170,6 +170,11 @@ func TestBrowserSearchMessages(t *testing.T) {
 	}
 	if got := b.texts(".side a[aria-current=page] .count"); !reflect.DeepEqual(got, []string{"6"}) {
 		t.Errorf("after two arrivals, one matching, the sidebar counts %q", got)
+	}
+	// Only the matches are announced: the count, which every arrival
+	// moves, stays out of the live region on a searched page.
+	if got := b.texts(".list-count[role=status], .list-count [role=status]"); !reflect.DeepEqual(got, []string{", 1 new match"}) {
+		t.Errorf("the searched page's live region says %q, want only the new match", got)
 	}
 	b.checkClean()
 }
