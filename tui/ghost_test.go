@@ -95,3 +95,31 @@ func TestTallListFills(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedElsewhereByPosition lists more captures than a refresh reads
+// again, one of them received later than its place in the list says (a
+// capture's time is taken before it is stored): deleting another takes
+// only that one off the list.
+func TestDeletedElsewhereByPosition(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 130 {
+		m := mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)}
+		if i == 10 {
+			m.at = time.Now().Add(time.Minute) // later than all, yet low in the list
+		}
+		e.insert(m)
+	}
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 50 * time.Millisecond })
+	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: 200})
+	u.waitText("Message 000", "1/130", "● live")
+	if err := e.client.DeleteMessage(t.Context(), e.messageID("Message 120")); err != nil {
+		t.Fatal(err)
+	}
+	s := u.waitGone("Message 120")
+	for i := range 130 {
+		if want := fmt.Sprintf("Message %03d", i); i != 120 && !strings.Contains(s, want) {
+			t.Errorf("%s went too:\n%s", want, s)
+		}
+	}
+}

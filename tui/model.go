@@ -739,16 +739,34 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 		}
 	}
 	// A capture listed but no longer in the answer, within the range the
-	// answer covers, was deleted elsewhere.
-	var oldest time.Time
-	if len(msg.items) > 0 {
-		oldest = msg.items[len(msg.items)-1].receivedAt()
+	// answer covers, was deleted elsewhere. The range is found by position
+	// in the list, which is the store's order: a capture's time is taken
+	// before it is stored, so a later time can sit lower in the list.
+	// The answer covers the list down to the lowest of its captures that
+	// is listed, or the whole list when it goes on past that capture,
+	// which then is the oldest listed (the list being the newest captures
+	// without gaps), or when there is nothing older.
+	pos := make(map[string]int, len(m.list.items))
+	for i, c := range m.list.items {
+		pos[c.id()] = i
+	}
+	low, beyond := -1, false
+	for _, c := range msg.items {
+		if i, ok := pos[c.id()]; ok {
+			low, beyond = max(low, i), false
+		} else if low >= 0 {
+			beyond = true
+		}
+	}
+	covered := low // rows above this index are covered
+	if msg.all || beyond {
+		covered = len(m.list.items)
 	}
 	var gone []string
-	for _, c := range m.list.items {
+	for i, c := range m.list.items {
 		// Only those listed when the question was asked: one that
 		// arrived since is newer than the answer.
-		if m.rechecked[c.id()] && !there[c.id()] && (msg.all || c.receivedAt().After(oldest)) {
+		if i < covered && m.rechecked[c.id()] && !there[c.id()] {
 			gone = append(gone, c.id())
 		}
 	}
