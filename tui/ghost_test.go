@@ -123,3 +123,30 @@ func TestDeletedElsewhereByPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedOldestListed deletes the oldest capture listed: the next
+// older page starts below it, and the cursor stays on its capture.
+func TestDeletedOldestListed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := make([]string, 130)
+	for i := range ids {
+		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 50 * time.Millisecond })
+	u.waitText("Message 129", "1/50+", "● live")
+	if err := e.client.DeleteMessage(t.Context(), ids[80]); err != nil {
+		t.Fatal(err)
+	}
+	u.waitText("1/49+")
+	u.keys("G")
+	s := u.waitText("49/99+")
+	if !strings.Contains(row(t, s, "Message 081"), "›") {
+		t.Errorf("the cursor should stay on the oldest listed:\n%s", s)
+	}
+	u.keys("j")
+	s = u.waitText("50/99+")
+	if !strings.Contains(row(t, s, "Message 079"), "›") {
+		t.Errorf("the next older should follow the deleted one's place:\n%s", s)
+	}
+}

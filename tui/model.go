@@ -770,18 +770,21 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 			gone = append(gone, c.id())
 		}
 	}
+	cmds := make([]tea.Cmd, 0, len(gone)+3)
 	for _, id := range gone {
-		m.removeRow(id)
+		cmds = append(cmds, m.removeRow(id))
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	return tea.Batch(m.startPoll(), m.follow(), m.fill())
+	return tea.Batch(append(cmds, m.startPoll(), m.follow(), m.fill())...)
 }
 
 // removeRow takes the capture id off the list, the cursor staying on the
-// capture it was on, or the next older one, and closes its detail.
-func (m *Model) removeRow(id string) {
+// capture it was on, or the next older one, and closes its detail. The
+// next older page then starts below the new oldest listed: the deleted
+// capture can no longer be asked for as its cursor.
+func (m *Model) removeRow(id string) tea.Cmd {
 	for i, c := range m.list.items {
 		if c.id() != id {
 			continue
@@ -800,6 +803,13 @@ func (m *Model) removeRow(id string) {
 	if m.detail.id == id {
 		m.closeDetail()
 	}
+	if m.list.older == id {
+		if len(m.list.items) == 0 {
+			return m.reloadList()
+		}
+		m.list.older = m.list.items[len(m.list.items)-1].id()
+	}
+	return nil
 }
 
 // setLastDelivery shows d as the last delivery of the request listed as id.
@@ -892,9 +902,9 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
 			// Deleted elsewhere since it was listed.
-			m.removeRow(msg.id)
+			gone := m.removeRow(msg.id)
 			m.setNotice("deleted elsewhere: "+msg.id, true)
-			return tea.Batch(m.startPoll(), m.follow())
+			return tea.Batch(gone, m.startPoll(), m.follow())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -958,7 +968,7 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 	} else {
 		m.setNotice("deleted "+msg.id, false)
 	}
-	m.removeRow(msg.id)
+	gone := m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
-	return tea.Batch(m.startPoll(), m.follow())
+	return tea.Batch(gone, m.startPoll(), m.follow())
 }
