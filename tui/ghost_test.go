@@ -150,3 +150,36 @@ func TestDeletedOldestListed(t *testing.T) {
 		t.Errorf("the next older should follow the deleted one's place:\n%s", s)
 	}
 }
+
+// TestRemovedRowsRefill fills a pane with the captures loaded exactly,
+// then deletes one of them, through the API, found on opening it, and
+// then with d: each time the next older page comes to fill the pane.
+func TestRemovedRowsRefill(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := make([]string, 130)
+	for i := range ids {
+		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = time.Hour })
+	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: pageSize + 3}) // a page fills the list
+	s := u.waitText("Message 129", "Message 080", "1/50+", "● live")
+	if strings.Contains(s, "Message 079") {
+		t.Fatalf("more than a page loaded:\n%s", s)
+	}
+	if err := e.client.DeleteMessage(t.Context(), ids[128]); err != nil {
+		t.Fatal(err)
+	}
+	u.keys("j") // the detail beside the list follows, and finds it gone
+	u.waitText("deleted elsewhere: "+ids[128], "Message 079", "/99+")
+
+	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: 99 + 3}) // what is loaded fills the list
+	s = u.waitText("Message 030", "/99+")
+	if strings.Contains(s, "Message 029") {
+		t.Fatalf("more than two pages loaded:\n%s", s)
+	}
+	u.keys("d")
+	u.waitText("delete this message?")
+	u.keys("y")
+	u.waitText("deleted "+ids[127], "Message 029")
+}

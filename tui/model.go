@@ -904,7 +904,7 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 			// Deleted elsewhere since it was listed.
 			gone := m.removeRow(msg.id)
 			m.setNotice("deleted elsewhere: "+msg.id, true)
-			return tea.Batch(gone, m.startPoll(), m.follow())
+			return tea.Batch(gone, m.startPoll(), m.follow(), m.fill())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -970,5 +970,5 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 	}
 	gone := m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
-	return tea.Batch(gone, m.startPoll(), m.follow())
+	return tea.Batch(gone, m.startPoll(), m.follow(), m.fill())
 }
