@@ -183,3 +183,32 @@ func TestRemovedRowsRefill(t *testing.T) {
 	u.keys("y")
 	u.waitText("deleted "+ids[127], "Message 029")
 }
+
+// TestDeletedElsewhereCountedOnce deletes a capture through the API that
+// the refresh does not read again; the source's count, which the refresh
+// does read, drops by one, and no more when opening the capture finds it
+// gone.
+func TestDeletedElsewhereCountedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := make([]string, 130)
+	for i := range ids {
+		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 200 * time.Millisecond })
+	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: 200})
+	u.waitText("Message 000", "1/130", "● live")
+	if err := e.client.DeleteMessage(t.Context(), ids[5]); err != nil {
+		t.Fatal(err)
+	}
+	count := func(s string) string { // the default inbox's row in the sources pane
+		l, _, _ := strings.Cut(row(t, s, "› default"), "││")
+		return l
+	}
+	u.waitFor("a count of 129", func(s string) bool { return strings.Contains(count(s), " 129") })
+	u.keys("G", "k", "k", "k", "k", "k") // the detail beside the list follows
+	s := u.waitText("deleted elsewhere: " + ids[5])
+	if l := count(s); !strings.Contains(l, " 129") {
+		t.Errorf("the deletion was counted twice: %q", l)
+	}
+}

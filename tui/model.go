@@ -772,19 +772,22 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 	}
 	cmds := make([]tea.Cmd, 0, len(gone)+3)
 	for _, id := range gone {
-		cmds = append(cmds, m.removeRow(id))
+		cmds = append(cmds, m.removeRow(id, false))
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	return tea.Batch(append(cmds, m.startPoll(), m.follow(), m.fill())...)
+	return tea.Batch(append(cmds, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())...)
 }
 
 // removeRow takes the capture id off the list, the cursor staying on the
-// capture it was on, or the next older one, and closes its detail. The
+// capture it was on, or the next older one, and closes its detail. own is
+// set for a deletion the viewer made just now, which its source's count,
+// read before, does not show yet; one made elsewhere, at a time unknown,
+// may be counted already, so the count is left to the sources call. The
 // next older page then starts below the new oldest listed: the deleted
 // capture can no longer be asked for as its cursor.
-func (m *Model) removeRow(id string) tea.Cmd {
+func (m *Model) removeRow(id string, own bool) tea.Cmd {
 	for i, c := range m.list.items {
 		if c.id() != id {
 			continue
@@ -793,7 +796,7 @@ func (m *Model) removeRow(id string) tea.Cmd {
 		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
 			m.list.cursor = max(0, m.list.cursor-1)
 		}
-		if src := m.current(); src != nil && src.count > 0 {
+		if src := m.current(); own && src != nil && src.count > 0 {
 			src.count--
 			src.seen = min(src.seen, src.count)
 		}
@@ -902,9 +905,9 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
 			// Deleted elsewhere since it was listed.
-			gone := m.removeRow(msg.id)
+			gone := m.removeRow(msg.id, false)
 			m.setNotice("deleted elsewhere: "+msg.id, true)
-			return tea.Batch(gone, m.startPoll(), m.follow(), m.fill())
+			return tea.Batch(gone, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -968,7 +971,11 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 	} else {
 		m.setNotice("deleted "+msg.id, false)
 	}
-	gone := m.removeRow(msg.id)
+	gone := m.removeRow(msg.id, !msg.gone)
+	var recount tea.Cmd
+	if msg.gone {
+		recount = loadSources(m.ctx, m.client) // deleted elsewhere, maybe counted
+	}
 	// The long-poll may be waiting on the deleted capture as its cursor.
-	return tea.Batch(gone, m.startPoll(), m.follow(), m.fill())
+	return tea.Batch(gone, recount, m.startPoll(), m.follow(), m.fill())
 }
