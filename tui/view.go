@@ -556,11 +556,13 @@ func overlay(bg, fg string, width, height int) string {
 		}
 		b := bl[row]
 		// A wide character under an edge of the overlay is cut whole: a
-		// blank takes its place, so that the line keeps its width.
+		// blank takes its place, so that the line keeps its width. Cut
+		// keeps one straddling its left edge, and a character is at most
+		// two cells wide, so starting a cell later is enough.
 		need := width - x - fw
 		right := ansi.Cut(b, x+fw, width)
-		for skip := 1; ansi.StringWidth(right) > need && skip < 4; skip++ {
-			right = strings.Repeat(" ", skip) + ansi.Cut(b, x+fw+skip, width)
+		if ansi.StringWidth(right) > need {
+			right = " " + ansi.Cut(b, x+fw+1, width)
 		}
 		if gap := need - ansi.StringWidth(right); gap > 0 {
 			right = strings.Repeat(" ", gap) + right
