@@ -238,7 +238,7 @@ func (m *Model) Init() tea.Cmd {
 // Update handles one message. A key the API refuses ends the viewer, at
 // any time, as it would have at the start: there is nothing to retry.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	_, cmd := m.update(msg)
+	cmd := m.update(msg)
 	if m.startErr != nil {
 		m.stop()
 		return m, tea.Quit
@@ -259,45 +259,46 @@ func (m *Model) refused(err error) bool {
 	return true
 }
 
-func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// update applies msg and returns what to run next; Update ends the viewer
+// when the key was refused.
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
 		if m.detail.id == "" {
-			return m, tea.Batch(m.follow(), m.fill())
+			return tea.Batch(m.follow(), m.fill())
 		}
-		return m, m.fill()
+		return m.fill()
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	case meMsg:
 		if msg.err != nil && m.unchecked && m.ctx.Err() == nil && !answersLater(msg.err) {
 			m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), m.cfg.RefusedKey, msg.err)}
-			m.stop()
-			return m, tea.Quit
+			return nil // Update ends the viewer
 		}
 		if msg.err != nil {
-			return m, m.fail(opMe, 0, msg.err)
+			return m.fail(opMe, 0, msg.err)
 		}
 		m.unchecked = false
 		m.succeed(opMe)
 		m.me, m.haveMe = msg.me, true
-		return m, nil
+		return nil
 	case sourcesMsg:
-		return m, m.applySources(msg)
+		return m.applySources(msg)
 	case pageMsg:
-		return m, m.applyPage(msg)
+		return m.applyPage(msg)
 	case pollMsg:
-		return m, m.applyPoll(msg)
+		return m.applyPoll(msg)
 	case detailMsg:
-		return m, m.applyDetail(msg)
+		return m.applyDetail(msg)
 	case rawMsg:
 		if msg.id != m.detail.id {
-			return m, nil
+			return nil
 		}
 		m.detail.rawLoading = false
 		if m.refused(msg.err) {
-			return m, nil
+			return nil
 		}
 		if msg.err != nil {
 			m.setNotice("raw message: "+describe(msg.err), true)
@@ -306,51 +307,51 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.raw = msg.raw
 		}
 		m.refreshDetail()
-		return m, nil
+		return nil
 	case deliveriesMsg:
-		return m, m.applyDeliveries(msg)
+		return m.applyDeliveries(msg)
 	case replayMsg:
-		return m, m.applyReplay(msg)
+		return m.applyReplay(msg)
 	case deleteMsg:
-		return m, m.applyDelete(msg)
+		return m.applyDelete(msg)
 	case savedMsg:
 		if m.refused(msg.err) {
-			return m, nil
+			return nil
 		}
 		if msg.err != nil {
 			m.setNotice("save failed: "+describe(msg.err), true)
 		} else {
 			m.setNotice("saved "+msg.path, false)
 		}
-		return m, nil
+		return nil
 	case noticeMsg:
 		if msg.err != nil {
 			m.setNotice(msg.err.Error(), true)
 		} else {
 			m.setNotice(msg.text, false)
 		}
-		return m, nil
+		return nil
 	case retryMsg:
-		return m, m.retry(msg)
+		return m.retry(msg)
 	case detailDueMsg:
 		if msg.id == m.detail.id && !m.detail.loaded() {
-			return m, loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
+			return loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
 		}
-		return m, nil
+		return nil
 	case pollSettledMsg:
 		if m.polling && msg.seq == m.pollSeq {
 			m.succeed(opPoll)
 		}
-		return m, nil
+		return nil
 	case tickMsg:
-		return m, m.refresh()
+		return m.refresh()
 	}
 	if m.mode == modeFilter {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
-		return m, cmd
+		return cmd
 	}
-	return m, nil
+	return nil
 }
 
 // current is the selected source, or nil when there is none.
