@@ -461,8 +461,10 @@ func (m *Model) refreshInterval() time.Duration {
 	return refreshEvery
 }
 
-// refresh runs every few seconds: counts of every source, which no wait
-// covers, and the last delivery of the requests shown.
+// refresh runs every few seconds (5 s): it reads the counts of every
+// source, which no wait covers, and the newest captures of the list again
+// (as many as are loaded, up to 100, with the filter's search), for the
+// last delivery of each request shown and for captures deleted elsewhere.
 func (m *Model) refresh() tea.Cmd {
 	cmds := []tea.Cmd{tick(m.refreshInterval()), loadSources(m.ctx, m.client), m.refreshDeliveries()}
 	if !m.haveMe {
