@@ -78,7 +78,8 @@ func TestDeletedElsewhereActions(t *testing.T) {
 var listRowRE = regexp.MustCompile(`\d\d:\d\d:\d\d Shop `)
 
 // TestTallListFills shows a long inbox on a tall terminal: older pages
-// load until the list fills its pane, also after the terminal grows.
+// load until the list fills its pane, also after the terminal grows, and
+// stop at the inbox's end where the pane is taller still.
 func TestTallListFills(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -93,6 +94,15 @@ func TestTallListFills(t *testing.T) {
 		u.waitFor(fmt.Sprintf("%d rows at 300×%d", rows, h), func(s string) bool {
 			return len(listRowRE.FindAllString(s, -1)) == rows
 		})
+	}
+
+	// Taller than the inbox is long: loading stops at its end.
+	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: 200})
+	s := u.waitFor("all 130 rows at 300×200", func(s string) bool {
+		return len(listRowRE.FindAllString(s, -1)) == 130 && strings.Contains(s, " 1/130 ")
+	})
+	if strings.Contains(s, "loading older") || !strings.Contains(s, "Message 000") {
+		t.Errorf("the list should end at the oldest, loading nothing more:\n%s", s)
 	}
 }
 
