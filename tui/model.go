@@ -775,7 +775,7 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 	}
 	cmds := make([]tea.Cmd, 0, len(gone)+3)
 	for _, id := range gone {
-		cmds = append(cmds, m.removeRow(id, false))
+		cmds = append(cmds, m.removeRow(id))
 	}
 	if len(gone) == 0 {
 		return nil
@@ -784,13 +784,11 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 }
 
 // removeRow takes the capture id off the list, the cursor staying on the
-// capture it was on, or the next older one, and closes its detail. own is
-// set for a deletion the viewer made just now, which its source's count,
-// read before, does not show yet; one made elsewhere, at a time unknown,
-// may be counted already, so the count is left to the sources call. The
+// capture it was on, or the next older one, and closes its detail. The
+// source's count is left to the caller. The
 // next older page then starts below the new oldest listed: the deleted
 // capture can no longer be asked for as its cursor.
-func (m *Model) removeRow(id string, own bool) tea.Cmd {
+func (m *Model) removeRow(id string) tea.Cmd {
 	for i, c := range m.list.items {
 		if c.id() != id {
 			continue
@@ -798,10 +796,6 @@ func (m *Model) removeRow(id string, own bool) tea.Cmd {
 		m.list.items = append(m.list.items[:i], m.list.items[i+1:]...)
 		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
 			m.list.cursor = max(0, m.list.cursor-1)
-		}
-		if src := m.current(); own && src != nil && src.count > 0 {
-			src.count--
-			src.seen = min(src.seen, src.count)
 		}
 		break
 	}
@@ -908,7 +902,7 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
 			// Deleted elsewhere since it was listed.
-			gone := m.removeRow(msg.id, false)
+			gone := m.removeRow(msg.id)
 			m.setNotice("deleted elsewhere: "+msg.id, true)
 			return tea.Batch(gone, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())
 		}
@@ -974,11 +968,15 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 	} else {
 		m.setNotice("deleted "+msg.id, false)
 	}
-	gone := m.removeRow(msg.id, !msg.gone)
-	var recount tea.Cmd
-	if msg.gone {
-		recount = loadSources(m.ctx, m.client) // deleted elsewhere, maybe counted
+	// The count read last is from before this deletion, unless it was
+	// deleted elsewhere first, which may be counted already: the sources
+	// are read again at once either way. The list may have lost the row
+	// already, reloaded when the long-poll found its cursor gone.
+	if src := m.current(); !msg.gone && src != nil && src.count > 0 {
+		src.count--
+		src.seen = min(src.seen, src.count)
 	}
+	gone := m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
-	return tea.Batch(gone, recount, m.startPoll(), m.follow(), m.fill())
+	return tea.Batch(gone, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())
 }
