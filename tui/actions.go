@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
 	tea "github.com/charmbracelet/bubbletea"
@@ -47,17 +48,17 @@ func openBrowser(url string) error {
 func openLink(open func(string) error, out io.Writer, url string) tea.Cmd {
 	return func() tea.Msg {
 		if err := open(url); err != nil {
-			tmux, cerr := copyText(out, url)
+			how, cerr := copyText(out, url)
 			if cerr != nil {
 				return noticeMsg{err: fmt.Errorf("cannot open a browser (%v) nor copy the link", err)}
 			}
-			how := "OSC 52"
-			if tmux {
-				how = "tmux buffer"
-			}
 			// What happened first: the opener's own words (xdg-open lists
 			// every browser it tried) are cut to fit the status line.
-			return noticeMsg{text: "copied the link (" + how + "); no browser opened it (" + err.Error() + ")"}
+			verb := "copied"
+			if how == copiedPassthrough {
+				verb = "sent" // tmux may drop it
+			}
+			return noticeMsg{text: verb + " the link (" + how.String() + "); no browser opened it (" + err.Error() + ")"}
 		}
 		return noticeMsg{text: "opened " + url}
 	}
@@ -67,39 +68,78 @@ func openLink(open func(string) error, out io.Writer, url string) tea.Cmd {
 // …".
 func copyToClipboard(out io.Writer, text, what string) tea.Cmd {
 	return func() tea.Msg {
-		tmux, err := copyText(out, text)
+		how, err := copyText(out, text)
 		if err != nil {
 			return noticeMsg{err: fmt.Errorf("copy: %w", err)}
 		}
-		if tmux {
+		switch how {
+		case copiedTmux:
 			return noticeMsg{text: "copied " + what + " to tmux's paste buffer"}
+		case copiedPassthrough:
+			return noticeMsg{text: "sent " + what + " to the clipboard (OSC 52 through tmux, which drops it unless allow-passthrough is on)"}
 		}
 		return noticeMsg{text: "copied " + what + " to the clipboard (OSC 52)"}
 	}
 }
 
-// copyText puts text where it can be pasted, and says whether that is
-// tmux's paste buffer.
-// Inside tmux it becomes tmux's paste buffer, which tmux also hands to
-// the outer terminal's clipboard where its set-clipboard option allows:
-// tmux 3.3 drops OSC 52 wrapped for passthrough unless allow-passthrough
-// is on. Elsewhere, and if tmux refuses, OSC 52 reaches the clipboard of
-// the machine the terminal runs on, also across SSH, where the terminal
-// honours it.
-func copyText(out io.Writer, text string) (tmux bool, err error) {
-	if os.Getenv("TMUX") != "" {
-		cmd := exec.Command("tmux", "load-buffer", "-w", "-")
-		cmd.Stdin = strings.NewReader(text)
-		if err := cmd.Run(); err == nil {
-			return true, nil
-		}
+// copied says where copyText put the text.
+type copied int
+
+const (
+	copiedOSC52       copied = iota // OSC 52 to the terminal
+	copiedTmux                      // tmux's paste buffer
+	copiedPassthrough               // OSC 52 wrapped for tmux's passthrough
+)
+
+func (c copied) String() string {
+	switch c {
+	case copiedTmux:
+		return "tmux buffer"
+	case copiedPassthrough:
+		return "OSC 52 through tmux"
 	}
+	return "OSC 52"
+}
+
+// tmuxTimeout bounds each tmux call: a stuck tmux server must not hold a
+// copy for ever.
+var tmuxTimeout = 2 * time.Second
+
+// copyText puts text where it can be pasted, and says where.
+// Inside tmux it becomes tmux's paste buffer: with -w (tmux 3.2 and
+// later) tmux also hands it to the outer terminal's clipboard where its
+// set-clipboard option allows; an older tmux, which has no -w, takes it
+// into the buffer alone. tmux 3.3 drops OSC 52 wrapped for passthrough
+// unless allow-passthrough is on, and an unwrapped one unless
+// set-clipboard is on, so the wrapped one is the last resort inside
+// tmux. Elsewhere OSC 52 reaches the clipboard of the machine the
+// terminal runs on, also across SSH, where the terminal honours it.
+func copyText(out io.Writer, text string) (copied, error) {
 	seq := osc52.New(text)
-	if os.Getenv("TMUX") == "" && strings.HasPrefix(os.Getenv("TERM"), "screen") {
+	if os.Getenv("TMUX") != "" {
+		for _, args := range [][]string{{"load-buffer", "-w", "-"}, {"load-buffer", "-"}} {
+			if runTmux(text, args...) == nil {
+				return copiedTmux, nil
+			}
+		}
+		_, err := seq.Tmux().WriteTo(out)
+		return copiedPassthrough, err
+	}
+	if strings.HasPrefix(os.Getenv("TERM"), "screen") {
 		seq = seq.Screen()
 	}
-	_, err = seq.WriteTo(out)
-	return false, err
+	_, err := seq.WriteTo(out)
+	return copiedOSC52, err
+}
+
+// runTmux runs tmux with args and stdin, for tmuxTimeout at most.
+func runTmux(stdin string, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), tmuxTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "tmux", args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.WaitDelay = tmuxTimeout
+	return cmd.Run()
 }
 
 // saveAttachment writes an attachment into dir under its own name, never

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -110,6 +111,7 @@ type mail struct {
 	links                             []store.Link
 	attachments                       []store.NewAttachment
 	codes                             []store.Code
+	at                                time.Time // when it was received; now when zero
 }
 
 // insert stores a message in the default inbox as the SMTP listener would.
@@ -118,7 +120,7 @@ func (e *env) insert(m mail) string {
 	date := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	nm := &store.NewMessage{
 		InboxID:      e.boot.Inbox.ID,
-		ReceivedAt:   time.Now(),
+		ReceivedAt:   cmp.Or(m.at, time.Now()),
 		EnvelopeFrom: m.from,
 		EnvelopeTo:   []string{m.to},
 		From:         &store.Address{Name: "Shop", Address: m.from},

@@ -405,4 +405,24 @@ func TestNarrowRequestRowsKeepThePath(t *testing.T) {
 			}
 		}
 	}
+
+	// A path longer than the room takes all of it, up to the frame, and
+	// never less than the room kept for it while anything else shows.
+	e.post("POST", "/hooks/"+strings.Repeat("long", 20), "application/json", `{}`)
+	u.tm.Send(tea.WindowSizeMsg{Width: 80, Height: 10})
+	u.waitText("/hooks/longlong")
+	for w := 40; w <= 60; w++ {
+		u.tm.Send(tea.WindowSizeMsg{Width: w, Height: 10})
+		s := u.waitFor(fmt.Sprintf("%d×10", w), func(s string) bool {
+			return ansi.StringWidth(strings.Split(s, "\n")[0]) == w
+		})
+		l := row(t, s, "/hooks/lo")
+		path, ok := strings.CutSuffix(l[strings.Index(l, "/hooks/lo"):], "│")
+		if !ok || !strings.HasSuffix(path, "…") {
+			t.Errorf("at %d×10 the long path leaves room unused: %q", w, l)
+		}
+		if n := ansi.StringWidth(path); n < 12 {
+			t.Errorf("at %d×10 the long path has %d cells, fewer than the 12 kept for it: %q", w, n, l)
+		}
+	}
 }

@@ -238,7 +238,7 @@ func (m *Model) Init() tea.Cmd {
 // Update handles one message. A key the API refuses ends the viewer, at
 // any time, as it would have at the start: there is nothing to retry.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	_, cmd := m.update(msg)
+	cmd := m.update(msg)
 	if m.startErr != nil {
 		m.stop()
 		return m, tea.Quit
@@ -259,45 +259,46 @@ func (m *Model) refused(err error) bool {
 	return true
 }
 
-func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// update applies msg and returns what to run next; Update ends the viewer
+// when the key was refused.
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
 		if m.detail.id == "" {
-			return m, tea.Batch(m.follow(), m.fill())
+			return tea.Batch(m.follow(), m.fill())
 		}
-		return m, m.fill()
+		return m.fill()
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	case meMsg:
 		if msg.err != nil && m.unchecked && m.ctx.Err() == nil && !answersLater(msg.err) {
 			m.startErr = &StartError{Err: startProblem(m.client.BaseURL(), m.cfg.RefusedKey, msg.err)}
-			m.stop()
-			return m, tea.Quit
+			return nil // Update ends the viewer
 		}
 		if msg.err != nil {
-			return m, m.fail(opMe, 0, msg.err)
+			return m.fail(opMe, 0, msg.err)
 		}
 		m.unchecked = false
 		m.succeed(opMe)
 		m.me, m.haveMe = msg.me, true
-		return m, nil
+		return nil
 	case sourcesMsg:
-		return m, m.applySources(msg)
+		return m.applySources(msg)
 	case pageMsg:
-		return m, m.applyPage(msg)
+		return m.applyPage(msg)
 	case pollMsg:
-		return m, m.applyPoll(msg)
+		return m.applyPoll(msg)
 	case detailMsg:
-		return m, m.applyDetail(msg)
+		return m.applyDetail(msg)
 	case rawMsg:
 		if msg.id != m.detail.id {
-			return m, nil
+			return nil
 		}
 		m.detail.rawLoading = false
 		if m.refused(msg.err) {
-			return m, nil
+			return nil
 		}
 		if msg.err != nil {
 			m.setNotice("raw message: "+describe(msg.err), true)
@@ -306,51 +307,51 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.raw = msg.raw
 		}
 		m.refreshDetail()
-		return m, nil
+		return nil
 	case deliveriesMsg:
-		return m, m.applyDeliveries(msg)
+		return m.applyDeliveries(msg)
 	case replayMsg:
-		return m, m.applyReplay(msg)
+		return m.applyReplay(msg)
 	case deleteMsg:
-		return m, m.applyDelete(msg)
+		return m.applyDelete(msg)
 	case savedMsg:
 		if m.refused(msg.err) {
-			return m, nil
+			return nil
 		}
 		if msg.err != nil {
 			m.setNotice("save failed: "+describe(msg.err), true)
 		} else {
 			m.setNotice("saved "+msg.path, false)
 		}
-		return m, nil
+		return nil
 	case noticeMsg:
 		if msg.err != nil {
 			m.setNotice(msg.err.Error(), true)
 		} else {
 			m.setNotice(msg.text, false)
 		}
-		return m, nil
+		return nil
 	case retryMsg:
-		return m, m.retry(msg)
+		return m.retry(msg)
 	case detailDueMsg:
 		if msg.id == m.detail.id && !m.detail.loaded() {
-			return m, loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
+			return loadDetail(m.ctx, m.client, m.detail.id, m.detail.kind)
 		}
-		return m, nil
+		return nil
 	case pollSettledMsg:
 		if m.polling && msg.seq == m.pollSeq {
 			m.succeed(opPoll)
 		}
-		return m, nil
+		return nil
 	case tickMsg:
-		return m, m.refresh()
+		return m.refresh()
 	}
 	if m.mode == modeFilter {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
-		return m, cmd
+		return cmd
 	}
-	return m, nil
+	return nil
 }
 
 // current is the selected source, or nil when there is none.
@@ -460,8 +461,10 @@ func (m *Model) refreshInterval() time.Duration {
 	return refreshEvery
 }
 
-// refresh runs every few seconds: counts of every source, which no wait
-// covers, and the last delivery of the requests shown.
+// refresh runs every few seconds (5 s): it reads the counts of every
+// source, which no wait covers, and the newest captures of the list again
+// (as many as are loaded, up to 100, with the filter's search), for the
+// last delivery of each request shown and for captures deleted elsewhere.
 func (m *Model) refresh() tea.Cmd {
 	cmds := []tea.Cmd{tick(m.refreshInterval()), loadSources(m.ctx, m.client), m.refreshDeliveries()}
 	if !m.haveMe {
@@ -739,31 +742,53 @@ func (m *Model) applyDeliveries(msg deliveriesMsg) tea.Cmd {
 		}
 	}
 	// A capture listed but no longer in the answer, within the range the
-	// answer covers, was deleted elsewhere.
-	var oldest time.Time
-	if len(msg.items) > 0 {
-		oldest = msg.items[len(msg.items)-1].receivedAt()
+	// answer covers, was deleted elsewhere. The range is found by position
+	// in the list, which is the store's order: a capture's time is taken
+	// before it is stored, so a later time can sit lower in the list.
+	// The answer covers the list down to the lowest of its captures that
+	// is listed, or the whole list when it goes on past that capture,
+	// which then is the oldest listed (the list being the newest captures
+	// without gaps), or when there is nothing older.
+	pos := make(map[string]int, len(m.list.items))
+	for i, c := range m.list.items {
+		pos[c.id()] = i
+	}
+	low, beyond := -1, false
+	for _, c := range msg.items {
+		if i, ok := pos[c.id()]; ok {
+			low, beyond = max(low, i), false
+		} else if low >= 0 {
+			beyond = true
+		}
+	}
+	covered := low // rows above this index are covered
+	if msg.all || beyond {
+		covered = len(m.list.items)
 	}
 	var gone []string
-	for _, c := range m.list.items {
+	for i, c := range m.list.items {
 		// Only those listed when the question was asked: one that
 		// arrived since is newer than the answer.
-		if m.rechecked[c.id()] && !there[c.id()] && (msg.all || c.receivedAt().After(oldest)) {
+		if i < covered && m.rechecked[c.id()] && !there[c.id()] {
 			gone = append(gone, c.id())
 		}
 	}
+	cmds := make([]tea.Cmd, 0, len(gone)+3)
 	for _, id := range gone {
-		m.removeRow(id)
+		cmds = append(cmds, m.removeRow(id))
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	return tea.Batch(m.startPoll(), m.follow(), m.fill())
+	return tea.Batch(append(cmds, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())...)
 }
 
 // removeRow takes the capture id off the list, the cursor staying on the
-// capture it was on, or the next older one, and closes its detail.
-func (m *Model) removeRow(id string) {
+// capture it was on, or the next older one, and closes its detail. The
+// source's count is left to the caller. The
+// next older page then starts below the new oldest listed: the deleted
+// capture can no longer be asked for as its cursor.
+func (m *Model) removeRow(id string) tea.Cmd {
 	for i, c := range m.list.items {
 		if c.id() != id {
 			continue
@@ -772,16 +797,19 @@ func (m *Model) removeRow(id string) {
 		if m.list.cursor > i || m.list.cursor >= len(m.list.items) {
 			m.list.cursor = max(0, m.list.cursor-1)
 		}
-		if src := m.current(); src != nil && src.count > 0 {
-			src.count--
-			src.seen = min(src.seen, src.count)
-		}
 		break
 	}
 	m.clampList()
 	if m.detail.id == id {
 		m.closeDetail()
 	}
+	if m.list.older == id {
+		if len(m.list.items) == 0 {
+			return m.reloadList()
+		}
+		m.list.older = m.list.items[len(m.list.items)-1].id()
+	}
+	return nil
 }
 
 // setLastDelivery shows d as the last delivery of the request listed as id.
@@ -874,9 +902,9 @@ func (m *Model) applyDetail(msg detailMsg) tea.Cmd {
 	if msg.err != nil {
 		if contract.IsCode(msg.err, contract.CodeNotFound) {
 			// Deleted elsewhere since it was listed.
-			m.removeRow(msg.id)
+			gone := m.removeRow(msg.id)
 			m.setNotice("deleted elsewhere: "+msg.id, true)
-			return tea.Batch(m.startPoll(), m.follow())
+			return tea.Batch(gone, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())
 		}
 		m.detail.err = msg.err
 		m.refreshDetail()
@@ -940,7 +968,15 @@ func (m *Model) applyDelete(msg deleteMsg) tea.Cmd {
 	} else {
 		m.setNotice("deleted "+msg.id, false)
 	}
-	m.removeRow(msg.id)
+	// The count read last is from before this deletion, unless it was
+	// deleted elsewhere first, which may be counted already: the sources
+	// are read again at once either way. The list may have lost the row
+	// already, reloaded when the long-poll found its cursor gone.
+	if src := m.current(); !msg.gone && src != nil && src.count > 0 {
+		src.count--
+		src.seen = min(src.seen, src.count)
+	}
+	gone := m.removeRow(msg.id)
 	// The long-poll may be waiting on the deleted capture as its cursor.
-	return tea.Batch(m.startPoll(), m.follow())
+	return tea.Batch(gone, loadSources(m.ctx, m.client), m.startPoll(), m.follow(), m.fill())
 }

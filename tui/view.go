@@ -308,15 +308,21 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 	if c.req != nil {
 		// What tells requests apart is the path: where it would not
 		// have room, the time goes first, then the delivery's status.
-		const pathRoom = 12
+		// Without the time the method follows the marks at once.
+		const (
+			pathRoom = 12
+			marksW   = 2 // cursor and fresh marks
+			methodW  = 7
+			statusW  = 3
+		)
 		status, stStyle := m.deliveryCell(c.req.LastDelivery)
-		cells = []cell{{fit(c.req.Method, 7), m.st.method}}
-		rest := avail - 8
-		if rest-4 < pathRoom {
-			clock, rest = "", inner-2-8
+		cells = []cell{{fit(c.req.Method, methodW), m.st.method}}
+		rest := avail - (methodW + 1) // what the status and the path share
+		if rest-(statusW+1) < pathRoom {
+			clock, rest = "", inner-marksW-(methodW+1)
 		}
-		if rest-4 >= pathRoom {
-			cells = append(cells, cell{fit(status, 3), stStyle})
+		if rest-(statusW+1) >= pathRoom {
+			cells = append(cells, cell{fit(status, statusW), stStyle})
 		}
 		cells = append(cells, cell{clean(c.req.Target()), lipgloss.Style{}})
 	} else {
@@ -349,6 +355,9 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 		for _, x := range cells {
 			parts = append(parts, x.text)
 		}
+		if clock == "" {
+			parts = append([]string{parts[0] + parts[1]}, parts[2:]...)
+		}
 		st := m.st.selectedDim
 		if m.focus == paneList {
 			st = m.st.selected
@@ -360,6 +369,10 @@ func (m *Model) captureRow(c capture, sel bool, inner int) string {
 		clockStyle = m.st.fresh
 	}
 	parts := []string{cur + m.st.fresh.Render(fr) + clockStyle.Render(clock)}
+	if clock == "" {
+		parts[0] = cur + m.st.fresh.Render(fr) + cells[0].style.Render(cells[0].text)
+		cells = cells[1:]
+	}
 	for i, x := range cells {
 		if i == len(cells)-1 {
 			// The last cell gets what is left, cut before styling.
@@ -543,11 +556,13 @@ func overlay(bg, fg string, width, height int) string {
 		}
 		b := bl[row]
 		// A wide character under an edge of the overlay is cut whole: a
-		// blank takes its place, so that the line keeps its width.
+		// blank takes its place, so that the line keeps its width. Cut
+		// keeps one straddling its left edge, and a character is at most
+		// two cells wide, so starting a cell later is enough.
 		need := width - x - fw
 		right := ansi.Cut(b, x+fw, width)
-		for skip := 1; ansi.StringWidth(right) > need && skip < 4; skip++ {
-			right = strings.Repeat(" ", skip) + ansi.Cut(b, x+fw+skip, width)
+		if ansi.StringWidth(right) > need {
+			right = " " + ansi.Cut(b, x+fw+1, width)
 		}
 		if gap := need - ansi.StringWidth(right); gap > 0 {
 			right = strings.Repeat(" ", gap) + right
