@@ -107,8 +107,11 @@ var providers = []*provider{sendgrid, postmarkEmail, postmarkBatch, postmarkTemp
 // wrong path should say so plainly.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// ServeMux would redirect a path that is not clean; the providers'
-	// SDKs never send one, so it is no route.
-	if p := r.URL.Path; path.Clean(p) == p {
+	// SDKs never send one, so it is no route. The path / alone is SES
+	// v1's only for what an SES v1 SDK sends there: another provider's SDK
+	// whose base URL lost its path hears it has no route, not an AWS
+	// refusal.
+	if p := r.URL.Path; path.Clean(p) == p && (p != "/" || sesV1Request(r)) {
 		if _, pattern := h.mux.Handler(r); pattern != "" {
 			// Served by the mux itself, which sets the path's wildcards.
 			h.mux.ServeHTTP(w, r)

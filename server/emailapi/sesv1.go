@@ -32,6 +32,21 @@ var sesV1 = &provider{
 	fail: sesV1Fail,
 }
 
+// sesV1Request says a request to / is SES v1's: POST, signed with
+// Signature V4 or carrying a form. An SES v1 SDK's request always is both;
+// either one is enough to answer it in v1's XML (a form without a
+// signature hears MissingAuthenticationToken).
+func sesV1Request(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4Algorithm) {
+		return true
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mediaType == "application/x-www-form-urlencoded"
+}
+
 const sesV1Namespace = "http://ses.amazonaws.com/doc/2010-12-01/"
 
 func sesV1Fail(w http.ResponseWriter, e *apiError) {
