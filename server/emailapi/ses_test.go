@@ -201,10 +201,13 @@ func TestSESv1(t *testing.T) {
 		"Message.Subject.Data": {"Welcome"}, "Message.Body.Text.Data": {"Hi"}, "Message.Body.Html.Data": {"<p>Hi</p>"},
 		"Tags.member.1.Name": {"flow"}, "Tags.member.1.Value": {"signup"}}))
 	answer := regexp.MustCompile(`^<SendEmailResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><SendEmailResult>` +
-		`<MessageId>(msg_\w+)</MessageId></SendEmailResult><ResponseMetadata><RequestId>[-0-9a-f]+</RequestId></ResponseMetadata></SendEmailResponse>$`)
+		`<MessageId>(msg_\w+)</MessageId></SendEmailResult><ResponseMetadata><RequestId>([-0-9a-f]+)</RequestId></ResponseMetadata></SendEmailResponse>$`)
 	got := answer.FindStringSubmatch(string(r.body))
 	if r.status != 200 || got == nil || r.header.Get("Content-Type") != "text/xml" {
 		t.Fatalf("SendEmail: %d %s", r.status, r.body)
+	}
+	if id := r.header.Get("X-Amzn-Requestid"); id != got[2] {
+		t.Errorf("X-Amzn-Requestid %q, body's RequestId %q", id, got[2])
 	}
 	m := e.only()
 	if m.ID != got[1] || m.Subject != "Welcome" || m.Text == nil || *m.Text != "Hi" || m.HTML == nil || *m.HTML != "<p>Hi</p>" ||
@@ -248,13 +251,30 @@ func TestSESv1(t *testing.T) {
 		{"raw without a recipient", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
 		}, 400, "MissingParameter", "Neither Destinations nor the message"},
+		{"no action", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Source": {"app@example.com"}})
+		}, 400, "MissingAction", "no Action"},
+		{"incomplete signature", func() *http.Request {
+			req, _ := http.NewRequest("POST", e.base+"/", strings.NewReader("Action=SendEmail"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+e.boot.Inbox.ID+"/20260101/us-east-1/ses/aws4_request")
+			return req
+		}, 400, "IncompleteSignature", "SignedHeaders"},
+		{"unreadable form", func() *http.Request {
+			return signedSESv1Body(e, e.password(), "Action=SendEmail&Source=%zz")
+		}, 400, "InvalidParameterValue", "the form body cannot be read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := do(t, c.req())
 			want := regexp.MustCompile(`^<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><Error><Type>Sender</Type>` +
-				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>[-0-9a-f]+</RequestId></ErrorResponse>$`)
-			if r.status != c.status || !want.Match(r.body) || !strings.Contains(string(r.body), c.msg) {
+				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>([-0-9a-f]+)</RequestId></ErrorResponse>$`)
+			got := want.FindSubmatch(r.body)
+			if r.status != c.status || got == nil || !strings.Contains(string(r.body), c.msg) {
 				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+			// The header names the request the body names.
+			if got != nil && r.header.Get("X-Amzn-Requestid") != string(got[1]) {
+				t.Errorf("X-Amzn-Requestid %q, body's RequestId %q", r.header.Get("X-Amzn-Requestid"), got[1])
 			}
 		})
 	}

@@ -24,10 +24,10 @@ var sesV1 = &provider{
 	credential: ses.credential,
 	decode:     decodeSESv1,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
-		action := out[0].action
-		writeXML(w, http.StatusOK, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
+		action, id := out[0].action, requestID()
+		writeXML(w, http.StatusOK, id, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
 			`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
-			action, sesV1Namespace, action, xmlText(out[0].id), action, requestID(), action))
+			action, sesV1Namespace, action, xmlText(out[0].id), action, id, action))
 	},
 	fail: sesV1Fail,
 }
@@ -50,23 +50,31 @@ func sesV1Request(r *http.Request) bool {
 const sesV1Namespace = "http://ses.amazonaws.com/doc/2010-12-01/"
 
 func sesV1Fail(w http.ResponseWriter, e *apiError) {
-	status, code, kind, msg := http.StatusBadRequest, "InvalidParameterValue", "Sender", e.msg
+	status, code, kind, msg := sesV1Error(e)
+	id := requestID()
+	writeXML(w, status, id, fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error>`+
+		`<RequestId>%s</RequestId></ErrorResponse>`, sesV1Namespace, kind, code, xmlText(msg), id))
+}
+
+// sesV1Error is a refusal's status, Query API error code, fault type and
+// message. The mapping is total: a refusal's own code (v2's name for it,
+// as sesCredential and decodeSES give it) is turned into v1's where v1 has
+// one, and any code not named here, including one v2 may give later, is
+// answered with its kind's v1 code, so no refusal is sent under a name v1
+// does not have.
+func sesV1Error(e *apiError) (status int, code, kind, msg string) {
+	status, code, kind, msg = http.StatusBadRequest, "InvalidParameterValue", "Sender", e.msg
 	switch e.kind {
 	case noCredential:
 		status, code, msg = http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token"
 	case badCredential:
-		// The Query API's names for what v2 calls *Exception.
 		status, code = http.StatusForbidden, "InvalidClientTokenId"
-		switch e.code {
-		case "InvalidSignatureException":
-			code = "SignatureDoesNotMatch"
-		case "IncompleteSignatureException":
-			code = "IncompleteSignature"
-		case "":
+		if e.code == "" {
 			msg = "The security token included in the request is invalid."
 		}
-	case malformed:
-		code = "MalformedInput"
+	case malformed, invalid, mistyped:
+		// InvalidParameterValue: the Query API has no code for a body it
+		// cannot read apart from a value that is wrong.
 	case missing:
 		code = "MissingParameter"
 	case tooLarge, tooMany:
@@ -74,18 +82,26 @@ func sesV1Fail(w http.ResponseWriter, e *apiError) {
 	case unavailable:
 		status, code, kind = http.StatusServiceUnavailable, "ServiceUnavailable", "Receiver"
 	}
-	if e.code == "InvalidAction" || e.code == "XAmzContentSHA256Mismatch" {
+	switch e.code {
+	case "InvalidSignatureException":
+		status, code = http.StatusForbidden, "SignatureDoesNotMatch"
+	case "IncompleteSignatureException":
+		// AWS's common errors: IncompleteSignature is a 400.
+		status, code = http.StatusBadRequest, "IncompleteSignature"
+	case "InvalidAction", "MissingAction", "XAmzContentSHA256Mismatch":
+		// v1's own codes, as they are.
 		code = e.code
 	}
-	writeXML(w, status, fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error>`+
-		`<RequestId>%s</RequestId></ErrorResponse>`, sesV1Namespace, kind, code, xmlText(msg), requestID()))
+	return status, code, kind, msg
 }
 
-func writeXML(w http.ResponseWriter, status int, body string) {
+// writeXML sends body with status; id is the request id the body names,
+// which X-Amzn-Requestid names too.
+func writeXML(w http.ResponseWriter, status int, id, body string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/xml")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Amzn-Requestid", requestID())
+	h.Set("X-Amzn-Requestid", id)
 	if status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", retryAfter)
 	}
@@ -116,6 +132,9 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 	}
 	v2["EmailTags"] = tags
 	switch action {
+	case "":
+		return nil, &apiError{kind: missing, code: "MissingAction", field: "Action",
+			msg: "the request has no Action; capture serves the Amazon SES v1 actions SendEmail and SendRawEmail"}
 	case "SendEmail":
 		v2["Destination"] = map[string]any{
 			"ToAddresses":  members(form, "Destination.ToAddresses"),
