@@ -2,6 +2,7 @@ package emailapi_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -216,13 +217,28 @@ func TestSESv1(t *testing.T) {
 		t.Errorf("SendEmail stored %+v", m.MessageSummary)
 	}
 
+	// Every member of a list is read, in its numbers' order (10 after 9).
+	many := url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"}, "Message.Subject.Data": {"Many"}, "Message.Body.Text.Data": {"Hi"}}
+	var manyTo []string
+	for i := 1; i <= 11; i++ {
+		to := fmt.Sprintf("r%d@example.com", i)
+		many.Set(fmt.Sprintf("Destination.ToAddresses.member.%d", i), to)
+		manyTo = append(manyTo, to)
+	}
+	if r := do(t, signedSESv1(e, e.password(), many)); r.status != 200 {
+		t.Fatalf("SendEmail to 11: %d %s", r.status, r.body)
+	}
+	if ms := e.messages(); len(ms) != 2 || !slices.Equal(ms[1].EnvelopeTo, manyTo) {
+		t.Errorf("SendEmail to 11 stored %d messages, the last to %v", len(ms), ms[len(ms)-1].EnvelopeTo)
+	}
+
 	raw := "From: app@example.com\r\nTo: bob@example.com\r\nSubject: Raw\r\n\r\nHi Bob\r\n"
 	r = do(t, signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"},
 		"RawMessage.Data": {base64.StdEncoding.EncodeToString([]byte(raw))}}))
 	if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendRawEmailResponse ") {
 		t.Fatalf("SendRawEmail: %d %s", r.status, r.body)
 	}
-	if ms := e.messages(); len(ms) != 2 || ms[1].Subject != "Raw" || !slices.Equal(ms[1].EnvelopeTo, []string{"bob@example.com"}) {
+	if ms := e.messages(); len(ms) != 3 || ms[2].Subject != "Raw" || !slices.Equal(ms[2].EnvelopeTo, []string{"bob@example.com"}) {
 		t.Errorf("SendRawEmail stored %d messages", len(ms))
 	}
 
@@ -251,6 +267,25 @@ func TestSESv1(t *testing.T) {
 		{"raw without a recipient", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
 		}, 400, "MissingParameter", "Neither Destinations nor the message"},
+		{"a gap in a list", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Destination.ToAddresses.member.3": {"carol@example.com"},
+				"Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"}})
+		}, 400, "InvalidParameterValue", "Destination.ToAddresses: the list has no member 2"},
+		{"a list index that is no number", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "Destinations.member.first": {"alice@example.com"},
+				"RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
+		}, 400, "InvalidParameterValue", "Destinations.member.first: a list member&#39;s index must be a number from 1"},
+		{"a list index of zero", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Destination.CcAddresses.member.0": {"carol@example.com"},
+				"Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"}})
+		}, 400, "InvalidParameterValue", "Destination.CcAddresses.member.0: a list member&#39;s index must be a number from 1"},
+		{"a gap in the tags", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"},
+				"Tags.member.1.Name": {"a"}, "Tags.member.1.Value": {"1"}, "Tags.member.3.Name": {"c"}, "Tags.member.3.Value": {"3"}})
+		}, 400, "InvalidParameterValue", "Tags: the list has no member 2"},
 		{"no action", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Source": {"app@example.com"}})
 		}, 400, "MissingAction", "no Action"},
@@ -278,7 +313,7 @@ func TestSESv1(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.messages()); n != 2 {
-		t.Errorf("refusals stored %d messages", n-2)
+	if n := len(e.messages()); n != 3 {
+		t.Errorf("refusals stored %d messages", n-3)
 	}
 }

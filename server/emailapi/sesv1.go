@@ -126,8 +126,12 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 	}
 	action := form.Get("Action")
 	v2 := map[string]any{"FromEmailAddress": form.Get("Source"), "ConfigurationSetName": form.Get("ConfigurationSetName")}
+	n, apiErr := memberCount(form, "Tags")
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	var tags []sesField
-	for i := 1; form.Has(fmt.Sprintf("Tags.member.%d.Name", i)); i++ {
+	for i := 1; i <= n; i++ {
 		tags = append(tags, sesField{form.Get(fmt.Sprintf("Tags.member.%d.Name", i)), form.Get(fmt.Sprintf("Tags.member.%d.Value", i))})
 	}
 	v2["EmailTags"] = tags
@@ -136,12 +140,20 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 		return nil, &apiError{kind: missing, code: "MissingAction", field: "Action",
 			msg: "the request has no Action; capture serves the Amazon SES v1 actions SendEmail and SendRawEmail"}
 	case "SendEmail":
-		v2["Destination"] = map[string]any{
-			"ToAddresses":  members(form, "Destination.ToAddresses"),
-			"CcAddresses":  members(form, "Destination.CcAddresses"),
-			"BccAddresses": members(form, "Destination.BccAddresses"),
+		lists := map[string][]string{}
+		for _, name := range []string{"Destination.ToAddresses", "Destination.CcAddresses", "Destination.BccAddresses", "ReplyToAddresses"} {
+			list, apiErr := members(form, name)
+			if apiErr != nil {
+				return nil, apiErr
+			}
+			lists[name] = list
 		}
-		v2["ReplyToAddresses"] = members(form, "ReplyToAddresses")
+		v2["Destination"] = map[string]any{
+			"ToAddresses":  lists["Destination.ToAddresses"],
+			"CcAddresses":  lists["Destination.CcAddresses"],
+			"BccAddresses": lists["Destination.BccAddresses"],
+		}
+		v2["ReplyToAddresses"] = lists["ReplyToAddresses"]
 		simple := map[string]any{}
 		if form.Has("Message.Subject.Data") {
 			simple["Subject"] = map[string]string{"Data": form.Get("Message.Subject.Data")}
@@ -157,7 +169,11 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 		}
 		v2["Content"] = map[string]any{"Simple": simple}
 	case "SendRawEmail":
-		if to := members(form, "Destinations"); len(to) > 0 {
+		to, apiErr := members(form, "Destinations")
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		if len(to) > 0 {
 			v2["Destination"] = map[string]any{"ToAddresses": to}
 		}
 		v2["Content"] = map[string]any{"Raw": map[string]string{"Data": form.Get("RawMessage.Data")}}
@@ -194,13 +210,40 @@ var (
 )
 
 // members reads a Query API list: prefix.member.1, prefix.member.2, ….
-func members(form url.Values, prefix string) []string {
-	var out []string
-	for i := 1; ; i++ {
-		k := prefix + ".member." + strconv.Itoa(i)
-		if !form.Has(k) {
-			return out
-		}
-		out = append(out, form.Get(k))
+func members(form url.Values, prefix string) ([]string, *apiError) {
+	n, apiErr := memberCount(form, prefix)
+	if apiErr != nil {
+		return nil, apiErr
 	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = form.Get(prefix + ".member." + strconv.Itoa(i+1))
+	}
+	return out, nil
+}
+
+// memberCount is how many members a Query API list has, read from every
+// prefix.member.N key (a structure's prefix.member.N.Name too): a list with
+// a gap, or an index that is not a number from 1, is refused naming the
+// field, never cut short.
+func memberCount(form url.Values, prefix string) (int, *apiError) {
+	seen := map[int]bool{}
+	for k := range form {
+		rest, ok := strings.CutPrefix(k, prefix+".member.")
+		if !ok {
+			continue
+		}
+		index, _, _ := strings.Cut(rest, ".")
+		i, err := strconv.Atoi(index)
+		if err != nil || i < 1 || index[0] < '1' || index[0] > '9' {
+			return 0, errInvalid(k, "%s: a list member's index must be a number from 1 (%s.member.1, %s.member.2, …)", k, prefix, prefix)
+		}
+		seen[i] = true
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[i] {
+			return 0, errInvalid(prefix, "%s: the list has no member %d but has one after it; number its members 1, 2, 3, … without a gap", prefix, i)
+		}
+	}
+	return len(seen), nil
 }
