@@ -175,6 +175,9 @@ type provider struct {
 	// Postmark or Resend batch), so it may be as large as the budget of a
 	// request's messages, not one message's size.
 	batchBody bool
+	// formBody says the body is a URL-encoded form (SES v1), in which
+	// %XX escapes may triple a message's bytes, not base64's four thirds.
+	formBody bool
 }
 
 // everyMessage is batch for a route whose messages always stand alone.
@@ -225,7 +228,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, apiErr)
 			return
 		}
-		body, res, apiErr := h.readBody(w, r, plan, p.batchBody)
+		body, res, apiErr := h.readBody(w, r, plan, p.batchBody, p.formBody)
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -375,15 +378,22 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 
 // readBody reads the whole body, refusing one over what a message of the
 // plan can take once base64 and JSON have grown it (a batch's body: what
-// the messages of a request may total, so grown). It first waits for room
-// in the ingest budget; the reservation holds it until released.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch bool) ([]byte, *admission.Reservation, *apiError) {
-	limit, tooLarge := plan.MessageBytes/3*4+bodyOverhead, errTooLarge(plan.MessageBytes, plan.Name)
+// the messages of a request may total, so grown; a form's: once its %XX
+// escapes have tripled it). The message's own limit is enforced on the
+// message once written. It first waits for room in the ingest budget; the
+// reservation holds it until released.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch, form bool) ([]byte, *admission.Reservation, *apiError) {
+	limit := plan.MessageBytes/3*4 + bodyOverhead
+	if form {
+		limit = 3*plan.MessageBytes + bodyOverhead
+	}
+	refusal := &apiError{kind: tooLarge, msg: fmt.Sprintf("the request body exceeds %d bytes, more than a message within "+
+		"the %d-byte limit of the %s plan can need", limit, plan.MessageBytes, plan.Name)}
 	if batch {
-		limit, tooLarge = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
+		limit, refusal = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
 	}
 	if r.ContentLength > limit {
-		return nil, nil, tooLarge
+		return nil, nil, refusal
 	}
 	want := r.ContentLength
 	if want < 0 {
@@ -408,7 +418,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 		release()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, nil, tooLarge
+			return nil, nil, refusal
 		}
 		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
 	}

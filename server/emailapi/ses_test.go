@@ -2,7 +2,9 @@ package emailapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -315,5 +317,55 @@ func TestSESv1(t *testing.T) {
 	}
 	if n := len(e.messages()); n != 3 {
 		t.Errorf("refusals stored %d messages", n-3)
+	}
+}
+
+// TestSESv1FormGrowth sends an SES v1 message within the plan's limit
+// whose form escapes triple its punctuation (%3C, %3D, …): it is stored,
+// as the same message sent to v2 is. The plan's limit is kept on the
+// message written, and a body over what any message can need is refused
+// as a request body.
+func TestSESv1FormGrowth(t *testing.T) {
+	e := newEnv(t)
+	html := strings.Repeat("<p>=</p>", 6<<20/8)
+	form := url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"}, "Destination.ToAddresses.member.1": {"alice@example.com"},
+		"Message.Subject.Data": {"Punctuation"}, "Message.Body.Html.Data": {html}}
+	if n := len(form.Encode()); n < 15<<20 {
+		t.Fatalf("the form is %d bytes, not grown past base64's allowance", n)
+	}
+	r := do(t, signedSESv1(e, e.password(), form))
+	if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendEmailResponse ") {
+		t.Fatalf("SES v1, a 6 MiB HTML body: %d %.300s", r.status, r.body)
+	}
+	var v2 strings.Builder // as the SDK writes it, < and > as they are
+	enc := json.NewEncoder(&v2)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"FromEmailAddress": "app@example.com", "Destination": map[string]any{"ToAddresses": []string{"alice@example.com"}},
+		"Content": map[string]any{"Simple": map[string]any{"Subject": map[string]string{"Data": "Punctuation"},
+			"Body": map[string]any{"Html": map[string]string{"Data": html}}}}})
+	if r := do(t, signedSES(e, e.password(), v2.String(), time.Now())); r.status != 200 {
+		t.Fatalf("SES v2, the same message: %d %.300s", r.status, r.body)
+	}
+	ms := e.messages()
+	if len(ms) != 2 || ms[0].HTML == nil || *ms[0].HTML != html || ms[1].HTML == nil || *ms[1].HTML != html {
+		t.Fatalf("stored %d messages", len(ms))
+	}
+
+	// Within the body's allowance, over the plan's limit once written.
+	form.Set("Message.Body.Html.Data", strings.Repeat("x", 11<<20))
+	r = do(t, signedSESv1(e, e.password(), form))
+	if r.status != 400 || !strings.Contains(string(r.body), "<Code>MessageRejected</Code><Message>message exceeds the 10485760-byte limit") {
+		t.Errorf("an 11 MiB message: %d %.300s", r.status, r.body)
+	}
+	// A body over what any message of the plan can need.
+	req := signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}})
+	size := int64(32 << 20) // over 3 × 10 MiB + 1 MiB
+	req.Body, req.ContentLength = io.NopCloser(io.LimitReader(zeros{}, size)), size
+	r = do(t, req)
+	if r.status != 400 || !strings.Contains(string(r.body), "<Code>MessageRejected</Code><Message>the request body exceeds 32505856 bytes") {
+		t.Errorf("a 32 MiB body: %d %.300s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 2 {
+		t.Errorf("refusals stored %d messages", n-2)
 	}
 }

@@ -23,6 +23,7 @@ var sesV1 = &provider{
 	route:      "POST /{$}",
 	credential: ses.credential,
 	decode:     decodeSESv1,
+	formBody:   true,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
 		action, id := out[0].action, requestID()
 		writeXML(w, http.StatusOK, id, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
