@@ -250,7 +250,19 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, errUnavailable)
 			return
 		}
-		out, apiErr := p.decode(r, body, newBudget(plan))
+		// The messages a request expands to are reserved as they are
+		// written, so a small body cannot grow far past its reservation
+		// before it is counted.
+		b := newBudget(plan)
+		b.grow = func(written int64) error {
+			return res.Grow(admitCtx, max(holdWeight*int64(len(body)), int64(len(body))+(holdWeight-1)*written))
+		}
+		out, apiErr := p.decode(r, body, b)
+		if b.starved {
+			// Refused whole, even by a batch that answers for each message.
+			p.fail(w, errUnavailable)
+			return
+		}
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -322,6 +334,14 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 type budget struct {
 	left int64
 	plan store.Plan
+	// grow, when set, is told what the messages written so far total, so
+	// that the request's share of the ingest budget grows with them as
+	// they are written rather than once all are.
+	grow    func(written int64) error
+	written int64
+	// starved says grow found no room: the request is refused whole as
+	// unavailable.
+	starved bool
 }
 
 func newBudget(plan store.Plan) *budget { return &budget{left: batchBytes(plan), plan: plan} }
@@ -348,6 +368,11 @@ func (b *budget) spend(o *outgoing) *apiError {
 			"twice the message limit of the %s plan; send fewer or smaller messages per request", batchBytes(b.plan), b.plan.Name)}
 	}
 	b.left -= n
+	b.written += n
+	if b.grow != nil && b.grow(b.written) != nil {
+		b.starved = true
+		return &apiError{kind: unavailable, msg: errUnavailable.msg}
+	}
 	return nil
 }
 

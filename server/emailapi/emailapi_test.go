@@ -537,3 +537,42 @@ func TestBatchBodies(t *testing.T) {
 		t.Errorf("refused batches stored %d messages", n-11)
 	}
 }
+
+// TestFanOutWaitsForRoom sends a small SendGrid request that expands to a
+// message per personalization while most of a small ingest budget is
+// held: its body is admitted, the messages it writes are not, and it is
+// refused whole with 503 and Retry-After, storing nothing. With room
+// again it goes through.
+func TestFanOutWaitsForRoom(t *testing.T) {
+	budget := admission.New(1 << 20)
+	e := newEnvWith(t, emailapi.Config{Budget: budget, AdmissionWait: 100 * time.Millisecond})
+	held, err := budget.Reserve(context.Background(), 600<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for i := range 30 {
+		ps = append(ps, fmt.Sprintf(`{"to":[{"email":"r%d@example.com"}]}`, i))
+	}
+	body := []byte(`{"personalizations":[` + strings.Join(ps, ",") + `],"from":{"email":"a@example.com"},"subject":"s",` +
+		`"content":[{"type":"text/plain","value":"x"}],"attachments":[{"content":"` +
+		base64.StdEncoding.EncodeToString(make([]byte, 16<<10)) + `","filename":"a.bin"}]}`)
+	if 4*len(body) > 400<<10 {
+		t.Fatalf("the body (%d bytes) does not fit beside what is held", len(body))
+	}
+	auth := map[string]string{"Authorization": "Bearer " + e.password()}
+	r := e.post("/v3/mail/send", auth, body)
+	if r.status != 503 || r.header.Get("Retry-After") == "" || !bytes.Contains(r.body, []byte(`"errors"`)) {
+		t.Errorf("fan-out with little room: got %d %s, want 503 with Retry-After", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Fatalf("%d messages stored without room", n)
+	}
+	held.Release()
+	if r := e.post("/v3/mail/send", auth, body); r.status != 202 {
+		t.Errorf("fan-out with room: got %d %s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 30 {
+		t.Errorf("%d messages stored, want 30", n)
+	}
+}
