@@ -98,13 +98,18 @@ func decodeAttachment(a attachment, content, contentField, typeField string) (at
 	return a, nil
 }
 
-// checkContentType refuses a content type that is not a media type.
+// checkContentType refuses an attachment's content type that cannot be
+// read. A type without a subtype ("pdf") is taken, as the providers take
+// it, and written as application/octet-stream; only a body's type
+// (parseContentType) must be a full MIME type.
 func checkContentType(field, ct string) *apiError {
 	if ct == "" {
 		return nil
 	}
-	_, _, apiErr := parseContentType(field, ct)
-	return apiErr
+	if _, _, err := mime.ParseMediaType(ct); err != nil {
+		return errInvalid(field, "%s: %q is not a MIME type (e.g. application/pdf)", field, ct)
+	}
+	return nil
 }
 
 // parseContentType splits a content type as a provider's request gives it

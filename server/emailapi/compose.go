@@ -235,8 +235,9 @@ func (e *email) tree() *entity {
 
 func (a attachment) entity() *entity {
 	mediaType, params, err := mime.ParseMediaType(a.ContentType)
-	if err != nil {
-		// Decoders check content types; this only keeps a guess safe.
+	if err != nil || !strings.Contains(mediaType, "/") {
+		// Decoders check content types but take one without a subtype
+		// ("pdf"), as the providers do; this also keeps a guess safe.
 		mediaType, params = "application/octet-stream", map[string]string{}
 	}
 	disposition := "attachment"

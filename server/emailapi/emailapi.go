@@ -107,8 +107,11 @@ var providers = []*provider{sendgrid, postmarkEmail, postmarkBatch, postmarkTemp
 // wrong path should say so plainly.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// ServeMux would redirect a path that is not clean; the providers'
-	// SDKs never send one, so it is no route.
-	if p := r.URL.Path; path.Clean(p) == p {
+	// SDKs never send one, so it is no route. The path / alone is SES
+	// v1's only for what an SES v1 SDK sends there: another provider's SDK
+	// whose base URL lost its path hears it has no route, not an AWS
+	// refusal.
+	if p := r.URL.Path; path.Clean(p) == p && (p != "/" || sesV1Request(r)) {
 		if _, pattern := h.mux.Handler(r); pattern != "" {
 			// Served by the mux itself, which sets the path's wildcards.
 			h.mux.ServeHTTP(w, r)
@@ -172,6 +175,9 @@ type provider struct {
 	// Postmark or Resend batch), so it may be as large as the budget of a
 	// request's messages, not one message's size.
 	batchBody bool
+	// formBody says the body is a URL-encoded form (SES v1), in which
+	// %XX escapes may triple a message's bytes, not base64's four thirds.
+	formBody bool
 }
 
 // everyMessage is batch for a route whose messages always stand alone.
@@ -222,7 +228,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, apiErr)
 			return
 		}
-		body, res, apiErr := h.readBody(w, r, plan, p.batchBody)
+		body, res, apiErr := h.readBody(w, r, plan, p.batchBody, p.formBody)
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -244,7 +250,19 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, errUnavailable)
 			return
 		}
-		out, apiErr := p.decode(r, body, newBudget(plan))
+		// The messages a request expands to are reserved as they are
+		// written, so a small body cannot grow far past its reservation
+		// before it is counted.
+		b := newBudget(plan)
+		b.grow = func(written int64) error {
+			return res.Grow(admitCtx, max(holdWeight*int64(len(body)), int64(len(body))+(holdWeight-1)*written))
+		}
+		out, apiErr := p.decode(r, body, b)
+		if b.starved {
+			// Refused whole, even by a batch that answers for each message.
+			p.fail(w, errUnavailable)
+			return
+		}
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -316,6 +334,14 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 type budget struct {
 	left int64
 	plan store.Plan
+	// grow, when set, is told what the messages written so far total, so
+	// that the request's share of the ingest budget grows with them as
+	// they are written rather than once all are.
+	grow    func(written int64) error
+	written int64
+	// starved says grow found no room: the request is refused whole as
+	// unavailable.
+	starved bool
 }
 
 func newBudget(plan store.Plan) *budget { return &budget{left: batchBytes(plan), plan: plan} }
@@ -342,6 +368,11 @@ func (b *budget) spend(o *outgoing) *apiError {
 			"twice the message limit of the %s plan; send fewer or smaller messages per request", batchBytes(b.plan), b.plan.Name)}
 	}
 	b.left -= n
+	b.written += n
+	if b.grow != nil && b.grow(b.written) != nil {
+		b.starved = true
+		return &apiError{kind: unavailable, msg: errUnavailable.msg}
+	}
 	return nil
 }
 
@@ -372,15 +403,22 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 
 // readBody reads the whole body, refusing one over what a message of the
 // plan can take once base64 and JSON have grown it (a batch's body: what
-// the messages of a request may total, so grown). It first waits for room
-// in the ingest budget; the reservation holds it until released.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch bool) ([]byte, *admission.Reservation, *apiError) {
-	limit, tooLarge := plan.MessageBytes/3*4+bodyOverhead, errTooLarge(plan.MessageBytes, plan.Name)
+// the messages of a request may total, so grown; a form's: once its %XX
+// escapes have tripled it). The message's own limit is enforced on the
+// message once written. It first waits for room in the ingest budget; the
+// reservation holds it until released.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch, form bool) ([]byte, *admission.Reservation, *apiError) {
+	limit := plan.MessageBytes/3*4 + bodyOverhead
+	if form {
+		limit = 3*plan.MessageBytes + bodyOverhead
+	}
+	refusal := &apiError{kind: tooLarge, msg: fmt.Sprintf("the request body exceeds %d bytes, more than a message within "+
+		"the %d-byte limit of the %s plan can need", limit, plan.MessageBytes, plan.Name)}
 	if batch {
-		limit, tooLarge = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
+		limit, refusal = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
 	}
 	if r.ContentLength > limit {
-		return nil, nil, tooLarge
+		return nil, nil, refusal
 	}
 	want := r.ContentLength
 	if want < 0 {
@@ -405,7 +443,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 		release()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, nil, tooLarge
+			return nil, nil, refusal
 		}
 		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -237,10 +238,15 @@ func TestOversizeBody(t *testing.T) {
 			if req.batch {
 				size, want = 30<<20, "the batch exceeds the 20971520-byte total of a batch on the free plan" // over 2 × 10 MiB × 4/3 + 1 MiB
 			}
+			if req.form {
+				// over 3 × 10 MiB + 1 MiB, refused as SES v1 refuses a message
+				size, want = 32<<20, "<Code>MessageRejected</Code><Message>the request body exceeds 32505856 bytes, "+
+					"more than a message within the 10485760-byte limit of the free plan can need"
+			}
 			hr.Body = io.NopCloser(io.LimitReader(zeros{}, size))
 			hr.ContentLength = size
 			r := do(t, hr)
-			if r.status != req.tooLargeStatus || !bytes.Contains(r.body, []byte(want)) {
+			if r.status != req.tooLargeStatus || !bytes.Contains(r.body, []byte(want)) || !bytes.Contains(r.body, []byte(req.errorKey)) {
 				t.Errorf("got %d %s", r.status, r.body)
 			}
 		})
@@ -278,6 +284,7 @@ type sample struct {
 	errorKey       string // a key every error body of the provider has
 	tooLargeStatus int
 	batch          bool // the body holds a batch of messages
+	form           bool // the body is an SES v1 form, allowed three times a message's size
 }
 
 func sampleRequests(e *env) []sample {
@@ -294,23 +301,27 @@ func sampleRequests(e *env) []sample {
 	return []sample{
 		{"sendgrid", req("/v3/mail/send", map[string]string{"Authorization": "Bearer " + pw},
 			`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]}`),
-			`"errors"`, 413, false},
+			`"errors"`, 413, false, false},
 		{"postmark", req("/email", map[string]string{"X-Postmark-Server-Token": pw},
-			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413, false},
+			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413, false, false},
 		{"postmark batch", req("/email/batch", map[string]string{"X-Postmark-Server-Token": pw},
-			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413, true},
+			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413, true, false},
 		{"mailgun", func() *http.Request {
 			r := req("/v3/mg.example.com/messages", map[string]string{"Content-Type": "application/x-www-form-urlencoded"},
 				"from=a%40example.com&to=b%40example.com&subject=s&text=t")()
 			r.SetBasicAuth("api", pw)
 			return r
-		}, `"message"`, 413, false},
+		}, `"message"`, 413, false, false},
 		{"ses", func() *http.Request {
 			return signedSES(e, pw, `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},`+
 				`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, time.Now())
-		}, `"message"`, 400, false},
+		}, `"message"`, 400, false, false},
+		{"ses v1", func() *http.Request {
+			return signedSESv1(e, pw, url.Values{"Action": {"SendEmail"}, "Source": {"a@example.com"},
+				"Destination.ToAddresses.member.1": {"b@example.com"}, "Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"t"}})
+		}, `<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/">`, 400, false, true},
 		{"resend", req("/emails", map[string]string{"Authorization": "Bearer " + pw},
-			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413, false},
+			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413, false, false},
 	}
 }
 
@@ -329,7 +340,7 @@ func TestSampleRequestsSucceed(t *testing.T) {
 			t.Errorf("%v: subject %q text %v envelope %v", header(m, "X-Capture-Provider"), m.Subject, m.Text, m.EnvelopeTo)
 		}
 	}
-	want := []string{"sendgrid", "postmark", "postmark", "mailgun", "ses", "resend"}
+	want := []string{"sendgrid", "postmark", "postmark", "mailgun", "ses", "ses", "resend"}
 	if !slices.Equal(providers, want) {
 		t.Errorf("providers %v, want %v", providers, want)
 	}
@@ -374,8 +385,8 @@ func TestSharedBudget(t *testing.T) {
 	}
 	for _, req := range sampleRequests(e) {
 		r := do(t, req.build())
-		if r.status != 503 || r.header.Get("Retry-After") == "" {
-			t.Errorf("%s with the budget spent: got %d %s, want 503 with Retry-After", req.name, r.status, r.body)
+		if r.status != 503 || r.header.Get("Retry-After") == "" || !bytes.Contains(r.body, []byte(req.errorKey)) {
+			t.Errorf("%s with the budget spent: got %d %s, want 503 with Retry-After in the provider's shape", req.name, r.status, r.body)
 		}
 	}
 	if n := len(e.messages()); n != 0 {
@@ -524,5 +535,44 @@ func TestBatchBodies(t *testing.T) {
 	}
 	if n := len(e.messages()); n != 11 {
 		t.Errorf("refused batches stored %d messages", n-11)
+	}
+}
+
+// TestFanOutWaitsForRoom sends a small SendGrid request that expands to a
+// message per personalization while most of a small ingest budget is
+// held: its body is admitted, the messages it writes are not, and it is
+// refused whole with 503 and Retry-After, storing nothing. With room
+// again it goes through.
+func TestFanOutWaitsForRoom(t *testing.T) {
+	budget := admission.New(1 << 20)
+	e := newEnvWith(t, emailapi.Config{Budget: budget, AdmissionWait: 100 * time.Millisecond})
+	held, err := budget.Reserve(context.Background(), 600<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for i := range 30 {
+		ps = append(ps, fmt.Sprintf(`{"to":[{"email":"r%d@example.com"}]}`, i))
+	}
+	body := []byte(`{"personalizations":[` + strings.Join(ps, ",") + `],"from":{"email":"a@example.com"},"subject":"s",` +
+		`"content":[{"type":"text/plain","value":"x"}],"attachments":[{"content":"` +
+		base64.StdEncoding.EncodeToString(make([]byte, 16<<10)) + `","filename":"a.bin"}]}`)
+	if 4*len(body) > 400<<10 {
+		t.Fatalf("the body (%d bytes) does not fit beside what is held", len(body))
+	}
+	auth := map[string]string{"Authorization": "Bearer " + e.password()}
+	r := e.post("/v3/mail/send", auth, body)
+	if r.status != 503 || r.header.Get("Retry-After") == "" || !bytes.Contains(r.body, []byte(`"errors"`)) {
+		t.Errorf("fan-out with little room: got %d %s, want 503 with Retry-After", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Fatalf("%d messages stored without room", n)
+	}
+	held.Release()
+	if r := e.post("/v3/mail/send", auth, body); r.status != 202 {
+		t.Errorf("fan-out with room: got %d %s", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 30 {
+		t.Errorf("%d messages stored, want 30", n)
 	}
 }

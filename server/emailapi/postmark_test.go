@@ -153,3 +153,36 @@ func TestPostmarkRefusals(t *testing.T) {
 		t.Errorf("refused requests stored %d messages", n)
 	}
 }
+
+// TestAttachmentTypeWithoutSubtype sends attachments whose content type
+// has no subtype ("pdf"): every provider takes them, as it did, and writes
+// them as application/octet-stream. A SendGrid body's type still must be a
+// full MIME type (TestSendGridContentTypeParameters).
+func TestAttachmentTypeWithoutSubtype(t *testing.T) {
+	e := newEnv(t)
+	r := e.postmark("/email", `{"From":"a@example.com","To":"b@example.com","Subject":"pm","TextBody":"t",`+
+		`"Attachments":[{"Name":"report.pdf","Content":"JVBERg==","ContentType":"pdf"}]}`)
+	if r.status != 200 {
+		t.Fatalf("Postmark: %d %s", r.status, r.body)
+	}
+	r = e.sendgrid(`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"sg",` +
+		`"content":[{"type":"text/plain","value":"t"}],"attachments":[{"content":"JVBERg==","filename":"report.pdf","type":"pdf"}]}`)
+	if r.status != 202 {
+		t.Fatalf("SendGrid: %d %s", r.status, r.body)
+	}
+	r = e.post("/emails", map[string]string{"Authorization": "Bearer " + e.password()}, []byte(`{"from":"a@example.com",`+
+		`"to":"b@example.com","subject":"rs","text":"t","attachments":[{"filename":"report.pdf","content":"JVBERg==","content_type":"pdf"}]}`))
+	if r.status != 200 {
+		t.Fatalf("Resend: %d %s", r.status, r.body)
+	}
+	ms := e.messages()
+	if len(ms) != 3 {
+		t.Fatalf("%d messages stored", len(ms))
+	}
+	for _, m := range ms {
+		if len(m.Attachments) != 1 || m.Attachments[0].ContentType != "application/octet-stream" ||
+			m.Attachments[0].Filename != "report.pdf" || string(e.attachment(m, 0)) != "%PDF" {
+			t.Errorf("%s: attachments %+v", m.Subject, m.Attachments)
+		}
+	}
+}

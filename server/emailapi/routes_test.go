@@ -23,6 +23,32 @@ func TestUnknownRoute(t *testing.T) {
 			t.Errorf("POST %s: %d %s", path, r.status, r.body)
 		}
 	}
+	// The path / alone is SES v1's only for an SES v1 request (signed, or
+	// a form): another provider's SDK whose base URL lost its path, or a
+	// GET, hears the list of routes.
+	for _, c := range []struct {
+		method string
+		header map[string]string
+	}{
+		{"POST", map[string]string{"Authorization": "Bearer " + e.password(), "Content-Type": "application/json"}}, // SendGrid, Resend
+		{"POST", map[string]string{"X-Postmark-Server-Token": e.password(), "Content-Type": "application/json"}},
+		{"POST", nil},
+		{"GET", nil},
+		{"GET", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+	} {
+		req, _ := http.NewRequest(c.method, e.base+"/", strings.NewReader(`{"from":"a@example.com"}`))
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
+		r := do(t, req)
+		v, _ := r.json(t).(map[string]any)
+		env, _ := v["error"].(map[string]any)
+		msg, _ := env["message"].(string)
+		if r.status != 404 || env["code"] != "not_found" || !strings.Contains(msg, "has no route "+c.method+" /;") ||
+			!strings.Contains(msg, "POST /v3/mail/send (SendGrid)") {
+			t.Errorf("%s / %v: %d %s", c.method, c.header, r.status, r.body)
+		}
+	}
 	for _, path := range []string{"/emails", "/emails/batch", "/v3/mg.example.com/messages", "/v3/mg.example.com/messages.mime",
 		"/email/withTemplate", "/v2/email/outbound-bulk-emails"} {
 		req, _ := http.NewRequest("GET", e.base+path, nil)

@@ -46,7 +46,12 @@ func signedSESAt(e *env, path, accessKey, secret, body string, at time.Time) *ht
 // /, signed as the v1 SDKs sign it.
 func signedSESv1(e *env, secret string, form url.Values) *http.Request {
 	e.t.Helper()
-	body := form.Encode()
+	return signedSESv1Body(e, secret, form.Encode())
+}
+
+// signedSESv1Body is signedSESv1 with the form's body as it is.
+func signedSESv1Body(e *env, secret, body string) *http.Request {
+	e.t.Helper()
 	req, err := http.NewRequest("POST", e.base+"/", strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)

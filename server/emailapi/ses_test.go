@@ -2,6 +2,9 @@ package emailapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -201,10 +204,13 @@ func TestSESv1(t *testing.T) {
 		"Message.Subject.Data": {"Welcome"}, "Message.Body.Text.Data": {"Hi"}, "Message.Body.Html.Data": {"<p>Hi</p>"},
 		"Tags.member.1.Name": {"flow"}, "Tags.member.1.Value": {"signup"}}))
 	answer := regexp.MustCompile(`^<SendEmailResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><SendEmailResult>` +
-		`<MessageId>(msg_\w+)</MessageId></SendEmailResult><ResponseMetadata><RequestId>[-0-9a-f]+</RequestId></ResponseMetadata></SendEmailResponse>$`)
+		`<MessageId>(msg_\w+)</MessageId></SendEmailResult><ResponseMetadata><RequestId>([-0-9a-f]+)</RequestId></ResponseMetadata></SendEmailResponse>$`)
 	got := answer.FindStringSubmatch(string(r.body))
 	if r.status != 200 || got == nil || r.header.Get("Content-Type") != "text/xml" {
 		t.Fatalf("SendEmail: %d %s", r.status, r.body)
+	}
+	if id := r.header.Get("X-Amzn-Requestid"); id != got[2] {
+		t.Errorf("X-Amzn-Requestid %q, body's RequestId %q", id, got[2])
 	}
 	m := e.only()
 	if m.ID != got[1] || m.Subject != "Welcome" || m.Text == nil || *m.Text != "Hi" || m.HTML == nil || *m.HTML != "<p>Hi</p>" ||
@@ -213,13 +219,28 @@ func TestSESv1(t *testing.T) {
 		t.Errorf("SendEmail stored %+v", m.MessageSummary)
 	}
 
+	// Every member of a list is read, in its numbers' order (10 after 9).
+	many := url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"}, "Message.Subject.Data": {"Many"}, "Message.Body.Text.Data": {"Hi"}}
+	var manyTo []string
+	for i := 1; i <= 11; i++ {
+		to := fmt.Sprintf("r%d@example.com", i)
+		many.Set(fmt.Sprintf("Destination.ToAddresses.member.%d", i), to)
+		manyTo = append(manyTo, to)
+	}
+	if r := do(t, signedSESv1(e, e.password(), many)); r.status != 200 {
+		t.Fatalf("SendEmail to 11: %d %s", r.status, r.body)
+	}
+	if ms := e.messages(); len(ms) != 2 || !slices.Equal(ms[1].EnvelopeTo, manyTo) {
+		t.Errorf("SendEmail to 11 stored %d messages, the last to %v", len(ms), ms[len(ms)-1].EnvelopeTo)
+	}
+
 	raw := "From: app@example.com\r\nTo: bob@example.com\r\nSubject: Raw\r\n\r\nHi Bob\r\n"
 	r = do(t, signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"},
 		"RawMessage.Data": {base64.StdEncoding.EncodeToString([]byte(raw))}}))
 	if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendRawEmailResponse ") {
 		t.Fatalf("SendRawEmail: %d %s", r.status, r.body)
 	}
-	if ms := e.messages(); len(ms) != 2 || ms[1].Subject != "Raw" || !slices.Equal(ms[1].EnvelopeTo, []string{"bob@example.com"}) {
+	if ms := e.messages(); len(ms) != 3 || ms[2].Subject != "Raw" || !slices.Equal(ms[2].EnvelopeTo, []string{"bob@example.com"}) {
 		t.Errorf("SendRawEmail stored %d messages", len(ms))
 	}
 
@@ -248,15 +269,101 @@ func TestSESv1(t *testing.T) {
 		{"raw without a recipient", func() *http.Request {
 			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
 		}, 400, "MissingParameter", "Neither Destinations nor the message"},
+		{"a gap in a list", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Destination.ToAddresses.member.3": {"carol@example.com"},
+				"Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"}})
+		}, 400, "InvalidParameterValue", "Destination.ToAddresses: the list has no member 2"},
+		{"a list index that is no number", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendRawEmail"}, "Destinations.member.first": {"alice@example.com"},
+				"RawMessage.Data": {"RnJvbTogYUBleGFtcGxlLmNvbQ0KDQpoaQ0K"}})
+		}, 400, "InvalidParameterValue", "Destinations.member.first: a list member&#39;s index must be a number from 1"},
+		{"a list index of zero", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Destination.CcAddresses.member.0": {"carol@example.com"},
+				"Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"}})
+		}, 400, "InvalidParameterValue", "Destination.CcAddresses.member.0: a list member&#39;s index must be a number from 1"},
+		{"a gap in the tags", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"},
+				"Destination.ToAddresses.member.1": {"alice@example.com"}, "Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"Hi"},
+				"Tags.member.1.Name": {"a"}, "Tags.member.1.Value": {"1"}, "Tags.member.3.Name": {"c"}, "Tags.member.3.Value": {"3"}})
+		}, 400, "InvalidParameterValue", "Tags: the list has no member 2"},
+		{"no action", func() *http.Request {
+			return signedSESv1(e, e.password(), url.Values{"Source": {"app@example.com"}})
+		}, 400, "MissingAction", "no Action"},
+		{"incomplete signature", func() *http.Request {
+			req, _ := http.NewRequest("POST", e.base+"/", strings.NewReader("Action=SendEmail"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+e.boot.Inbox.ID+"/20260101/us-east-1/ses/aws4_request")
+			return req
+		}, 400, "IncompleteSignature", "SignedHeaders"},
+		{"unreadable form", func() *http.Request {
+			return signedSESv1Body(e, e.password(), "Action=SendEmail&Source=%zz")
+		}, 400, "InvalidParameterValue", "the form body cannot be read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := do(t, c.req())
 			want := regexp.MustCompile(`^<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/"><Error><Type>Sender</Type>` +
-				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>[-0-9a-f]+</RequestId></ErrorResponse>$`)
-			if r.status != c.status || !want.Match(r.body) || !strings.Contains(string(r.body), c.msg) {
+				`<Code>` + c.code + `</Code><Message>[^<]+</Message></Error><RequestId>([-0-9a-f]+)</RequestId></ErrorResponse>$`)
+			got := want.FindSubmatch(r.body)
+			if r.status != c.status || got == nil || !strings.Contains(string(r.body), c.msg) {
 				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
 			}
+			// The header names the request the body names.
+			if got != nil && r.header.Get("X-Amzn-Requestid") != string(got[1]) {
+				t.Errorf("X-Amzn-Requestid %q, body's RequestId %q", r.header.Get("X-Amzn-Requestid"), got[1])
+			}
 		})
+	}
+	if n := len(e.messages()); n != 3 {
+		t.Errorf("refusals stored %d messages", n-3)
+	}
+}
+
+// TestSESv1FormGrowth sends an SES v1 message within the plan's limit
+// whose form escapes triple its punctuation (%3C, %3D, …): it is stored,
+// as the same message sent to v2 is. The plan's limit is kept on the
+// message written, and a body over what any message can need is refused
+// as a request body.
+func TestSESv1FormGrowth(t *testing.T) {
+	e := newEnv(t)
+	html := strings.Repeat("<p>=</p>", 6<<20/8)
+	form := url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"}, "Destination.ToAddresses.member.1": {"alice@example.com"},
+		"Message.Subject.Data": {"Punctuation"}, "Message.Body.Html.Data": {html}}
+	if n := len(form.Encode()); n < 15<<20 {
+		t.Fatalf("the form is %d bytes, not grown past base64's allowance", n)
+	}
+	r := do(t, signedSESv1(e, e.password(), form))
+	if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendEmailResponse ") {
+		t.Fatalf("SES v1, a 6 MiB HTML body: %d %.300s", r.status, r.body)
+	}
+	var v2 strings.Builder // as the SDK writes it, < and > as they are
+	enc := json.NewEncoder(&v2)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"FromEmailAddress": "app@example.com", "Destination": map[string]any{"ToAddresses": []string{"alice@example.com"}},
+		"Content": map[string]any{"Simple": map[string]any{"Subject": map[string]string{"Data": "Punctuation"},
+			"Body": map[string]any{"Html": map[string]string{"Data": html}}}}})
+	if r := do(t, signedSES(e, e.password(), v2.String(), time.Now())); r.status != 200 {
+		t.Fatalf("SES v2, the same message: %d %.300s", r.status, r.body)
+	}
+	ms := e.messages()
+	if len(ms) != 2 || ms[0].HTML == nil || *ms[0].HTML != html || ms[1].HTML == nil || *ms[1].HTML != html {
+		t.Fatalf("stored %d messages", len(ms))
+	}
+
+	// Within the body's allowance, over the plan's limit once written.
+	form.Set("Message.Body.Html.Data", strings.Repeat("x", 11<<20))
+	r = do(t, signedSESv1(e, e.password(), form))
+	if r.status != 400 || !strings.Contains(string(r.body), "<Code>MessageRejected</Code><Message>message exceeds the 10485760-byte limit") {
+		t.Errorf("an 11 MiB message: %d %.300s", r.status, r.body)
+	}
+	// A body over what any message of the plan can need.
+	req := signedSESv1(e, e.password(), url.Values{"Action": {"SendEmail"}})
+	size := int64(32 << 20) // over 3 × 10 MiB + 1 MiB
+	req.Body, req.ContentLength = io.NopCloser(io.LimitReader(zeros{}, size)), size
+	r = do(t, req)
+	if r.status != 400 || !strings.Contains(string(r.body), "<Code>MessageRejected</Code><Message>the request body exceeds 32505856 bytes") {
+		t.Errorf("a 32 MiB body: %d %.300s", r.status, r.body)
 	}
 	if n := len(e.messages()); n != 2 {
 		t.Errorf("refusals stored %d messages", n-2)

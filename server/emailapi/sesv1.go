@@ -23,35 +23,59 @@ var sesV1 = &provider{
 	route:      "POST /{$}",
 	credential: ses.credential,
 	decode:     decodeSESv1,
+	formBody:   true,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
-		action := out[0].action
-		writeXML(w, http.StatusOK, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
+		action, id := out[0].action, requestID()
+		writeXML(w, http.StatusOK, id, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
 			`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
-			action, sesV1Namespace, action, xmlText(out[0].id), action, requestID(), action))
+			action, sesV1Namespace, action, xmlText(out[0].id), action, id, action))
 	},
 	fail: sesV1Fail,
+}
+
+// sesV1Request says a request to / is SES v1's: POST, signed with
+// Signature V4 or carrying a form. An SES v1 SDK's request always is both;
+// either one is enough to answer it in v1's XML (a form without a
+// signature hears MissingAuthenticationToken).
+func sesV1Request(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4Algorithm) {
+		return true
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mediaType == "application/x-www-form-urlencoded"
 }
 
 const sesV1Namespace = "http://ses.amazonaws.com/doc/2010-12-01/"
 
 func sesV1Fail(w http.ResponseWriter, e *apiError) {
-	status, code, kind, msg := http.StatusBadRequest, "InvalidParameterValue", "Sender", e.msg
+	status, code, kind, msg := sesV1Error(e)
+	id := requestID()
+	writeXML(w, status, id, fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error>`+
+		`<RequestId>%s</RequestId></ErrorResponse>`, sesV1Namespace, kind, code, xmlText(msg), id))
+}
+
+// sesV1Error is a refusal's status, Query API error code, fault type and
+// message. The mapping is total: a refusal's own code (v2's name for it,
+// as sesCredential and decodeSES give it) is turned into v1's where v1 has
+// one, and any code not named here, including one v2 may give later, is
+// answered with its kind's v1 code, so no refusal is sent under a name v1
+// does not have.
+func sesV1Error(e *apiError) (status int, code, kind, msg string) {
+	status, code, kind, msg = http.StatusBadRequest, "InvalidParameterValue", "Sender", e.msg
 	switch e.kind {
 	case noCredential:
 		status, code, msg = http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token"
 	case badCredential:
-		// The Query API's names for what v2 calls *Exception.
 		status, code = http.StatusForbidden, "InvalidClientTokenId"
-		switch e.code {
-		case "InvalidSignatureException":
-			code = "SignatureDoesNotMatch"
-		case "IncompleteSignatureException":
-			code = "IncompleteSignature"
-		case "":
+		if e.code == "" {
 			msg = "The security token included in the request is invalid."
 		}
-	case malformed:
-		code = "MalformedInput"
+	case malformed, invalid, mistyped:
+		// InvalidParameterValue: the Query API has no code for a body it
+		// cannot read apart from a value that is wrong.
 	case missing:
 		code = "MissingParameter"
 	case tooLarge, tooMany:
@@ -59,18 +83,26 @@ func sesV1Fail(w http.ResponseWriter, e *apiError) {
 	case unavailable:
 		status, code, kind = http.StatusServiceUnavailable, "ServiceUnavailable", "Receiver"
 	}
-	if e.code == "InvalidAction" || e.code == "XAmzContentSHA256Mismatch" {
+	switch e.code {
+	case "InvalidSignatureException":
+		status, code = http.StatusForbidden, "SignatureDoesNotMatch"
+	case "IncompleteSignatureException":
+		// AWS's common errors: IncompleteSignature is a 400.
+		status, code = http.StatusBadRequest, "IncompleteSignature"
+	case "InvalidAction", "MissingAction", "XAmzContentSHA256Mismatch":
+		// v1's own codes, as they are.
 		code = e.code
 	}
-	writeXML(w, status, fmt.Sprintf(`<ErrorResponse xmlns="%s"><Error><Type>%s</Type><Code>%s</Code><Message>%s</Message></Error>`+
-		`<RequestId>%s</RequestId></ErrorResponse>`, sesV1Namespace, kind, code, xmlText(msg), requestID()))
+	return status, code, kind, msg
 }
 
-func writeXML(w http.ResponseWriter, status int, body string) {
+// writeXML sends body with status; id is the request id the body names,
+// which X-Amzn-Requestid names too.
+func writeXML(w http.ResponseWriter, status int, id, body string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/xml")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Amzn-Requestid", requestID())
+	h.Set("X-Amzn-Requestid", id)
 	if status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", retryAfter)
 	}
@@ -95,19 +127,34 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 	}
 	action := form.Get("Action")
 	v2 := map[string]any{"FromEmailAddress": form.Get("Source"), "ConfigurationSetName": form.Get("ConfigurationSetName")}
+	n, apiErr := memberCount(form, "Tags")
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	var tags []sesField
-	for i := 1; form.Has(fmt.Sprintf("Tags.member.%d.Name", i)); i++ {
+	for i := 1; i <= n; i++ {
 		tags = append(tags, sesField{form.Get(fmt.Sprintf("Tags.member.%d.Name", i)), form.Get(fmt.Sprintf("Tags.member.%d.Value", i))})
 	}
 	v2["EmailTags"] = tags
 	switch action {
+	case "":
+		return nil, &apiError{kind: missing, code: "MissingAction", field: "Action",
+			msg: "the request has no Action; capture serves the Amazon SES v1 actions SendEmail and SendRawEmail"}
 	case "SendEmail":
-		v2["Destination"] = map[string]any{
-			"ToAddresses":  members(form, "Destination.ToAddresses"),
-			"CcAddresses":  members(form, "Destination.CcAddresses"),
-			"BccAddresses": members(form, "Destination.BccAddresses"),
+		lists := map[string][]string{}
+		for _, name := range []string{"Destination.ToAddresses", "Destination.CcAddresses", "Destination.BccAddresses", "ReplyToAddresses"} {
+			list, apiErr := members(form, name)
+			if apiErr != nil {
+				return nil, apiErr
+			}
+			lists[name] = list
 		}
-		v2["ReplyToAddresses"] = members(form, "ReplyToAddresses")
+		v2["Destination"] = map[string]any{
+			"ToAddresses":  lists["Destination.ToAddresses"],
+			"CcAddresses":  lists["Destination.CcAddresses"],
+			"BccAddresses": lists["Destination.BccAddresses"],
+		}
+		v2["ReplyToAddresses"] = lists["ReplyToAddresses"]
 		simple := map[string]any{}
 		if form.Has("Message.Subject.Data") {
 			simple["Subject"] = map[string]string{"Data": form.Get("Message.Subject.Data")}
@@ -123,7 +170,11 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 		}
 		v2["Content"] = map[string]any{"Simple": simple}
 	case "SendRawEmail":
-		if to := members(form, "Destinations"); len(to) > 0 {
+		to, apiErr := members(form, "Destinations")
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		if len(to) > 0 {
 			v2["Destination"] = map[string]any{"ToAddresses": to}
 		}
 		v2["Content"] = map[string]any{"Raw": map[string]string{"Data": form.Get("RawMessage.Data")}}
@@ -160,13 +211,40 @@ var (
 )
 
 // members reads a Query API list: prefix.member.1, prefix.member.2, ….
-func members(form url.Values, prefix string) []string {
-	var out []string
-	for i := 1; ; i++ {
-		k := prefix + ".member." + strconv.Itoa(i)
-		if !form.Has(k) {
-			return out
-		}
-		out = append(out, form.Get(k))
+func members(form url.Values, prefix string) ([]string, *apiError) {
+	n, apiErr := memberCount(form, prefix)
+	if apiErr != nil {
+		return nil, apiErr
 	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = form.Get(prefix + ".member." + strconv.Itoa(i+1))
+	}
+	return out, nil
+}
+
+// memberCount is how many members a Query API list has, read from every
+// prefix.member.N key (a structure's prefix.member.N.Name too): a list with
+// a gap, or an index that is not a number from 1, is refused naming the
+// field, never cut short.
+func memberCount(form url.Values, prefix string) (int, *apiError) {
+	seen := map[int]bool{}
+	for k := range form {
+		rest, ok := strings.CutPrefix(k, prefix+".member.")
+		if !ok {
+			continue
+		}
+		index, _, _ := strings.Cut(rest, ".")
+		i, err := strconv.Atoi(index)
+		if err != nil || i < 1 || index[0] < '1' || index[0] > '9' {
+			return 0, errInvalid(k, "%s: a list member's index must be a number from 1 (%s.member.1, %s.member.2, …)", k, prefix, prefix)
+		}
+		seen[i] = true
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[i] {
+			return 0, errInvalid(prefix, "%s: the list has no member %d but has one after it; number its members 1, 2, 3, … without a gap", prefix, i)
+		}
+	}
+	return len(seen), nil
 }
