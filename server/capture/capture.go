@@ -6,7 +6,6 @@ package capture
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -14,11 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/bodyread"
 	"github.com/capturedev/capture/store"
 )
 
@@ -156,21 +155,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// The body is held in memory until its commit, and reserves room in
 	// the ingest budget before it is read: its first piece at once, the
-	// rest once that piece has come (readBody), so that senders who
+	// rest once that piece has come (bodyread.Read), so that senders who
 	// declare a large body and send nothing hold little.
 	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
 	defer cancel()
-	reservation, err := h.budget.Reserve(admitCtx, storeWeight*min(max(r.ContentLength, 0), firstPiece))
-	if err != nil {
-		// The unread body is not worth draining.
-		w.Header()["Connection"] = closeConnection
-		h.fail(w, r, "admit body", id, err)
-		return
-	}
+	body, reservation, buf, err := bodyread.Read(admitCtx, w, r, h.budget, ep.bodyLimit, storeWeight)
 	defer reservation.Release()
-	body, buf, err := readBody(admitCtx, w, r, ep.bodyLimit, reservation)
 	if buf != nil {
-		defer putBuffer(buf)
+		defer bodyread.Put(buf)
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -179,13 +171,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Cut off (which also ends the request's context): told why.
-		if errors.Is(err, errTooSlow) {
+		if errors.Is(err, bodyread.ErrTooSlow) {
 			w.Header()["Connection"] = closeConnection
 			h.writeError(w, &contract.Error{Code: contract.CodeInvalidParameter, Message: "request body arrived too slowly",
 				Fields: map[string]string{"body": err.Error()}})
 			return
 		}
 		if errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil {
+			// The unread body is not worth draining.
 			w.Header()["Connection"] = closeConnection
 			h.fail(w, r, "admit body", id, err)
 			return
@@ -357,195 +350,6 @@ func withoutWebCookies(values []string) []string {
 		return values
 	}
 	return kept
-}
-
-// readBody reads the whole body into a pooled buffer. It returns the buffer
-// to hand back to the pool (nil when none was taken), a *http.MaxBytesError
-// when the body is over limit, and errTooSlow when it stops coming. It
-// grows the reservation before each larger buffer it needs, to what
-// storing the body will hold (storeWeight): a declared length in full once
-// its first piece has come, a body of unknown length as it arrives. Never
-// after the body is read: a reservation that grows gives back what it
-// holds while it waits, and bodies read and waiting so would be held
-// without limit.
-func readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64, res *admission.Reservation) ([]byte, *[]byte, error) {
-	n := r.ContentLength
-	switch {
-	case n == 0:
-		return []byte{}, nil, nil
-	case n > limit:
-		// Refused before reading a byte, and before net/http sends
-		// "100 Continue" to a client that asked for it.
-		return nil, nil, &http.MaxBytesError{Limit: limit}
-	}
-	body := newPacedBody(w, r.Body)
-	defer body.done()
-	if n > 0 {
-		first := min(n, firstPiece)
-		buf := getBuffer(int(first))
-		b := (*buf)[:first]
-		if _, err := io.ReadFull(body, b); err != nil {
-			return nil, buf, err
-		}
-		if n == first {
-			return b, buf, nil
-		}
-		// Only a first piece is held while this waits for room.
-		if err := res.Grow(ctx, storeWeight*n); err != nil {
-			return nil, buf, err
-		}
-		body.resume()
-		whole := getBuffer(int(n))
-		all := append((*whole)[:0], b...)[:n]
-		putBuffer(buf)
-		if _, err := io.ReadFull(body, all[first:]); err != nil {
-			return nil, whole, err
-		}
-		return all, whole, nil
-	}
-	// Unknown length (chunked): read up to the limit. MaxBytesReader also
-	// tells net/http to close the connection instead of draining the rest.
-	rd := http.MaxBytesReader(w, body, limit)
-	buf := getBuffer(minBuffer)
-	b := (*buf)[:0]
-	for {
-		if len(b) == cap(b) {
-			// The old buffer and the new are both held while copying.
-			grown := int(min(int64(2*cap(b)), limit+1))
-			if err := res.Grow(ctx, storeWeight*int64(cap(b)+grown)); err != nil {
-				*buf = b[:0]
-				return nil, buf, err
-			}
-			body.resume()
-			b = slices.Grow(b, grown-len(b))
-		}
-		m, err := rd.Read(b[len(b):cap(b)])
-		b = b[:len(b)+m]
-		if err == io.EOF {
-			*buf = b[:0]
-			return b, buf, nil
-		}
-		if err != nil {
-			*buf = b[:0]
-			return nil, buf, err
-		}
-	}
-}
-
-// A body holds room in the ingest budget while it arrives, which every
-// capture and SMTP message shares: it must keep coming. After a grace
-// period, a body that averages less than bodyMinRate is cut off, so that
-// senders who declare large bodies and stall cannot hold the budget
-// (together, all ingest) for the whole read timeout.
-const (
-	// firstPiece is what a declared body reserves before its first byte.
-	firstPiece  = 16 << 10
-	bodyGrace   = 2 * time.Second
-	bodyMinRate = 64 << 10 // bytes a second
-)
-
-var errTooSlow = fmt.Errorf("the body came at under %d KiB/s", bodyMinRate>>10)
-
-// pacedBody reads a request body that must keep coming: each read must
-// end by the time a body arriving at bodyMinRate, after bodyGrace, would
-// have brought the next byte, or the read is cut off (the connection's read
-// deadline moved to now; net/http's own read timeout still holds). Time
-// spent waiting for the budget, when nothing is read, does not count.
-type pacedBody struct {
-	r        io.ReadCloser
-	rc       *http.ResponseController
-	since    time.Time
-	received int64 // since since
-
-	mu    sync.Mutex
-	timer *time.Timer
-	armed bool // a read is under way
-	cut   bool // a read was cut off
-}
-
-func newPacedBody(w http.ResponseWriter, r io.ReadCloser) *pacedBody {
-	return &pacedBody{r: r, rc: http.NewResponseController(w), since: time.Now()}
-}
-
-func (p *pacedBody) Read(b []byte) (int, error) {
-	p.arm(time.Until(p.since.Add(bodyGrace + time.Duration(p.received)*time.Second/bodyMinRate)))
-	n, err := p.r.Read(b)
-	cut := p.disarm()
-	p.received += int64(n)
-	if err != nil && cut {
-		err = errTooSlow
-	}
-	return n, err
-}
-
-func (p *pacedBody) arm(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed = true
-	if p.timer == nil {
-		p.timer = time.AfterFunc(d, p.cutOff)
-	} else {
-		p.timer.Reset(d)
-	}
-}
-
-func (p *pacedBody) disarm() (cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed = false
-	p.timer.Stop()
-	return p.cut
-}
-
-func (p *pacedBody) cutOff() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.armed {
-		p.cut = true
-		p.rc.SetReadDeadline(time.Now())
-	}
-}
-
-func (p *pacedBody) Close() error { return p.r.Close() }
-
-// resume starts the clock again after a wait for the budget.
-func (p *pacedBody) resume() { p.since, p.received = time.Now(), 0 }
-
-// done ends the pacing: no read is cut off once the handler goes on.
-func (p *pacedBody) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed = false
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-}
-
-const (
-	minBuffer = 4 << 10
-	// Larger buffers go back to the garbage collector rather than sit in
-	// the pool: a burst of large bodies must not pin memory afterwards.
-	maxPooledBuffer = 64 << 10
-)
-
-var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, minBuffer); return &b }}
-
-func getBuffer(n int) *[]byte {
-	if n > maxPooledBuffer {
-		b := make([]byte, 0, n)
-		return &b
-	}
-	buf := bufferPool.Get().(*[]byte)
-	if cap(*buf) < n {
-		*buf = make([]byte, 0, max(n, minBuffer))
-	}
-	return buf
-}
-
-func putBuffer(buf *[]byte) {
-	if cap(*buf) <= maxPooledBuffer {
-		bufferPool.Put(buf)
-	}
 }
 
 // writeID sends the default answer, {"id":"req_…"}. Ids are base62, so the

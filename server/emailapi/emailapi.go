@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/api/contract"
+	"github.com/capturedev/capture/server/bodyread"
 	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
 	"github.com/capturedev/capture/store"
@@ -240,7 +240,8 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 				return
 			}
 		}
-		// What decoding holds is reserved before it starts, and what the
+		// What decoding holds is reserved before it starts (readBody has
+		// mostly reserved it already, as the body arrived), and what the
 		// messages a request expands to hold (SendGrid personalizations,
 		// Mailgun batches) once they are written. The time the body took
 		// to arrive is not waiting for room.
@@ -405,8 +406,16 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 // plan can take once base64 and JSON have grown it (a batch's body: what
 // the messages of a request may total, so grown; a form's: once its %XX
 // escapes have tripled it). The message's own limit is enforced on the
-// message once written. It first waits for room in the ingest budget; the
-// reservation holds it until released.
+// message once written.
+//
+// The body reserves room in the ingest budget as webhook bodies do
+// (bodyread.Read): only a first piece before its first byte, the rest as
+// it arrives, and holdWeight times it, what the request holds once it is
+// decoded, so that the handler's first Grow finds it held, not a body
+// already read waiting for room uncounted. A body that stops coming is cut
+// off, so that clients who declare large bodies and stall hold little of
+// the budget every capture shares, and not for long. The reservation
+// holds the room until released.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch, form bool) ([]byte, *admission.Reservation, *apiError) {
 	limit := plan.MessageBytes/3*4 + bodyOverhead
 	if form {
@@ -420,30 +429,25 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 	if r.ContentLength > limit {
 		return nil, nil, refusal
 	}
-	want := r.ContentLength
-	if want < 0 {
-		want = limit
-	}
 	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
 	defer cancel()
-	reservation, err := h.budget.Reserve(admitCtx, want)
+	// The body is left to the garbage collector, not handed back to
+	// bodyread's pool: the messages decoded from it may hold slices of it.
+	body, reservation, _, err := bodyread.Read(admitCtx, w, r, h.budget, limit, holdWeight)
 	if err != nil {
-		return nil, nil, errUnavailable
-	}
-	release := reservation.Release
-	var body []byte
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength >= 0 {
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(rd, body)
-	} else {
-		body, err = io.ReadAll(rd)
-	}
-	if err != nil {
-		release()
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			return nil, nil, refusal
+		case errors.Is(err, bodyread.ErrTooSlow):
+			// Cut off: the connection cannot be read any further.
+			w.Header().Set("Connection", "close")
+			return nil, nil, &apiError{kind: malformed, msg: "the request body arrived too slowly: " + err.Error() +
+				" after its first " + bodyread.Grace.String()}
+		case errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil:
+			// The unread body is not worth draining.
+			w.Header().Set("Connection", "close")
+			return nil, nil, errUnavailable
 		}
 		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
 	}
