@@ -357,3 +357,19 @@ func TestFindCodesPasswords(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFindCodesEuropean reads a long French, Spanish and German
+// message whose common words ("de", "un", "uso", "mot", "solo") begin the
+// pairs of words that name a password, ahead of a verification code.
+func BenchmarkFindCodesEuropean(b *testing.B) {
+	text := strings.Repeat("Bonjour, un mot de votre conseiller : le mode d'emploi est à usage général. "+
+		"Hola, solo un uso de la cuenta de correo es posible. Einmal im Monat senden wir Ihnen Neuigkeiten. ", 100) +
+		"Votre code de vérification : 618402."
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if codes := findCodes("", &text, ""); len(codes) != 1 || codes[0].Value != "618402" {
+			b.Fatalf("codes %v", codes)
+		}
+	}
+}
