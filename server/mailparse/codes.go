@@ -126,9 +126,26 @@ var codeWords = func() map[string]cueWord {
 	}
 	add(cueWord{cueNoun, 2}, "code", "codes", "código", "codigo", "códigos", "codigos", "codice", "codici",
 		"kod", "kodu", "kodun", "kode", "koden", "koodi", "код", "кода", "κωδικός", "κωδικό", "mã", "tan")
-	// A password is a code only when qualified: "one-time password".
+	// A password is a code only when qualified: "one-time password",
+	// "mot de passe temporaire", "hasło jednorazowe". (French "mot de
+	// passe" and Portuguese "palavra-passe" are pairCues.) Danish
+	// "adgangskode" is a password too, not a code.
 	add(cueWord{cueNoun, 0}, "password", "passwort", "contraseña", "senha", "kennwort", "wachtwoord", "sandi",
-		"पासवर्ड")
+		"पासवर्ड", "clave", "hasło", "hasła", "hasłem", "lösenord", "lösenordet", "adgangskode", "kodeord",
+		"passord", "passordet", "salasana", "salasanasi", "salasanan", "heslo", "hesla", "heslem", "şifre",
+		"şifren", "şifreniz", "şifresi", "sifre", "sifreniz", "parola", "parolanız", "parolaniz")
+	// One-time and temporary, which make a password (or a code) a
+	// verification code; alone they say nothing ("einmalige Gebühr").
+	add(cueWord{cueQualifier, 0}, "temporaire", "provisoire", "einmalig", "einmalige", "einmaliges",
+		"einmaligen", "einmaliger", "temporär", "temporäre", "temporäres", "temporären", "temporärer",
+		"vorläufig", "vorläufige", "vorläufiges", "vorläufigen", "vorläufiger", "temporal", "temporales",
+		"provisional", "provisoria", "dinámica", "dinamica", "temporária", "temporaria", "provisória",
+		"monouso", "temporanea", "temporaneo", "provvisoria", "provvisorio", "eenmalig", "eenmalige",
+		"tijdelijk", "tijdelijke", "jednorazowe", "jednorazowy", "jednorazowa", "jednorazowego",
+		"jednorazowym", "tymczasowe", "tymczasowy", "tymczasowa", "tymczasowego", "tymczasowym",
+		"tillfälligt", "tillfällig", "tillfälliga", "midlertidig", "midlertidigt", "midlertidige",
+		"kertakäyttöinen", "kertakäyttöisen", "väliaikainen", "väliaikaisen", "jednorázové", "jednorázový",
+		"jednorázová", "jednorázového", "dočasné", "dočasný", "dočasná", "dočasného", "geçici", "gecici")
 	// Hindi
 	add(cueWord{cueNoun, 2}, "कोड")
 	add(cueWord{cueNoun, 3}, "ओटीपी", "पासकोड")
@@ -151,7 +168,8 @@ var codeWords = func() map[string]cueWord {
 	add(cueWord{cueUnit, 0}, "menit", "detik", "dakika", "phút", "giây")
 	add(cueWord{cuePromo, 0}, "diskon", "indirim", "khuyến", "giảm")
 	add(cueWord{cueNoun, 3}, "pin", "otp", "passcode", "passcodes", "totp", "2fa", "mfa", "einmalcode",
-		"einmalpasswort", "verificatiecode", "bestätigungscode", "sicherheitscode", "zugangscode",
+		"einmalpasswort", "einmalkennwort", "engångslösenord", "engangspassord", "engangskodeord",
+		"kertakäyttösalasana", "kertasalasana", "verificatiecode", "bestätigungscode", "sicherheitscode", "zugangscode",
 		"anmeldecode", "verifizierungscode", "authentifizierungscode", "bevestigingscode",
 		"beveiligingscode", "inlogcode")
 	add(cueWord{cueQualifier, 2}, "verification", "verificación", "verificacion", "verificação", "verificacao",
@@ -333,14 +351,36 @@ var codeWordShapes = func() (f wordShapes) {
 	return f
 }()
 
-// pairCues are words that qualify a code together with the word after
-// them: "one-time", "single-use", वन टाइम, sekali pakai.
-var pairCues = map[string][]string{
-	"one":    {"-time", " time", "-use", " use"},
-	"single": {"-use", " use"},
-	"वन":     {" टाइम", "-टाइम"},
-	"sekali": {" pakai"},
+// pairCues are words that make a cue together with the words after
+// them: "one-time", "single-use", वन टाइम, sekali pakai qualify a code on
+// their own; "usage unique", "solo uso", "uso único", "tek kullanımlık"
+// (single-use) only a noun they are joined to ("mot de passe à usage
+// unique"); "mot de passe" and "palavra-passe" are passwords.
+var pairCues = map[string][]pairCue{
+	"one":     {{"-time", oneTime}, {" time", oneTime}, {"-use", oneTime}, {" use", oneTime}},
+	"single":  {{"-use", oneTime}, {" use", oneTime}},
+	"वन":      {{" टाइम", oneTime}, {"-टाइम", oneTime}},
+	"sekali":  {{" pakai", oneTime}},
+	"usage":   {{" unique", singleUse}},
+	"solo":    {{" uso", singleUse}},
+	"uso":     {{" único", singleUse}, {" unico", singleUse}},
+	"tek":     {{" kullanımlık", singleUse}, {" kullanimlik", singleUse}, {" seferlik", singleUse}},
+	"einmal":  {{"-passwort", cueWord{cueNoun, 3}}, {"-kennwort", cueWord{cueNoun, 3}}},
+	"mot":     {{" de passe", password}},
+	"mots":    {{" de passe", password}},
+	"palavra": {{"-passe", password}, {" passe", password}},
 }
+
+type pairCue struct {
+	next string
+	cueWord
+}
+
+var (
+	oneTime   = cueWord{cueQualifier, 2}
+	singleUse = cueWord{cueQualifier, 0}
+	password  = cueWord{cueNoun, 0}
+)
 
 // wordShapes holds, per length and first letter, the last letters of a
 // set of words; anything that is not an ASCII letter shares one slot. It
@@ -733,10 +773,11 @@ func (f *codeFinder) word(i int) int {
 		cw, ok = compoundCue(string(lw))
 	}
 	if !ok {
-		// "one-time", "single-use": the pair qualifies.
-		for _, next := range pairCues[string(lw)] {
-			if hasPrefixFold(src[j:], next) {
-				cw, end, ok = cueWord{cueQualifier, 2}, j+len(next), true
+		// "one-time", "single-use", "mot de passe": the pair is the cue.
+		for _, p := range pairCues[string(lw)] {
+			if hasPrefixFold(src[j:], p.next) {
+				cw, end, ok = p.cueWord, j+len(p.next), true
+				break
 			}
 		}
 	}
@@ -1020,7 +1061,7 @@ func (f *codeFinder) joined(a, b int, linking bool) bool {
 		return false
 	}
 	switch strings.ToLower(gap) {
-	case "de", "di", "do", "da", "du", "zur", "zum", "für", "de la", "del", "d'", "de l'":
+	case "de", "di", "do", "da", "du", "zur", "zum", "für", "de la", "del", "d'", "de l'", "de un", "à":
 		return true
 	}
 	return false

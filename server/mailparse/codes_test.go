@@ -262,3 +262,114 @@ func BenchmarkFindCodesArabic(b *testing.B) {
 		}
 	}
 }
+
+// TestFindCodesPasswords reads one-time and temporary passwords in the
+// European languages: the qualifier before or after the noun, joined by a
+// space, a hyphen or a short word, or compounded with it. A password
+// shown without the qualifier is not a code, as in English.
+func TestFindCodesPasswords(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       string // "" for none
+	}{
+		{"en one-time", "Your one-time password is 502917", "502917"},
+		{"en temporary", "Your temporary password is 502943", "502943"},
+		{"fr usage unique", "Votre mot de passe à usage unique : 502919", "502919"},
+		{"fr temporaire", "Votre mot de passe temporaire : 502918", "502918"},
+		{"fr provisoire, capitals", "MOT DE PASSE PROVISOIRE : 502945", "502945"},
+		{"fr code à usage unique", "Code à usage unique : 5029", "5029"},
+		{"de einmaliges", "Ihr einmaliges Passwort lautet 502920", "502920"},
+		{"de temporäres", "Ihr temporäres Passwort: 502940", "502940"},
+		{"de Einmal-Kennwort", "Ihr Einmal-Kennwort: 502946", "502946"},
+		{"de Einmalkennwort", "Ihr Einmalkennwort lautet 502947", "502947"},
+		{"de vorläufiges Kennwort", "Ihr vorläufiges Kennwort: 502948", "502948"},
+		{"es de un solo uso", "Su contraseña de un solo uso es 502921", "502921"},
+		{"es clave temporal", "Tu clave temporal: 502932", "502932"},
+		{"es de uso único", "Tu contraseña de uso único: 502949", "502949"},
+		{"es clave dinámica", "Tu clave dinámica es 502950", "502950"},
+		{"pt de uso único", "Sua senha de uso único é 502922", "502922"},
+		{"pt temporária", "Sua senha temporária: 502928", "502928"},
+		{"pt palavra-passe temporária", "A sua palavra-passe temporária é 502951", "502951"},
+		{"pt palavra-passe de uso único", "Palavra-passe de uso único: 502952", "502952"},
+		{"it monouso", "La tua password monouso è 502923", "502923"},
+		{"it temporanea", "La tua password temporanea: 502924", "502924"},
+		{"nl eenmalig", "Uw eenmalig wachtwoord is 502925", "502925"},
+		{"nl tijdelijke", "Je tijdelijke wachtwoord: 502926", "502926"},
+		{"pl jednorazowe after", "Twoje hasło jednorazowe: 502927", "502927"},
+		{"pl jednorazowe before", "Jednorazowe hasło: 502929", "502929"},
+		{"pl tymczasowe", "Tymczasowe hasło: 502930", "502930"},
+		{"sv engångslösenord", "Ditt engångslösenord är 502931", "502931"},
+		{"sv tillfälligt", "Ditt tillfälliga lösenord: 502933", "502933"},
+		{"da midlertidig", "Din midlertidige adgangskode er 502934", "502934"},
+		{"no engangspassord", "Ditt engangspassord er 502935", "502935"},
+		{"no midlertidig", "Ditt midlertidige passord: 502936", "502936"},
+		{"fi kertakäyttöinen", "Kertakäyttöinen salasanasi on 502937", "502937"},
+		{"fi väliaikainen", "Väliaikainen salasana: 502938", "502938"},
+		{"cs jednorázové", "Vaše jednorázové heslo je 502939", "502939"},
+		{"cs dočasné", "Dočasné heslo: 502941", "502941"},
+		{"tr tek kullanımlık", "Tek kullanımlık şifreniz: 502942", "502942"},
+		{"tr geçici", "Geçici şifreniz 502953", "502953"},
+
+		// Shown passwords: not codes, as "Your password is 502944".
+		{"en password", "Your password is 502944", ""},
+		{"en password, colon", "Password: 502944", ""},
+		{"fr mot de passe", "Votre mot de passe : 502944", ""},
+		{"de Passwort", "Ihr Passwort lautet 502944", ""},
+		{"de Kennwort", "Ihr Kennwort: 502944", ""},
+		{"es contraseña", "Su contraseña es 502944", ""},
+		{"es clave", "Tu clave: 502944", ""},
+		{"pt senha", "Sua senha: 502944", ""},
+		{"pt palavra-passe", "A sua palavra-passe é 502944", ""},
+		{"it password", "La tua password è 502944", ""},
+		{"nl wachtwoord", "Uw wachtwoord is 502944", ""},
+		{"pl hasło", "Twoje hasło: 502944", ""},
+		{"sv lösenord", "Ditt lösenord är 502944", ""},
+		{"da adgangskode", "Din adgangskode er 502944", ""},
+		{"no passord", "Ditt passord er 502944", ""},
+		{"fi salasana", "Salasanasi on 502944", ""},
+		{"cs heslo", "Vaše heslo je 502944", ""},
+		{"tr şifre", "Şifreniz: 502944", ""},
+		// The qualifiers alone say nothing.
+		{"de einmalige Gebühr", "Einmalige Gebühr 502944", ""},
+		{"fr usage unique alone", "Gobelets à usage unique : 502944", ""},
+		{"es temporal alone", "Temporada temporal 502944", ""},
+		// One-time in a sentence about something else.
+		{"it monouso price", "Password monouso: prezzo 5029 EUR", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := findCodes("", &tt.text, "")
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Errorf("codes = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) == 0 || got[0].Value != tt.want {
+				t.Fatalf("codes = %+v, want %s first", got, tt.want)
+			}
+			if !strings.Contains(got[0].Context, tt.want) || utf8.RuneCountInString(got[0].Context) > contextRunes {
+				t.Errorf("context = %q", got[0].Context)
+			}
+			if got := findCodes(tt.text, nil, ""); len(got) == 0 || got[0].Value != tt.want {
+				t.Errorf("in the subject: codes = %+v", got)
+			}
+		})
+	}
+}
+
+// BenchmarkFindCodesEuropean reads a long French, Spanish and German
+// message whose common words ("de", "un", "uso", "mot", "solo") begin the
+// pairs of words that name a password, ahead of a verification code.
+func BenchmarkFindCodesEuropean(b *testing.B) {
+	text := strings.Repeat("Bonjour, un mot de votre conseiller : le mode d'emploi est à usage général. "+
+		"Hola, solo un uso de la cuenta de correo es posible. Einmal im Monat senden wir Ihnen Neuigkeiten. ", 100) +
+		"Votre code de vérification : 618402."
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if codes := findCodes("", &text, ""); len(codes) != 1 || codes[0].Value != "618402" {
+			b.Fatalf("codes %v", codes)
+		}
+	}
+}
