@@ -369,3 +369,68 @@ func TestSESv1FormGrowth(t *testing.T) {
 		t.Errorf("refusals stored %d messages", n-2)
 	}
 }
+
+// TestSESv1QueryString sends SES v1 requests whose parameters are in the
+// query string, as AWS's Query API takes them: a signed POST with Action
+// in the URL and the rest in the body, and a signed GET with everything
+// in the URL, are both sent. A parameter given twice with other values is
+// refused naming it; an unsigned request naming an Action hears v1's own
+// refusal.
+func TestSESv1QueryString(t *testing.T) {
+	e := newEnv(t)
+	rest := url.Values{"Source": {"app@example.com"}, "Destination.ToAddresses.member.1": {"alice@example.com"},
+		"Message.Subject.Data": {"From the URL"}, "Message.Body.Text.Data": {"Hi Alice"}}
+	all := url.Values{"Action": {"SendEmail"}}
+	for k, v := range rest {
+		all[k] = v
+	}
+	for _, c := range []struct {
+		name, method, query, body string
+	}{
+		{"POST with Action in the query", "POST", "Action=SendEmail", rest.Encode()},
+		{"GET", "GET", all.Encode(), ""},
+		{"POST with everything in the query", "POST", all.Encode(), ""},
+		{"POST with Action in both", "POST", "Action=SendEmail", all.Encode()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(e.messages())
+			r := do(t, signedSESv1Query(e, e.password(), c.method, c.query, c.body))
+			ms := e.messages()
+			if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendEmailResponse ") || len(ms) != before+1 {
+				t.Fatalf("%d %s, %d messages stored", r.status, r.body, len(ms)-before)
+			}
+			if m := ms[len(ms)-1]; !strings.Contains(string(r.body), "<MessageId>"+m.ID+"</MessageId>") ||
+				m.Subject != "From the URL" || !slices.Equal(m.EnvelopeTo, []string{"alice@example.com"}) {
+				t.Errorf("%s stored subject %q to %v", r.body, m.Subject, m.EnvelopeTo)
+			}
+		})
+	}
+	n := len(e.messages())
+	for _, c := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		code   string
+		msg    string
+	}{
+		{"a parameter twice with other values", signedSESv1Query(e, e.password(), "POST", "Source=other%40example.com", all.Encode()),
+			400, "InvalidParameterValue", "Source is given both in the query string and in the body"},
+		{"a GET with another action", signedSESv1Query(e, e.password(), "GET", "Action=ListIdentities", ""), 400, "InvalidAction", ""},
+		{"a wrong key", signedSESv1Query(e, "wrong", "GET", all.Encode(), ""), 403, "SignatureDoesNotMatch", ""},
+		{"an unsigned GET naming an action", func() *http.Request {
+			req, _ := http.NewRequest("GET", e.base+"/?"+all.Encode(), nil)
+			return req
+		}(), 403, "MissingAuthenticationToken", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, c.req)
+			if r.status != c.status || !strings.HasPrefix(string(r.body), "<ErrorResponse ") ||
+				!strings.Contains(string(r.body), "<Code>"+c.code+"</Code>") || !strings.Contains(string(r.body), c.msg) {
+				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+		})
+	}
+	if got := len(e.messages()); got != n {
+		t.Errorf("refusals stored %d messages", got-n)
+	}
+}
