@@ -136,7 +136,12 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 	}
 	var tags []sesField
 	for i := 1; i <= n; i++ {
-		tags = append(tags, sesField{form.Get(fmt.Sprintf("Tags.member.%d.Name", i)), form.Get(fmt.Sprintf("Tags.member.%d.Value", i))})
+		field := fmt.Sprintf("Tags.member.%d", i)
+		tag := sesField{form.Get(field + ".Name"), form.Get(field + ".Value")}
+		if apiErr := checkTag(field+".Name", field+".Value", tag); apiErr != nil {
+			return nil, apiErr
+		}
+		tags = append(tags, tag)
 	}
 	v2["EmailTags"] = tags
 	switch action {
