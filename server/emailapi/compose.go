@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // email is one message as a provider's request describes it, before it is
@@ -178,14 +180,70 @@ func (e *email) hasHeader(name string) bool {
 // newMessageID is a random Message-ID at the sender's domain, as a
 // provider gives a message whose sender set none.
 func newMessageID(from string) string {
-	return "<" + strings.ToLower(rand.Text()) + "@" + domainOf(from) + ">"
+	return "<" + strings.ToLower(rand.Text()) + "@" + messageIDDomain(domainOf(from)) + ">"
 }
 
 func domainOf(addr string) string {
 	if i := strings.LastIndexByte(addr, '@'); i >= 0 && i+1 < len(addr) {
 		return addr[i+1:]
 	}
-	return "capture.local"
+	return fallbackDomain
+}
+
+// fallbackDomain is the right side of a Message-ID whose domain cannot be
+// written as one.
+const fallbackDomain = "capture.local"
+
+// messageIDDomain is domain as a Message-ID's right side (RFC 5322 3.6.4),
+// which is ASCII: an ASCII dot-atom or domain literal as it is, an
+// internationalized domain (bücher.de) in its IDNA form
+// (xn--bcher-kva.de), as mail systems write it, and anything else the
+// fallback domain. Never an encoded-word: a Message-ID is a structured
+// field, which RFC 2047 leaves undecoded, so every reader would see the
+// encoding, and an id answered to the sender would not match the stored
+// one.
+func messageIDDomain(domain string) string {
+	if dotAtom(domain) || domainLiteral(domain) {
+		return domain
+	}
+	if ascii, err := idna.Lookup.ToASCII(domain); err == nil && dotAtom(ascii) {
+		return ascii
+	}
+	return fallbackDomain
+}
+
+// dotAtom reports whether s is an RFC 5322 dot-atom-text: atext runs
+// joined by single dots.
+func dotAtom(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, run := range strings.Split(s, ".") {
+		if run == "" {
+			return false
+		}
+		for i := 0; i < len(run); i++ {
+			c := run[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// domainLiteral reports whether s is an RFC 5322 no-fold-literal:
+// [dtext], as in [192.0.2.1].
+func domainLiteral(s string) bool {
+	if len(s) < 2 || len(s) > 255 || s[0] != '[' || s[len(s)-1] != ']' {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; c < '!' || c > '~' || c == '[' || c == ']' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // entity is one MIME entity: a leaf with content, or a multipart.

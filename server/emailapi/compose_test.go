@@ -149,3 +149,27 @@ func TestCaptureFieldsAreCaptures(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageIDDomain: a Message-ID's right side is always ASCII: an
+// ASCII domain as it is, an internationalized one in its IDNA form, and
+// anything else the fallback domain.
+func TestMessageIDDomain(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.com":    "example.com",
+		"MG.Example.com": "MG.Example.com",
+		"bücher.de":      "xn--bcher-kva.de",
+		"BÜCHER.de":      "xn--bcher-kva.de",
+		"[192.0.2.1]":    "[192.0.2.1]",
+		"a b":            fallbackDomain,
+		"bü..de":         fallbackDomain,
+		"a<b>.de":        fallbackDomain,
+		"":               fallbackDomain,
+	} {
+		if got := messageIDDomain(in); got != want {
+			t.Errorf("messageIDDomain(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if id := newMessageID("info@bücher.de"); !strings.HasSuffix(id, "@xn--bcher-kva.de>") {
+		t.Errorf("newMessageID: %s", id)
+	}
+}

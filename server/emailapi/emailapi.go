@@ -93,6 +93,9 @@ func New(st Store, cfg Config) *Handler {
 	}
 	for _, p := range providers {
 		h.mux.HandleFunc(p.route, h.handle(p))
+		if p.alsoGET {
+			h.mux.HandleFunc(http.MethodGet+strings.TrimPrefix(p.route, http.MethodPost), h.handle(p))
+		}
 	}
 	return h
 }
@@ -178,6 +181,9 @@ type provider struct {
 	// formBody says the body is a URL-encoded form (SES v1), in which
 	// %XX escapes may triple a message's bytes, not base64's four thirds.
 	formBody bool
+	// alsoGET says the route takes GET too, its parameters in the query
+	// string (SES v1's Query API). The route list names only the POST.
+	alsoGET bool
 }
 
 // everyMessage is batch for a route whose messages always stand alone.

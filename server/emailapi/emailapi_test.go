@@ -109,6 +109,33 @@ func (e *env) messages() []store.Message {
 	return out
 }
 
+// allMessages returns every message of the inbox, oldest first, however
+// many pages they take.
+func (e *env) allMessages() []store.Message {
+	e.t.Helper()
+	var out []store.Message
+	page := store.Page{Limit: 100}
+	for {
+		list, err := e.st.Messages(e.t.Context(), e.boot.Inbox.ID, store.MessageFilter{}, page)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, s := range list.Items {
+			m, err := e.st.Message(e.t.Context(), e.boot.Project.ID, s.ID)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		if list.Next == "" {
+			break
+		}
+		page.Before = list.Next
+	}
+	slices.Reverse(out)
+	return out
+}
+
 func (e *env) only() store.Message {
 	e.t.Helper()
 	ms := e.messages()

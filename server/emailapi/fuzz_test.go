@@ -35,13 +35,25 @@ func fuzzJSON(f *testing.F, route string, decode func(*http.Request, []byte, *bu
 	})
 }
 
-// FuzzSESv1 decodes SES v1's form (SendEmail, SendRawEmail).
+// FuzzSESv1 decodes SES v1's parameters (SendEmail, SendRawEmail): a
+// form body, and a query string when the input starts with "?": the
+// query is then its first line, the body the rest (a GET when empty).
 func FuzzSESv1(f *testing.F) {
 	for _, seed := range seeds(f, "ses-v1") {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest("POST", "/", nil)
+	f.Fuzz(func(t *testing.T, input []byte) {
+		query, body := "", input
+		if rest, ok := bytes.CutPrefix(input, []byte("?")); ok {
+			q, b, _ := bytes.Cut(rest, []byte("\n"))
+			query, body = string(q), b
+		}
+		method := "POST"
+		if len(body) == 0 {
+			method = "GET"
+		}
+		r := httptest.NewRequest(method, "/", nil)
+		r.URL.RawQuery = query
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
 		out, apiErr := decodeSESv1(r, body, fuzzBudget())
 		checkDecoded(t, "ses-v1", out, apiErr)

@@ -298,7 +298,8 @@ func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 
 // mailgunMessageID gives e the Message-Id Mailgun gives a message:
 // <id@domain>, with id the capture id the message is stored under, so the
-// id Mailgun answers finds the message. A sender's own h:Message-Id is
+// id Mailgun answers finds the message, and the domain as a Message-ID
+// holds it (in IDNA form when it is not ASCII). A sender's own h:Message-Id is
 // kept, as Mailgun keeps it; the message then gets an id when stored.
 func (e *email) mailgunMessageID(domain string) (id, messageID string) {
 	for _, h := range e.Headers {
@@ -307,7 +308,7 @@ func (e *email) mailgunMessageID(domain string) (id, messageID string) {
 		}
 	}
 	id = store.NewID("msg_")
-	e.MessageID = "<" + id + "@" + domain + ">"
+	e.MessageID = "<" + id + "@" + messageIDDomain(domain) + ">"
 	return id, e.MessageID
 }
 

@@ -132,6 +132,34 @@ func TestSESv1SDK(t *testing.T) {
 // provider's other send routes: batches, templates, MIME and Raw mail.
 var sdkRoutes = map[string]func(t *testing.T, srv *captureProcess, m readMessage, result map[string]any, want sdkMessage){
 	"sendgrid": func(t *testing.T, srv *captureProcess, _ readMessage, result map[string]any, want sdkMessage) {
+		// 1,000 personalizations: one X-Message-Id, the first message's,
+		// and every message of the send names it.
+		many, _ := result["many"].(map[string]any)
+		id, _ := many["id"].(string)
+		if many["status"] != 202.0 || !strings.HasPrefix(id, "msg_") || strings.Contains(id, ",") {
+			t.Fatalf("1,000 personalizations answered %v", result["many"])
+		}
+		first := srv.message(t, id)
+		if first.Envelope.To[0] != "user0@example.com" {
+			t.Errorf("X-Message-Id %s names the message to %v", id, first.Envelope.To)
+		}
+		// Every message is stored; a sample of them is read (the free
+		// plan's rate limit would slow reading all), since the unit test
+		// reads every one.
+		var sent []string
+		for _, item := range srv.list(t, "/inboxes/"+srv.inbox+"/messages", 1100) {
+			if item.Subject == "Many" {
+				sent = append(sent, item.ID)
+			}
+		}
+		if len(sent) != 1000 || sent[len(sent)-1] != id {
+			t.Fatalf("%d messages of the 1,000-personalization send stored", len(sent))
+		}
+		for i := 0; i < len(sent); i += 97 {
+			if m := srv.message(t, sent[i]); !slices.Equal(m.Headers["X-Capture-Send-Id"], []string{id}) {
+				t.Fatalf("message %s of the send has X-Capture-Send-Id %v, want %s", m.ID, m.Headers["X-Capture-Send-Id"], id)
+			}
+		}
 		m := srv.message(t, result["substituted_id"].(string))
 		if m.Subject != "Code for Alice" || m.Body.Text == nil || *m.Body.Text != "Hi Alice, your code is 834221." ||
 			!slices.Equal(m.Headers["X-Capture-Substitutions"], []string{`{"-code-":"834221","-name-":"Alice"}`}) {
@@ -432,6 +460,36 @@ func (p *captureProcess) get(t *testing.T, path string) []byte {
 		t.Fatalf("GET %s: %d %s", path, r.status, r.body)
 	}
 	return r.body
+}
+
+// listItem is what a test reads of a list's item.
+type listItem struct{ ID, Subject string }
+
+// list returns up to most items of a list route, newest first, following
+// its pages.
+func (p *captureProcess) list(t *testing.T, path string, most int) []listItem {
+	t.Helper()
+	var items []listItem
+	next := ""
+	for len(items) < most {
+		q := "?limit=100"
+		if next != "" {
+			q += "&before=" + next
+		}
+		var page struct {
+			Items []listItem
+			Next  *string
+		}
+		if err := json.Unmarshal(p.get(t, path+q), &page); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, page.Items...)
+		if page.Next == nil {
+			break
+		}
+		next = *page.Next
+	}
+	return items
 }
 
 func (p *captureProcess) message(t *testing.T, id string) readMessage {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/capturedev/capture/store"
 )
 
 // SendGrid v3 Mail Send: POST /v3/mail/send, JSON, Bearer credential, 202
@@ -26,17 +28,19 @@ var sendgrid = &provider{
 	},
 	decode: decodeSendGrid,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
-		status := http.StatusAccepted
-		for _, o := range out {
-			if o.dryRun {
-				// Sandbox mode checks a request without sending it, and
-				// SendGrid says so with 200 instead of 202.
-				status = http.StatusOK
-				continue
-			}
-			w.Header().Add("X-Message-Id", o.id)
+		// Sandbox mode checks a request without sending it, and SendGrid
+		// says so with 200 instead of 202. A send has one X-Message-Id
+		// however many personalizations it has, as SendGrid answers: the
+		// id of the first one's message, which every message of the send
+		// carries in X-Capture-Send-Id. One header per message would pass
+		// the header limits of HTTP clients (Python's 100, Node's 16 KiB)
+		// long before SendGrid's 1,000 personalizations.
+		if out[0].dryRun {
+			w.WriteHeader(http.StatusOK)
+			return
 		}
-		w.WriteHeader(status)
+		w.Header().Set("X-Message-Id", out[0].id)
+		w.WriteHeader(http.StatusAccepted)
 	},
 	fail: func(w http.ResponseWriter, e *apiError) {
 		status, msg := http.StatusBadRequest, e.msg
@@ -141,12 +145,16 @@ func decodeSendGrid(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiE
 			msg: fmt.Sprintf("The personalizations field may have at most %d personalizations.", sgMaxPersonalizations)}
 	}
 	recipients := 0
+	// The send's id is its first message's, chosen now so that every
+	// message can name it.
+	sendID := store.NewID("msg_")
 	out := make([]*outgoing, 0, len(req.Personalizations))
 	for i, p := range req.Personalizations {
 		e, apiErr := p.email(fmt.Sprintf("personalizations.%d", i), &req, shared)
 		if apiErr != nil {
 			return nil, apiErr
 		}
+		e.capture("Send-Id", sendID)
 		if recipients += len(e.To) + len(e.Cc) + len(e.Bcc); recipients > sgMaxRecipients {
 			return nil, &apiError{kind: tooMany, field: "personalizations",
 				msg: fmt.Sprintf("A request may name at most %d recipients across all personalizations.", sgMaxRecipients)}
@@ -158,6 +166,7 @@ func decodeSendGrid(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiE
 		o.dryRun = sandbox.SandboxMode.Enable
 		out = append(out, o)
 	}
+	out[0].id = sendID
 	return out, nil
 }
 

@@ -1,7 +1,12 @@
 package emailapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,12 +115,19 @@ func TestSendGridPersonalizations(t *testing.T) {
 		"content": [{"type": "text/plain", "value": "Dear -name-, -name-x. %footer%"}],
 		"sections": {"%footer%": "Bye"}
 	}`)
-	if r.status != 202 || len(r.header.Values("X-Message-Id")) != 2 {
+	if r.status != 202 || len(r.header.Values("X-Message-Id")) != 1 {
 		t.Fatalf("got %d %v", r.status, r.header)
 	}
 	ms := e.messages()
 	if len(ms) != 2 {
 		t.Fatalf("%d messages", len(ms))
+	}
+	// One X-Message-Id for the send: its first message's id, which every
+	// message of the send carries.
+	if id := r.header.Get("X-Message-Id"); ms[0].ID != id ||
+		!slices.Equal(header(ms[0], "X-Capture-Send-Id"), []string{id}) || !slices.Equal(header(ms[1], "X-Capture-Send-Id"), []string{id}) {
+		t.Errorf("X-Message-Id %s: messages %s %v and %s %v", id, ms[0].ID, header(ms[0], "X-Capture-Send-Id"),
+			ms[1].ID, header(ms[1], "X-Capture-Send-Id"))
 	}
 	want := []struct{ to, subject, text string }{
 		{"a@example.com", "Hello Ann", "Dear Ann, longer wins. Bye"},
@@ -308,4 +320,61 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestSendGridThousandPersonalizations sends SendGrid's largest request,
+// 1,000 personalizations, with Python's urllib, whose http.client refuses
+// a response of more than 100 header fields: the send must succeed with
+// one X-Message-Id, and every message must name it.
+func TestSendGridThousandPersonalizations(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+			t.Fatal(err)
+		}
+		t.Skip("needs python3:", err)
+	}
+	e := newEnv(t)
+	const n = 1000
+	personalizations := make([]map[string]any, n)
+	for i := range personalizations {
+		personalizations[i] = map[string]any{"to": []map[string]string{{"email": fmt.Sprintf("user%d@example.com", i)}}}
+	}
+	body, _ := json.Marshal(map[string]any{"personalizations": personalizations, "from": map[string]string{"email": "app@example.com"},
+		"subject": "Hello", "content": []map[string]string{{"type": "text/plain", "value": "Hi"}}})
+	file := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const script = `
+import json, sys, urllib.request
+url, key, path = sys.argv[1:]
+req = urllib.request.Request(url, data=open(path, "rb").read(), method="POST",
+    headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+with urllib.request.urlopen(req) as resp:
+    print(json.dumps({"status": resp.status, "ids": resp.headers.get_all("X-Message-Id")}))
+`
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "-c", script, e.base+"/v3/mail/send", e.password(), file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	var got struct {
+		Status int
+		IDs    []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.Status != 202 || len(got.IDs) != 1 {
+		t.Fatalf("python3 read %s (%v)", out, err)
+	}
+	id := got.IDs[0]
+	ms := e.allMessages()
+	if len(ms) != n || ms[0].ID != id {
+		t.Fatalf("%d messages stored, the first %s, answered %s", len(ms), ms[0].ID, id)
+	}
+	for i, m := range ms {
+		if !slices.Equal(header(m, "X-Capture-Send-Id"), []string{id}) || !slices.Equal(m.EnvelopeTo, []string{fmt.Sprintf("user%d@example.com", i)}) {
+			t.Fatalf("message %d: to %v X-Capture-Send-Id %v, want %s", i, m.EnvelopeTo, header(m, "X-Capture-Send-Id"), id)
+		}
+	}
 }

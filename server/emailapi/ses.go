@@ -274,7 +274,11 @@ func decodeSES(_ *http.Request, b []byte, _ *budget) ([]*outgoing, *apiError) {
 	if e.ReplyTo, apiErr = parseAddresses("ReplyToAddresses", req.ReplyToAddresses); apiErr != nil {
 		return nil, apiErr
 	}
-	for _, t := range req.EmailTags {
+	for i, t := range req.EmailTags {
+		field := fmt.Sprintf("EmailTags[%d]", i)
+		if apiErr := checkTag(field+".Name", field+".Value", t); apiErr != nil {
+			return nil, apiErr
+		}
 		e.capture("Tag", t.Name+"="+t.Value)
 	}
 	e.capture("Configuration-Set", req.ConfigurationSetName)
@@ -459,6 +463,32 @@ func sesRaw(req *sesRequest, e *email) ([]*outgoing, *apiError) {
 	return []*outgoing{{raw: b.Bytes(), from: sender.Address, to: to}}, nil
 }
 
+// sesMaxTagLength bounds a message tag's name and its value.
+const sesMaxTagLength = 256
+
+// checkTag refuses a message tag SES refuses: its name and its value are
+// each required and may hold at most 256 ASCII letters, digits,
+// underscores and dashes (the MessageTag type of SES v1 and v2).
+func checkTag(nameField, valueField string, tag sesField) *apiError {
+	for _, f := range []struct{ field, what, s string }{{nameField, "name", tag.Name}, {valueField, "value", tag.Value}} {
+		switch {
+		case f.s == "":
+			return errInvalid(f.field, "%s is required: a message tag's %s is 1 to %d ASCII letters, digits, underscores (_) or dashes (-).",
+				f.field, f.what, sesMaxTagLength)
+		case len(f.s) > sesMaxTagLength:
+			return errInvalid(f.field, "%s is %d characters long: a message tag's %s may have at most %d.",
+				f.field, len(f.s), f.what, sesMaxTagLength)
+		}
+		for _, c := range []byte(f.s) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return errInvalid(f.field, "%s %q: a message tag's %s may contain only ASCII letters, digits, underscores (_) or dashes (-).",
+					f.field, f.s, f.what)
+			}
+		}
+	}
+	return nil
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -512,6 +542,12 @@ func decodeSESBulk(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	for i, tag := range req.DefaultEmailTags {
+		field := fmt.Sprintf("DefaultEmailTags[%d]", i)
+		if apiErr := checkTag(field+".Name", field+".Value", tag); apiErr != nil {
+			return nil, apiErr
+		}
+	}
 
 	out := make([]*outgoing, 0, len(req.BulkEmailEntries))
 	for i, entry := range req.BulkEmailEntries {
@@ -525,6 +561,12 @@ func decodeSESBulk(_ *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 		}
 		if len(e.To)+len(e.Cc)+len(e.Bcc) == 0 {
 			return nil, errMissing(field+".Destination", field+".Destination must name at least one recipient.")
+		}
+		for j, tag := range entry.ReplacementTags {
+			field := fmt.Sprintf("%s.ReplacementTags[%d]", field, j)
+			if apiErr := checkTag(field+".Name", field+".Value", tag); apiErr != nil {
+				return nil, apiErr
+			}
 		}
 		// An entry's replacements take the place of the defaults of the
 		// same name.

@@ -52,11 +52,27 @@ func signedSESv1(e *env, secret string, form url.Values) *http.Request {
 // signedSESv1Body is signedSESv1 with the form's body as it is.
 func signedSESv1Body(e *env, secret, body string) *http.Request {
 	e.t.Helper()
-	req, err := http.NewRequest("POST", e.base+"/", strings.NewReader(body))
+	return signedSESv1Query(e, secret, "POST", "", body)
+}
+
+// signedSESv1Query is an SES v1 request with parameters in its query
+// string and, when body is not empty, a form body, signed as the SDKs
+// sign.
+func signedSESv1Query(e *env, secret, method, query, body string) *http.Request {
+	e.t.Helper()
+	target := e.base + "/"
+	if query != "" {
+		target += "?" + query
+	}
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
 	sum := sha256.Sum256([]byte(body))
 	err = v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: e.boot.Inbox.ID, SecretAccessKey: secret},
 		req, hex.EncodeToString(sum[:]), "ses", "us-east-1", time.Now())

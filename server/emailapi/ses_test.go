@@ -369,3 +369,150 @@ func TestSESv1FormGrowth(t *testing.T) {
 		t.Errorf("refusals stored %d messages", n-2)
 	}
 }
+
+// TestSESv1QueryString sends SES v1 requests whose parameters are in the
+// query string, as AWS's Query API takes them: a signed POST with Action
+// in the URL and the rest in the body, and a signed GET with everything
+// in the URL, are both sent. A parameter given twice with other values is
+// refused naming it; an unsigned request naming an Action hears v1's own
+// refusal.
+func TestSESv1QueryString(t *testing.T) {
+	e := newEnv(t)
+	rest := url.Values{"Source": {"app@example.com"}, "Destination.ToAddresses.member.1": {"alice@example.com"},
+		"Message.Subject.Data": {"From the URL"}, "Message.Body.Text.Data": {"Hi Alice"}}
+	all := url.Values{"Action": {"SendEmail"}}
+	for k, v := range rest {
+		all[k] = v
+	}
+	for _, c := range []struct {
+		name, method, query, body string
+	}{
+		{"POST with Action in the query", "POST", "Action=SendEmail", rest.Encode()},
+		{"GET", "GET", all.Encode(), ""},
+		{"POST with everything in the query", "POST", all.Encode(), ""},
+		{"POST with Action in both", "POST", "Action=SendEmail", all.Encode()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(e.messages())
+			r := do(t, signedSESv1Query(e, e.password(), c.method, c.query, c.body))
+			ms := e.messages()
+			if r.status != 200 || !strings.HasPrefix(string(r.body), "<SendEmailResponse ") || len(ms) != before+1 {
+				t.Fatalf("%d %s, %d messages stored", r.status, r.body, len(ms)-before)
+			}
+			if m := ms[len(ms)-1]; !strings.Contains(string(r.body), "<MessageId>"+m.ID+"</MessageId>") ||
+				m.Subject != "From the URL" || !slices.Equal(m.EnvelopeTo, []string{"alice@example.com"}) {
+				t.Errorf("%s stored subject %q to %v", r.body, m.Subject, m.EnvelopeTo)
+			}
+		})
+	}
+	n := len(e.messages())
+	for _, c := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		code   string
+		msg    string
+	}{
+		{"a parameter twice with other values", signedSESv1Query(e, e.password(), "POST", "Source=other%40example.com", all.Encode()),
+			400, "InvalidParameterValue", "Source is given both in the query string and in the body"},
+		{"a GET with another action", signedSESv1Query(e, e.password(), "GET", "Action=ListIdentities", ""), 400, "InvalidAction", ""},
+		{"a wrong key", signedSESv1Query(e, "wrong", "GET", all.Encode(), ""), 403, "SignatureDoesNotMatch", ""},
+		{"an unsigned GET naming an action", func() *http.Request {
+			req, _ := http.NewRequest("GET", e.base+"/?"+all.Encode(), nil)
+			return req
+		}(), 403, "MissingAuthenticationToken", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, c.req)
+			if r.status != c.status || !strings.HasPrefix(string(r.body), "<ErrorResponse ") ||
+				!strings.Contains(string(r.body), "<Code>"+c.code+"</Code>") || !strings.Contains(string(r.body), c.msg) {
+				t.Errorf("got %d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+		})
+	}
+	if got := len(e.messages()); got != n {
+		t.Errorf("refusals stored %d messages", got-n)
+	}
+}
+
+// TestSESTagNames refuses message tags SES refuses: a name or value that
+// is empty, longer than 256 characters, or holds anything but ASCII
+// letters, digits, _ and -, in v2's EmailTags, its bulk default and
+// replacement tags, and v1's Tags, naming the field.
+func TestSESTagNames(t *testing.T) {
+	e := newEnv(t)
+	simple := func(tags string) string {
+		return `{"FromEmailAddress": "app@example.com", "Destination": {"ToAddresses": ["b@example.com"]},
+			"Content": {"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}}, "EmailTags": ` + tags + `}`
+	}
+	long := strings.Repeat("a", 257)
+	for _, c := range []struct{ name, tags, field string }{
+		{"empty name", `[{"Name": "", "Value": "v"}]`, "EmailTags[0].Name"},
+		{"no name", `[{"Value": "v"}]`, "EmailTags[0].Name"},
+		{"a space and a !", `[{"Name": "ok", "Value": "v"}, {"Name": "a b!", "Value": "v"}]`, "EmailTags[1].Name"},
+		{"not ASCII", `[{"Name": "flöw", "Value": "v"}]`, "EmailTags[0].Name"},
+		{"too long", `[{"Name": "` + long + `", "Value": "v"}]`, "EmailTags[0].Name"},
+		{"empty value", `[{"Name": "n", "Value": ""}]`, "EmailTags[0].Value"},
+		{"a value with a dot", `[{"Name": "n", "Value": "a.b"}]`, "EmailTags[0].Value"},
+		{"a value too long", `[{"Name": "n", "Value": "` + long + `"}]`, "EmailTags[0].Value"},
+	} {
+		t.Run("v2 "+c.name, func(t *testing.T) {
+			r := e.ses(simple(c.tags))
+			if r.status != 400 || r.header.Get("X-Amzn-Errortype") != "BadRequestException" || !strings.Contains(string(r.body), c.field) {
+				t.Errorf("got %d %s %s, want 400 BadRequestException naming %s", r.status, r.header.Get("X-Amzn-Errortype"), r.body, c.field)
+			}
+		})
+	}
+	bulk := func(defaults, replacements string) string {
+		return `{"FromEmailAddress": "app@example.com", "DefaultContent": {"Template": {"TemplateName": "welcome"}},
+			"DefaultEmailTags": ` + defaults + `,
+			"BulkEmailEntries": [{"Destination": {"ToAddresses": ["b@example.com"]}, "ReplacementTags": ` + replacements + `}]}`
+	}
+	for _, c := range []struct{ name, body, field string }{
+		{"default", bulk(`[{"Name": "a b", "Value": "v"}]`, `[]`), "DefaultEmailTags[0].Name"},
+		{"replacement", bulk(`[]`, `[{"Name": "n", "Value": "v w"}]`), "BulkEmailEntries[0].ReplacementTags[0].Value"},
+	} {
+		t.Run("bulk "+c.name, func(t *testing.T) {
+			r := e.sesBulk(c.body)
+			if r.status != 400 || r.header.Get("X-Amzn-Errortype") != "BadRequestException" || !strings.Contains(string(r.body), c.field) {
+				t.Errorf("got %d %s %s, want 400 BadRequestException naming %s", r.status, r.header.Get("X-Amzn-Errortype"), r.body, c.field)
+			}
+		})
+	}
+	v1 := url.Values{"Action": {"SendEmail"}, "Source": {"app@example.com"}, "Destination.ToAddresses.member.1": {"b@example.com"},
+		"Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"t"}}
+	for _, c := range []struct {
+		name  string
+		tags  url.Values
+		field string
+	}{
+		{"a value without a name", url.Values{"Tags.member.1.Value": {"v"}}, "Tags.member.1.Name"},
+		{"a name without a value", url.Values{"Tags.member.1.Name": {"n"}}, "Tags.member.1.Value"},
+		{"a name with a space", url.Values{"Tags.member.1.Name": {"a b"}, "Tags.member.1.Value": {"v"}}, "Tags.member.1.Name"},
+	} {
+		t.Run("v1 "+c.name, func(t *testing.T) {
+			form := url.Values{}
+			for k, v := range v1 {
+				form[k] = v
+			}
+			for k, v := range c.tags {
+				form[k] = v
+			}
+			r := do(t, signedSESv1(e, e.password(), form))
+			if r.status != 400 || !strings.Contains(string(r.body), "<Code>InvalidParameterValue</Code>") || !strings.Contains(string(r.body), c.field) {
+				t.Errorf("got %d %s, want 400 InvalidParameterValue naming %s", r.status, r.body, c.field)
+			}
+		})
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Fatalf("refused tags stored %d messages", n)
+	}
+	// The longest name and value SES takes, and every character it allows.
+	max := strings.Repeat("Az09_-", 256/6) + "abcd"
+	if r := e.ses(simple(`[{"Name": "` + max + `", "Value": "` + max + `"}]`)); r.status != 200 {
+		t.Errorf("a 256-character tag: %d %s", r.status, r.body)
+	}
+	if m := e.only(); !slices.Equal(header(m, "X-Capture-Tag"), []string{max + "=" + max}) {
+		t.Errorf("tag kept as %v", header(m, "X-Capture-Tag"))
+	}
+}

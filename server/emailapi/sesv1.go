@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,6 +15,8 @@ import (
 // Amazon SES v1 (the Query API of @aws-sdk/client-ses and the older AWS
 // SDKs): POST / with a form body, Action=SendEmail or SendRawEmail, signed
 // with Signature V4 for the ses service exactly as v2 is, answered in XML.
+// As AWS's Query API does, it also takes its parameters in the query
+// string, of a POST or of a GET.
 // Each request is read into the v2 request it is the same as, and then
 // checked and written as that one is. Any other action is refused with
 // InvalidAction, in the XML the v1 SDKs parse.
@@ -24,6 +27,7 @@ var sesV1 = &provider{
 	credential: ses.credential,
 	decode:     decodeSESv1,
 	formBody:   true,
+	alsoGET:    true,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
 		action, id := out[0].action, requestID()
 		writeXML(w, http.StatusOK, id, fmt.Sprintf(`<%sResponse xmlns="%s"><%sResult><MessageId>%s</MessageId></%sResult>`+
@@ -33,19 +37,20 @@ var sesV1 = &provider{
 	fail: sesV1Fail,
 }
 
-// sesV1Request says a request to / is SES v1's: POST, signed with
-// Signature V4 or carrying a form. An SES v1 SDK's request always is both;
-// either one is enough to answer it in v1's XML (a form without a
+// sesV1Request says a request to / is SES v1's: a POST or GET signed with
+// Signature V4 or naming an Action in its query string, or a POST
+// carrying a form. An SES v1 SDK's request always is signed and mostly a
+// form; any of these is enough to answer it in v1's XML (a form without a
 // signature hears MissingAuthenticationToken).
 func sesV1Request(r *http.Request) bool {
-	if r.Method != http.MethodPost {
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
 		return false
 	}
-	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4Algorithm) {
+	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4Algorithm) || r.URL.Query().Has("Action") {
 		return true
 	}
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mediaType == "application/x-www-form-urlencoded"
+	return r.Method == http.MethodPost && mediaType == "application/x-www-form-urlencoded"
 }
 
 const sesV1Namespace = "http://ses.amazonaws.com/doc/2010-12-01/"
@@ -116,14 +121,12 @@ func xmlText(s string) string {
 	return b.String()
 }
 
-// decodeSESv1 reads a v1 form as the v2 request it is the same as.
+// decodeSESv1 reads a v1 request's parameters as the v2 request it is the
+// same as.
 func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiError) {
-	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/x-www-form-urlencoded" {
-		return nil, &apiError{kind: malformed, msg: "send the SES v1 request as an application/x-www-form-urlencoded form"}
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, &apiError{kind: malformed, msg: "the form body cannot be read: " + err.Error()}
+	form, apiErr := sesV1Params(r, body)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	action := form.Get("Action")
 	v2 := map[string]any{"FromEmailAddress": form.Get("Source"), "ConfigurationSetName": form.Get("ConfigurationSetName")}
@@ -133,7 +136,12 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 	}
 	var tags []sesField
 	for i := 1; i <= n; i++ {
-		tags = append(tags, sesField{form.Get(fmt.Sprintf("Tags.member.%d.Name", i)), form.Get(fmt.Sprintf("Tags.member.%d.Value", i))})
+		field := fmt.Sprintf("Tags.member.%d", i)
+		tag := sesField{form.Get(field + ".Name"), form.Get(field + ".Value")}
+		if apiErr := checkTag(field+".Name", field+".Value", tag); apiErr != nil {
+			return nil, apiErr
+		}
+		tags = append(tags, tag)
 	}
 	v2["EmailTags"] = tags
 	switch action {
@@ -200,6 +208,34 @@ func decodeSESv1(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiErro
 		o.action = action
 	}
 	return out, nil
+}
+
+// sesV1Params are a request's parameters: those of its query string and
+// those of its form body, as the Query API takes either. A parameter
+// given in both with other values is refused rather than one of them
+// chosen silently.
+func sesV1Params(r *http.Request, body []byte) (url.Values, *apiError) {
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &apiError{kind: malformed, msg: "the query string cannot be read: " + err.Error()}
+	}
+	if len(body) == 0 {
+		return query, nil
+	}
+	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/x-www-form-urlencoded" {
+		return nil, &apiError{kind: malformed, msg: "send the SES v1 request as an application/x-www-form-urlencoded form"}
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, &apiError{kind: malformed, msg: "the form body cannot be read: " + err.Error()}
+	}
+	for _, k := range sortedKeys(query) {
+		if vs, ok := form[k]; ok && !slices.Equal(vs, query[k]) {
+			return nil, errInvalid(k, "%s is given both in the query string and in the body, with other values; give it once", k)
+		}
+		form[k] = query[k]
+	}
+	return form, nil
 }
 
 // The v1 names of the v2 request's fields, for a refusal.

@@ -42,6 +42,12 @@ try {
   });
   result.typed_id = typed.headers['x-message-id'];
 
+  // SendGrid's largest send, 1,000 personalizations: one X-Message-Id
+  // answers it, which the SDK's HTTP client must be able to read.
+  const many = Array.from({ length: 1000 }, (_, i) => ({ to: [{ email: `user${i}@example.com` }] }));
+  const [thousand] = await sgMail.send({ from: message.from, personalizations: many, subject: 'Many', text: 'Hi' });
+  result.many = { status: thousand.statusCode, id: thousand.headers['x-message-id'] };
+
   client('not-the-password');
   try {
     await sgMail.send(message);
