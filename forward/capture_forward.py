@@ -232,7 +232,12 @@ def parse_target(s):
         raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
     if u.query or u.fragment or "?" in s or "@" in u.netloc:
         raise ValueError(f"{go_quote(s)}: give the handler's base URL without query, fragment or user info")
-    return s.rstrip("/")
+    # The path is kept as given, a trailing slash included: a capture of the
+    # bare capture URL is delivered to that very path (join_target). A path
+    # of slashes alone is the root, written without one.
+    if not u.path.strip("/"):
+        s = s.rstrip("/")
+    return s
 
 
 class Usage(Exception):
@@ -633,6 +638,55 @@ def resolve_dots(path):
     return "/" + "/".join(out)
 
 
+def join_target(to, path, query):
+    """Where a capture is delivered, as the Go client joins it: the request
+    target (path and query) and the whole URL. The captured path is
+    appended to the handler's base path, its dot segments resolved
+    (resolve_dots); but a capture of the bare capture URL (path "/") goes to
+    the base path as given ("/webhook", not "/webhook/"), as `stripe listen
+    --forward-to` delivers."""
+    u = urllib.parse.urlsplit(to)
+    if path in ("", "/"):
+        joined = u.path
+    else:
+        joined = u.path.removesuffix("/") + resolve_dots(path)
+    joined = joined or "/"
+    if query:
+        joined += "?" + query
+    return joined, f"{u.scheme}://{u.netloc}{joined}"
+
+
+def wire(s):
+    """Text of the API (a captured header value or request target) as the
+    bytes the Go client sends: UTF-8, which gives back the captured bytes
+    (the API carries bytes that were not UTF-8 as U+FFFD, and so does
+    either client), with a lone surrogate, which JSON can carry and Go
+    reads as U+FFFD, as U+FFFD too."""
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+class _ExactRequestLine:
+    """http.client writes the request line as ASCII only, and would refuse
+    a captured target with UTF-8 in it (which a raw request line can
+    carry); this writes the target's bytes as they are. putrequest is given
+    them as Latin-1 text, one character a byte, which it still checks for
+    spaces and control bytes."""
+
+    def _encode_request(self, request):
+        return request.encode("latin-1")
+
+
+class _HTTPConnection(_ExactRequestLine, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_ExactRequestLine, http.client.HTTPSConnection):
+    pass
+
+
 def clip(s, n):
     """s cut to at most n UTF-8 bytes at a character boundary, marked "..."."""
     b = s.encode("utf-8")
@@ -642,7 +696,8 @@ def clip(s, n):
 
 
 def deliver_http(to, method, target, headers, body, had_length):
-    """Sends one request; returns (status, reason). Raises on no answer.
+    """Sends one request to target (path and query, from join_target);
+    returns (status, reason). Raises on no answer.
 
     An empty body is sent with "Content-Length: 0" exactly when the capture
     had one (had_length), whatever the method, but never on a GET or HEAD:
@@ -650,17 +705,17 @@ def deliver_http(to, method, target, headers, body, had_length):
     u = urllib.parse.urlsplit(to)
     port = u.port
     if u.scheme == "https":
-        conn = http.client.HTTPSConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT,
-                                           context=ssl.create_default_context())
+        conn = _HTTPSConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT, context=ssl.create_default_context())
     else:
-        conn = http.client.HTTPConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT)
+        conn = _HTTPConnection(u.hostname, port, timeout=DELIVERY_TIMEOUT)
     try:
         # Host and Accept-Encoding are set here, exactly, rather than by
-        # http.client.
-        conn.putrequest(method, (u.path or "") + target, skip_host=True, skip_accept_encoding=True)
+        # http.client. The target and the header values go as the bytes
+        # captured, not as http.client would encode text (ASCII, Latin-1).
+        conn.putrequest(method, wire(target).decode("latin-1"), skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", u.netloc)
         for name, value in headers:
-            conn.putheader(name, value)
+            conn.putheader(name, wire(value))
         if body or (had_length and method not in ("GET", "HEAD")):
             conn.putheader("Content-Length", str(len(body)))
         conn.endheaders(body if body else None)
@@ -825,11 +880,7 @@ class Forwarder:
                     self.last_problem = str(e)
                     self.out.warn(f"pull failed: {e}; retrying every {self.interval}s")
             if not failed:
-                if self.api_down or self.last_problem:
-                    where = f"after {self.last}" if self.last else "from the start"
-                    self.out.info(f"API answers again; resuming {where}")
-                self.api_down = False
-                self.last_problem = ""
+                self.answers(self.last)  # said by the pull already, unless it listed nothing
             # After deliveries, look again at once. After an empty pull, keep
             # to one call per interval, whether the API held it or could not
             # (no wait slot free); after an error, wait the interval.
@@ -839,6 +890,16 @@ class Forwarder:
                 pause = began + self.interval - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
+
+    def answers(self, cursor):
+        """Told that a pull got its list from the API: after a problem, says
+        so, naming the cursor deliveries resume after ("" for none), before
+        any of them is made."""
+        if self.api_down or self.last_problem:
+            where = f"after {cursor}" if cursor else "from the start"
+            self.out.info(f"API answers again; resuming {where}")
+        self.api_down = False
+        self.last_problem = ""
 
     def hold(self):
         return min(self.interval, MAX_WAIT)
@@ -869,6 +930,7 @@ class Forwarder:
                 # Once only: a baseline gone as well is for the next pull.
                 rebased = True
                 continue
+            self.answers(after)
             for r in reversed(page["items"]):
                 self.deliver(r)
                 delivered += 1
@@ -923,6 +985,7 @@ class Forwarder:
             if baseline or not page.get("next"):
                 break
             query["before"] = page["next"]
+        self.answers(baseline)
         if gone:
             self.out.warn(lost_cursor(gone, baseline, len(fresh)))
         self.last = baseline
@@ -949,9 +1012,9 @@ class Forwarder:
     def send(self, req):
         query = "?" + req["query"] if req["query"] else ""
         target = req["path"] + query
-        sent = resolve_dots(req["path"]) + query
+        sent, url = join_target(self.to, req["path"], req["query"])
         res = {"at": datetime.now(timezone.utc), "id": req["id"], "method": req["method"], "target": target,
-               "url": self.to + sent, "status": None, "reason": "", "error": None, "class": None,
+               "url": url, "status": None, "reason": "", "error": None, "class": None,
                "duration_ms": 0, "bytes": 0}
         try:
             if req.get("body") is not None:

@@ -84,7 +84,9 @@ func startErrorf(format string, args ...any) error {
 
 // ParseTarget turns a --to value into the handler's base URL. A value
 // without a scheme ("localhost:3000") means http://. The URL keeps its
-// path, without a trailing slash, since the captured path is appended.
+// path as given, a trailing slash included, since a capture of the bare
+// capture URL is delivered to that very path (resend.Join); a path of
+// slashes alone is the root, written without one.
 func ParseTarget(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -100,7 +102,11 @@ func ParseTarget(s string) (string, error) {
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return "", fmt.Errorf("%q: give the handler's base URL without query, fragment or user info", s)
 	}
-	return strings.TrimRight(u.String(), "/"), nil
+	out := u.String()
+	if strings.Trim(u.Path, "/") == "" {
+		out = strings.TrimRight(out, "/")
+	}
+	return out, nil
 }
 
 // portInRange reports whether a URL's port, when it has one, is one a
@@ -333,14 +339,8 @@ func (f *forwarder) loop(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil:
-			if f.apiDown || f.lastProblem != "" {
-				where := "from the start"
-				if f.last != "" {
-					where = "after " + f.last
-				}
-				f.out.info("API answers again; resuming %s", where)
-			}
-			f.apiDown, f.lastProblem = false, ""
+			// Said by the pull already, unless it listed nothing.
+			f.answers(f.last)
 		case contract.IsCode(err, contract.CodeUnauthorized):
 			return fmt.Errorf("the API refused the key (revoked?): %w", err)
 		case contract.IsCode(err, contract.CodeNotFound):
@@ -379,6 +379,20 @@ func (f *forwarder) loop(ctx context.Context) error {
 	}
 }
 
+// answers is told that a pull got its list from the API: after a problem,
+// it says so, naming the cursor deliveries resume after ("" for none),
+// before any of them is made.
+func (f *forwarder) answers(cursor string) {
+	if f.apiDown || f.lastProblem != "" {
+		where := "from the start"
+		if cursor != "" {
+			where = "after " + cursor
+		}
+		f.out.info("API answers again; resuming %s", where)
+	}
+	f.apiDown, f.lastProblem = false, ""
+}
+
 // hold is how long each pull asks the API to hold: the interval, within
 // the API's limit.
 func (f *forwarder) hold() time.Duration { return min(f.cfg.Interval, contract.MaxWait) }
@@ -411,6 +425,7 @@ func (f *forwarder) pull(ctx context.Context) (int, error) {
 		if err != nil {
 			return delivered, err
 		}
+		f.answers(after)
 		for i := len(l.Items) - 1; i >= 0; i-- {
 			if err := f.deliver(ctx, l.Items[i]); err != nil {
 				return delivered, err
@@ -494,6 +509,7 @@ func (f *forwarder) pullFresh(ctx context.Context, gone string, hold time.Durati
 		}
 		q.Before = l.Next
 	}
+	f.answers(baseline)
 	if gone != "" {
 		f.out.warn("%s", lostCursor(gone, baseline, len(fresh)))
 	}

@@ -42,7 +42,9 @@ func TestForwardRequests(t *testing.T) {
 			t.Errorf("ready = %v", ready)
 		}
 
-		// uri is what the handler gets after the base path, "" for target.
+		// uri is what the handler gets after the base path, "" for target
+		// (and for the bare capture URL, which goes to the base path as
+		// given: /base, not /base/).
 		type sent struct {
 			id, method, target string
 			body               []byte
@@ -66,6 +68,7 @@ func TestForwardRequests(t *testing.T) {
 		want = append(want, sent{srv.PostRaw(t, raw), "POST", "/raw/path?z=%20&a=1", []byte("hello"), ""})
 		post("PUT", "/ci/42/hook?x=1&y=%2F", http.Header{"X-Multi": {"1", "2"}, "Content-Type": {"application/json"}}, []byte(`{"a":1}`))
 		post("GET", "", nil, nil)
+		post("POST", "?x=1", nil, []byte("bare"))
 		post("DELETE", "/a%2Fb/c", nil, nil)
 		post("PATCH", "/p?flag", http.Header{"User-Agent": {"sender/1.0"}}, []byte("x"))
 		post("PURGE", "/custom-method", nil, nil)
@@ -78,17 +81,17 @@ func TestForwardRequests(t *testing.T) {
 			t.Fatalf("handler got %v", uris(hits))
 		}
 		api := srv.Client()
+		// uriOf is what the handler gets after the base path.
+		uriOf := func(w sent) string {
+			if w.uri != "" {
+				return w.uri
+			}
+			return w.target
+		}
 		for i, w := range want {
 			got := hits[i]
-			target := w.target
-			if target == "" {
-				target = "/"
-			}
-			if w.uri != "" {
-				target = w.uri
-			}
-			if got.Method != w.method || got.URI != "/base"+target {
-				t.Errorf("hit %d = %s %s, want %s /base%s", i, got.Method, got.URI, w.method, target)
+			if got.Method != w.method || got.URI != "/base"+uriOf(w) {
+				t.Errorf("hit %d = %s %s, want %s /base%s", i, got.Method, got.URI, w.method, uriOf(w))
 			}
 			if got.Host != h.Host {
 				t.Errorf("hit %d Host = %q, want the target %q", i, got.Host, h.Host)
@@ -118,12 +121,9 @@ func TestForwardRequests(t *testing.T) {
 		events := s.waitDeliveries(t, len(want))
 		for i, w := range want {
 			e := events[i]
-			target, uri := w.target, w.uri
-			if target == "" {
-				target = "/"
-			}
-			if uri == "" {
-				uri = target
+			target, uri := w.target, uriOf(w)
+			if target == "" || strings.HasPrefix(target, "?") {
+				target = "/" + target
 			}
 			if e["request_id"] != w.id || e["method"] != w.method || e["path"] != target || e["url"] != to+uri ||
 				e["status"] != float64(200) || e["error"] != nil || e["error_class"] != nil ||
@@ -154,6 +154,32 @@ func TestForwardRequests(t *testing.T) {
 		}
 		if strings.Contains(s.stderr.String(), "warning") {
 			t.Errorf("unexpected warnings:\n%s", s.stderr)
+		}
+	})
+}
+
+// A capture of the bare capture URL goes to the handler's base path as
+// given: with a trailing slash when --to has one (and to / without a
+// path), as `stripe listen --forward-to` delivers.
+func TestForwardBareCaptureURL(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		for _, tt := range []struct{ to, want string }{
+			{h.URL + "/webhook/", "/webhook/?x=1"},
+			{h.URL, "/?x=1"},
+		} {
+			s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: tt.to})
+			s.ready(t)
+			id := srv.Post(t, "POST", "?x=1", nil, nil)
+			e := s.waitDeliveries(t, 1)[0]
+			if e["request_id"] != id || e["path"] != "/?x=1" || e["url"] != h.URL+tt.want {
+				t.Errorf("--to %s: delivery %v, want to %s", tt.to, e, h.URL+tt.want)
+			}
+			s.stop(t)
+		}
+		if got := uris(h.waitFor(t, 2)); !slices.Equal(got, []string{"POST /webhook/?x=1", "POST /?x=1"}) {
+			t.Errorf("handler got %v", got)
 		}
 	})
 }
@@ -470,6 +496,61 @@ func TestForwardAPIDown(t *testing.T) {
 		s.stderr.waitContains(t, "API answers again", 1)
 		if n := strings.Count(s.stderr.String(), "cannot reach the API"); n != 1 {
 			t.Errorf("%d unreachable lines, want one for the whole outage:\n%s", n, s.stderr)
+		}
+	})
+}
+
+// When the API answers again, the client says so before it delivers what
+// was captured meanwhile, naming the cursor it resumes after: the last
+// request delivered before the outage.
+func TestForwardResumeLine(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		upstream, err := url.Parse(srv.HTTPBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := httputil.NewSingleHostReverseProxy(upstream)
+		// While down, the API's connections are cut without an answer.
+		var down atomic.Bool
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					conn.Close()
+				}
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+
+		var s *session
+		const resumed = "API answers again"
+		// toldFirst says whether the line came before the delivery after
+		// the outage reached the handler.
+		toldFirst := make(chan bool, 1)
+		h := newHandler(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/during" {
+				toldFirst <- s.stderr.has(resumed)
+			}
+		})
+		s = c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		before := srv.Post(t, "POST", "/before", nil, nil)
+		h.waitFor(t, 1)
+		waitRecorded(t, srv.Client(), before, 1)
+
+		down.Store(true)
+		s.stderr.waitContains(t, "cannot reach the API", 1)
+		during := srv.Post(t, "POST", "/during", nil, nil)
+		down.Store(false)
+		h.waitFor(t, 2)
+		if !<-toldFirst {
+			t.Errorf("the delivery of %s reached the handler before the client said the API answers again; stderr:\n%s", during, s.stderr)
+		}
+		want := resumed + "; resuming after " + before
+		if got := s.stderr.waitContains(t, resumed, 1); !strings.Contains(got, want+"\n") {
+			t.Errorf("stderr:\n%s\nwant the line %q", got, want)
 		}
 	})
 }

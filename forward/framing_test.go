@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/forward/internal/capturetest"
+	"github.com/capturedev/capture/server/api/contract"
 )
 
 // rawHit is the head of one request as it came over the wire, before any
@@ -158,4 +159,66 @@ func TestForwardEmptyBodyFraming(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A capture is delivered with its bytes: a request line with raw UTF-8 in
+// its path and query, header values in UTF-8 (which http.client would
+// write as Latin-1, or refuse), and a value that was not UTF-8, which the
+// API carries as U+FFFD and both clients send alike. The deliveries are
+// recorded as made.
+func TestForwardExactBytes(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		api := srv.Client()
+		h := newRawHandler(t)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL + "/base"})
+		s.ready(t)
+
+		line := srv.PostRaw(t, "POST /{endpoint}/ci/İstanbul/ü?q=ä HTTP/1.1\r\nHost: sender.example\r\nContent-Length: 2\r\n\r\nok")
+		header := srv.PostRaw(t, "POST /{endpoint}/header HTTP/1.1\r\nHost: sender.example\r\n"+
+			"X-Customer: 山田\r\nX-Name: Zoë\r\nX-Latin: Zo\xeb\r\nContent-Length: 0\r\n\r\n")
+		latin := getRequest(t, api, header).Headers.Get("X-Latin")
+
+		for i, e := range s.waitDeliveries(t, 2) {
+			if e["error"] != nil || e["status"] != float64(200) {
+				t.Errorf("delivery %d = %v", i, e)
+			}
+			ds := waitRecorded(t, api, e["request_id"].(string), 1)
+			if d := ds[0]; d.Status != contract.StatusDelivered || d.Error != nil || d.ResponseStatus == nil {
+				t.Errorf("recorded delivery of %s = %+v (error %v), want delivered", e["request_id"], d, strOf(d.Error))
+			}
+		}
+		if t.Failed() {
+			return
+		}
+		hits := h.waitFor(t, 2)
+		if want := "POST /base/ci/\xc4\xb0stanbul/\xc3\xbc?q=\xc3\xa4 HTTP/1.1"; hits[0].line != want {
+			t.Errorf("request line %q, want %q", hits[0].line, want)
+		}
+		if string(hits[0].body) != "ok" {
+			t.Errorf("body %q, want ok", hits[0].body)
+		}
+		if got := hits[1].header.Get("X-Customer"); got != "\xe5\xb1\xb1\xe7\x94\xb0" {
+			t.Errorf("X-Customer %q, want the captured UTF-8 山田", got)
+		}
+		if got := hits[1].header.Get("X-Name"); got != "Zo\xc3\xab" {
+			t.Errorf("X-Name %q, want the captured UTF-8 Zoë", got)
+		}
+		if latin != "Zo\uFFFD" {
+			t.Errorf("the API gives the captured Latin-1 value as %q, want the bytes that are not UTF-8 as U+FFFD", latin)
+		}
+		if got := hits[1].header.Get("X-Latin"); got != latin {
+			t.Errorf("X-Latin %q, want %q as the API gives it", got, latin)
+		}
+		if want := h.URL + "/base/ci/%C4%B0stanbul/%C3%BC?q=%C3%A4"; waitRecorded(t, api, line, 1)[0].TargetURL != want {
+			t.Errorf("recorded target %q, want %q", waitRecorded(t, api, line, 1)[0].TargetURL, want)
+		}
+	})
+}
+
+func strOf(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -127,6 +127,26 @@ func (o *output) String() string {
 	return o.buf.String()
 }
 
+// has says whether the output holds sub, waiting (within waitTimeout)
+// for it to come. It may be called outside the test's goroutine.
+func (o *output) has(sub string) bool {
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		o.mu.Lock()
+		s, changed := o.buf.String(), o.changed
+		o.mu.Unlock()
+		if strings.Contains(s, sub) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 // waitFor waits until ok holds for the whole output so far.
 func (o *output) waitFor(t *testing.T, what string, ok func(string) bool) string {
 	t.Helper()

@@ -9,7 +9,10 @@ func TestParseTarget(t *testing.T) {
 		{"localhost", "http://localhost"},
 		{"localhost:3000", "http://localhost:3000"},
 		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080"},
-		{"https://dev.test/hooks/", "https://dev.test/hooks"},
+		{"http://127.0.0.1:8080//", "http://127.0.0.1:8080"},
+		{"https://dev.test/hooks", "https://dev.test/hooks"},
+		// Kept: a bare capture is delivered to the path as given.
+		{"https://dev.test/hooks/", "https://dev.test/hooks/"},
 		{"[::1]:3000", "http://[::1]:3000"},
 	}
 	for _, tt := range tests {

@@ -195,6 +195,40 @@ func TestReplayReportsAURI(t *testing.T) {
 	}
 }
 
+// A capture of the bare capture URL (path "/") is replayed to the
+// target's path as saved, /webhook and not /webhook/, as the forwarding
+// clients deliver it; a longer path is appended and never climbs above it.
+func TestReplayBareCaptureURL(t *testing.T) {
+	ctx := t.Context()
+	got := make(chan string, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got <- req.RequestURI
+	}))
+	defer target.Close()
+	for _, tt := range []struct {
+		base string
+		path *string
+		want string
+	}{
+		{"/webhook", nil, "/webhook?x=1"},
+		{"/webhook/", nil, "/webhook/?x=1"},
+		{"", nil, "/?x=1"},
+		{"/webhook", ptr("/a"), "/webhook/a?x=1"},
+		{"/webhook", ptr("/../.."), "/webhook/?x=1"},
+	} {
+		st, boot, id := captured(t, store.NewRequest{Method: "POST", Path: "/", Query: "x=1", Body: []byte("x")}, target.URL+tt.base)
+		res, err := replay.New(st, nil).Replay(ctx, boot.Project.ID, id, contract.ReplayEdits{Path: tt.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uri := <-got; uri != tt.want || res.Sent.URL != target.URL+tt.want {
+			t.Errorf("target %s, path %v: sent to %q (%s), want %q", tt.base, tt.path, uri, res.Sent.URL, tt.want)
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
 // An empty list of values removes a header, as null does; two spellings of
 // one header name are refused rather than one silently kept.
 func TestReplayHeaderEditsEdgeCases(t *testing.T) {

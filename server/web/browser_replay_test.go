@@ -166,6 +166,23 @@ func TestBrowserReplayWithEdits(t *testing.T) {
 		t.Errorf("the reload replayed again: %+v", a)
 	default:
 	}
+
+	// A body left as it is goes as captured, even one with a NUL, which
+	// the textarea holds as U+FFFD.
+	nul := postWebhook(t, e, e.boot.Endpoint.ID, "/nul", http.Header{"Content-Type": {"text/plain"}}, "nul:\x00:end\r\nline")
+	b.open("/projects/" + e.boot.Project.ID + "/requests/" + nul)
+	if body := b.value("textbox", "Body"); body != "nul:\uFFFD:end\nline" {
+		t.Errorf("the form's body is %q", body)
+	}
+	b.clickAndLoad("button", "Replay")
+	select {
+	case got = <-arrived:
+	default:
+		t.Fatal("the page answered before the target was reached")
+	}
+	if want := "nul:\x00:end\r\nline"; got.uri != "/app/nul" || string(got.body) != want {
+		t.Errorf("an unedited body with a NUL replayed as %s %q, want /app/nul %q", got.uri, got.body, want)
+	}
 	b.checkClean()
 }
 

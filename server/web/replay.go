@@ -94,6 +94,14 @@ func newlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
+// untouched is a captured body as the Replay form's textarea gives it back
+// when left alone: line breaks as "\n" (newlines), and each NUL as U+FFFD,
+// which is what HTML parsing makes of it. A body posted as that is no
+// edit, and is replayed byte for byte as captured.
+func untouched(body string) string {
+	return strings.ReplaceAll(newlines(body), "\x00", "\uFFFD")
+}
+
 // replayRequest sends the request again with the form's edits, through
 // the same replay as the read API's, and shows what came of it on the
 // request's page.
@@ -185,7 +193,7 @@ func replayEditsOf(rq store.Request, f *replayForm) (contract.ReplayEdits, error
 	if len(headers) > 0 {
 		ed.Headers = headers
 	}
-	if body := string(rq.Body); f.BodyEditable && f.Body != newlines(body) {
+	if body := string(rq.Body); f.BodyEditable && f.Body != untouched(body) {
 		edited := f.Body
 		// The textarea knows only "\n"; a body that broke its lines with
 		// CRLF keeps doing so.

@@ -58,7 +58,11 @@ func Header(captured http.Header) http.Header {
 // appended and the captured query. The path is sent byte for byte as
 // captured, except that its dot segments ("." and "..", also
 // percent-encoded) are resolved within it, so that the result stays under
-// base's path. It returns the URL to send to and the same as text.
+// base's path. A capture of the bare capture URL (path "/") goes to base's
+// path as it is given ("/webhook", not "/webhook/"), as `stripe listen
+// --forward-to` delivers: most frameworks answer a trailing slash their
+// handler lacks with a 404 or a redirect. It returns the URL to send to
+// and the same as text.
 func Join(base *url.URL, path, rawQuery string) (*url.URL, string) {
 	u := *base
 	u.Fragment, u.RawFragment, u.User = "", "", nil
@@ -69,7 +73,12 @@ func Join(base *url.URL, path, rawQuery string) (*url.URL, string) {
 		u.RawQuery += "&" + rawQuery
 	}
 	u.ForceQuery = false
-	joined := strings.TrimSuffix(base.EscapedPath(), "/") + resolveDots(path)
+	var joined string
+	if path == "" || path == "/" {
+		joined = base.EscapedPath()
+	} else {
+		joined = strings.TrimSuffix(base.EscapedPath(), "/") + resolveDots(path)
+	}
 	if joined == "" {
 		joined = "/"
 	}

@@ -110,6 +110,13 @@ func TestJoinStaysUnderTheBasePath(t *testing.T) {
 		{"http://h:1/base/", "/x", "", "/base/x", "http://h:1/base/x"},
 		{"http://h:1", "/", "", "/", "http://h:1/"},
 		{"http://h:1", "", "", "/", "http://h:1/"},
+		{"http://h:1/", "/", "x=1", "/?x=1", "http://h:1/?x=1"},
+		// The bare capture URL goes to the base path as given.
+		{"http://h:1/webhook", "/", "", "/webhook", "http://h:1/webhook"},
+		{"http://h:1/webhook", "", "x=1", "/webhook?x=1", "http://h:1/webhook?x=1"},
+		{"http://h:1/webhook/", "/", "", "/webhook/", "http://h:1/webhook/"},
+		{"http://h:1/webhook", "/x/", "", "/webhook/x/", "http://h:1/webhook/x/"},
+		{"http://h:1/webhook", "/.", "", "/webhook/", "http://h:1/webhook/"},
 		{"http://h:1", "//double", "q", "//double?q", "http://h:1//double?q"},
 		{"http://h:1/base", "/../../admin", "", "/base/admin", "http://h:1/base/admin"},
 		{"http://h:1/base", "/a/../../../etc/passwd", "", "/base/etc/passwd", "http://h:1/base/etc/passwd"},
