@@ -29,6 +29,9 @@ type Finder struct {
 	polled func(hold time.Duration, found int)
 	// retryBase is the first pause after the API did not answer.
 	retryBase time.Duration
+	// beforeLastTry runs when an outage has left only the try at Until,
+	// before its pause.
+	beforeLastTry func()
 }
 
 // SinceStart is the since= that keeps exactly the captures received from
@@ -220,6 +223,9 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 		if last {
 			// One more try at the deadline itself, bounded by ctx: a serve
 			// back by then is heard, and one still down is named so.
+			if f.beforeLastTry != nil {
+				f.beforeLastTry()
+			}
 			pause = max(time.Until(f.Until), 0)
 		}
 		t := time.NewTimer(pause)
