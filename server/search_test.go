@@ -298,6 +298,40 @@ func TestSearchRequests(t *testing.T) {
 	})
 }
 
+// A form body is searched percent-decoded and a JSON body with its \u
+// escapes decoded, as the query string of the URL is; a query pasted from
+// a JSON body ("status":"paid") finds the key and value next to each other.
+func TestSearchRequestBodies(t *testing.T) {
+	t.Parallel()
+	s := startSearchServer(t)
+	form := s.hook(t, "POST", "/ipn", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+		[]byte("payer_email=buyer%40example.com&custom=order%3D9981&first_name=Jos%C3%A9&memo=thanks+a+lot"))
+	// As Python's json.dumps writes it.
+	py := s.hook(t, "POST", "/py", http.Header{"Content-Type": {"application/json"}},
+		[]byte(`{"customer": "Zo\u00eb Keller", "status": "paid"}`))
+	failed := s.hook(t, "POST", "/go", http.Header{"Content-Type": {"application/json"}},
+		[]byte(`{"status":"failed","note":"paid"}`))
+	unpaid := s.hook(t, "POST", "/go", http.Header{"Content-Type": {"application/json"}}, []byte(`{"status":"unpaid"}`))
+	path := s.requests()
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"buyer@example.com", []string{form}},
+		{"order=9981", []string{form}},
+		{"jose", []string{form}},
+		{`"thanks a lot"`, []string{form}},
+		{"buyer%40example.com", []string{form}}, // as sent, too
+		{"zoe", []string{py}},
+		{"Zoë Keller", []string{py}},
+		{`"status":"paid"`, []string{py}},
+		{`{"status":"paid"}`, []string{py}},
+		{`"status" "paid"`, []string{unpaid, failed, py}},
+	} {
+		s.expect(t, path, vals("q", tt.q), tt.want...)
+	}
+}
+
 // Paging a search reads the same pages as paging the list, counted in
 // matches: a page of two holds two matches however many captures lie
 // between them, going back with before and forward with after.

@@ -104,6 +104,13 @@ func (e *QueryError) Unwrap() error { return ErrInvalid }
 
 // parseQuery splits q into its words and phrases, each normalized as
 // normalizeText does; a word of several tokens contains spaces.
+//
+// A term ends at a space outside quotation marks; the marks pair up
+// (an odd number is an error, wherever they are), and are punctuation
+// like any other once they have kept the spaces between a pair inside
+// the term. So `"quick brown" fox` is a phrase and a word, and
+// `"status":"paid"`, pasted from a JSON body, is one term, status:paid,
+// as is `{"note":"two words"}`; `"status" "paid"` is two.
 func parseQuery(q string) ([]string, error) {
 	bad := func(format string, args ...any) error {
 		return &QueryError{Param: "q", Reason: fmt.Sprintf(format, args...)}
@@ -122,20 +129,18 @@ func parseQuery(q string) ([]string, error) {
 			words = append(words, w)
 		}
 	}
-	inPhrase := false
+	quoted := false
 	start := 0
 	for i, r := range q {
 		switch {
 		case r == '"':
-			add(q[start:i])
-			inPhrase = !inPhrase
-			start = i + 1
-		case !inPhrase && unicode.IsSpace(r):
+			quoted = !quoted
+		case !quoted && unicode.IsSpace(r):
 			add(q[start:i])
 			start = i + utf8.RuneLen(r)
 		}
 	}
-	if inPhrase {
+	if quoted {
 		return nil, bad(`a quotation mark is not closed: end the phrase with "`)
 	}
 	add(q[start:])

@@ -327,6 +327,72 @@ func TestSearchInvalidQuery(t *testing.T) {
 	}
 }
 
+// TestParseQuery: a term ends at a space outside quotation marks, so a
+// key and value pasted from a JSON body stay one term (their words next
+// to each other, in order), while quoted words apart are apart.
+func TestParseQuery(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{`"status":"paid"`, []string{"status paid"}},
+		{`{"status":"paid"}`, []string{"status paid"}},
+		{`status:paid`, []string{"status paid"}},
+		{`"status:paid"`, []string{"status paid"}},
+		{`"status" "paid"`, []string{"status", "paid"}},
+		{`"status": "paid"`, []string{"status", "paid"}},
+		{`{"note":"two words"} x`, []string{"note two words", "x"}},
+		{`"quick brown" fox`, []string{"quick brown", "fox"}},
+		{`x"y"z`, []string{"x y z"}},
+		{`"a b"c d`, []string{"a b c", "d"}},
+		{`a "" b`, []string{"a", "b"}},
+		{"\"tab\tinside\"\tword", []string{"tab inside", "word"}},
+	} {
+		got, err := parseQuery(tc.q)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseQuery(%s) = %q, %v; want %q", tc.q, got, err, tc.want)
+		}
+	}
+	// An odd number of quotation marks, wherever they are, is an
+	// unclosed one.
+	for _, q := range []string{`"unclosed`, `a "b" "c`, `"status":"paid`, `5" screen`, `ab"`} {
+		if _, err := parseQuery(q); err == nil || !strings.Contains(err.Error(), "quotation mark is not closed") {
+			t.Errorf("parseQuery(%s): %v, want an unclosed quotation mark", q, err)
+		}
+	}
+}
+
+// TestSearchPastedJSONQuery: `"status":"paid"` finds the capture whose
+// status is paid, not those that are paid somewhere else or unpaid, on
+// either database, staged or indexed.
+func TestSearchPastedJSONQuery(t *testing.T) {
+	f := newSearchFixture(t)
+	hdr := []Header{{Name: "Content-Type", Values: []string{"application/json"}}}
+	f.request("paid", NewRequest{Path: "/hooks", Headers: hdr, Body: []byte(`{"status":"paid","amount":10}`)})
+	f.request("failed", NewRequest{Path: "/hooks", Headers: hdr, Body: []byte(`{"status":"failed","note":"paid"}`)})
+	f.request("unpaid", NewRequest{Path: "/hooks", Headers: hdr, Body: []byte(`{"status":"unpaid"}`)})
+	f.request("spaced", NewRequest{Path: "/hooks", Headers: hdr, Body: []byte(`{"note": "two words", "status": "paid"}`)})
+	cases := []struct {
+		q    string
+		want []string
+	}{
+		{`"status":"paid"`, []string{"spaced", "paid"}},
+		{`{"status":"paid"}`, []string{"spaced", "paid"}},
+		{`status:paid`, []string{"spaced", "paid"}},
+		{`"status:paid"`, []string{"spaced", "paid"}},
+		{`"status" "paid"`, []string{"spaced", "unpaid", "failed", "paid"}},
+		{`"note":"two words"`, []string{"spaced"}},
+		{`"note":"paid"`, []string{"failed"}},
+	}
+	f.bothWays(func(t *testing.T) {
+		for _, tc := range cases {
+			if got := f.requests(RequestFilter{Q: tc.q}); !slices.Equal(got, tc.want) {
+				t.Errorf("q=%s found %v, want %v", tc.q, got, tc.want)
+			}
+		}
+	})
+}
+
 // wordsN is n distinct words.
 func wordsN(n int) string {
 	var b strings.Builder
@@ -919,10 +985,11 @@ func TestMoveFilesTwoLargeVocabulariesAtOnce(t *testing.T) {
 
 // FuzzRequestTokens: tokenizing a request's body where it lies gives what
 // tokenizing its search fields as text gives, whatever the body holds
-// (text, accents and ligatures, bytes that are not UTF-8).
+// (text, accents and ligatures, bytes that are not UTF-8, escapes to
+// decode when the header, its Content-Type, says form or JSON).
 func FuzzRequestTokens(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path, query, header string, body []byte) {
-		headers := []Header{{Name: "X-Test", Values: []string{header}}}
+		headers := []Header{{Name: "Content-Type", Values: []string{header}}}
 		want := searchTokens(requestSearchFields(path, query, headers, body))
 		if got := requestTokens(path, query, headers, body); got != want {
 			t.Fatalf("requestTokens(%q, %q, %q, %q) = %q, want %q", path, query, header, body, got, want)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -234,6 +235,10 @@ func requestTokens(path, query string, headers []Header, body []byte) string {
 	}
 	if body, ok := searchableBody(body); ok {
 		eachToken(body, &b.tok, b.add)
+		if d, ok := decodeBody(bodyEscapesOf(headers), body, b.decoded[:0]); ok {
+			eachToken(d, &b.tok, b.add)
+			b.decoded = d
+		}
 	}
 	return string(b.out)
 }
@@ -243,8 +248,12 @@ func requestTokens(path, query string, headers []Header, body []byte) string {
 var docBuilders = sync.Pool{New: func() any { return new(docBuilder) }}
 
 // maxPooledTokens bounds the distinct tokens of a builder put back in the
-// pool, so one large capture does not pin its buffers.
-const maxPooledTokens = 4096
+// pool, so one large capture does not pin its buffers; maxPooledDecoded,
+// the decoded body it keeps room for.
+const (
+	maxPooledTokens  = 4096
+	maxPooledDecoded = 64 << 10
+)
 
 // release empties b and puts it back in the pool.
 func (b *docBuilder) release() {
@@ -252,6 +261,9 @@ func (b *docBuilder) release() {
 		return
 	}
 	b.out, b.spans, b.hashes = b.out[:0], b.spans[:0], b.hashes[:0]
+	if cap(b.decoded) > maxPooledDecoded {
+		b.decoded = nil
+	}
 	clear(b.slots)
 	docBuilders.Put(b)
 }
@@ -260,11 +272,12 @@ func (b *docBuilder) release() {
 // of its own over the tokens it has written: a Go map keyed by string
 // cost more than the rest of tokenizing.
 type docBuilder struct {
-	out    []byte     // the distinct tokens, separated by spaces
-	spans  [][2]int32 // where each token is in out
-	hashes []uint64   // each token's hash
-	slots  []int32    // open addressing: 0 empty, else index+1 into spans
-	tok    tokenBuf   // the token being read
+	out     []byte     // the distinct tokens, separated by spaces
+	spans   [][2]int32 // where each token is in out
+	hashes  []uint64   // each token's hash
+	slots   []int32    // open addressing: 0 empty, else index+1 into spans
+	tok     tokenBuf   // the token being read
+	decoded []byte     // the body decoded (decodeBody)
 }
 
 func (b *docBuilder) add(tok []byte, h uint64) {
@@ -377,11 +390,14 @@ func messageSearchFields(subject string, from *Address, to, cc []Address, text, 
 
 // requestSearchFields is the text search reads from a request: path and
 // query (also percent-decoded), header values, and the body when it is
-// UTF-8.
+// UTF-8 (a form or JSON body also decoded: decodeBody).
 func requestSearchFields(path, query string, headers []Header, body []byte) []string {
 	fields := requestHeadFields(path, query, headers)
 	if body, ok := searchableBody(body); ok {
 		fields = append(fields, string(body))
+		if d, ok := decodeBody(bodyEscapesOf(headers), body, nil); ok {
+			fields = append(fields, string(d))
+		}
 	}
 	return fields
 }
@@ -411,6 +427,152 @@ func requestHeadFields(path, query string, headers []Header) []string {
 func searchableBody(body []byte) ([]byte, bool) {
 	body = clipBytes(body)
 	return body, utf8.Valid(body)
+}
+
+// bodyEscapes is how a request body escapes its text, by its media type.
+type bodyEscapes int
+
+const (
+	noEscapes   bodyEscapes = iota
+	formEscapes             // application/x-www-form-urlencoded: %XX and + for a space
+	jsonEscapes             // application/json and +json types: \uXXXX, \n, \" …
+)
+
+// bodyEscapesOf reads the escapes of a body from its request's first
+// Content-Type.
+func bodyEscapesOf(headers []Header) bodyEscapes {
+	for _, h := range headers {
+		if !strings.EqualFold(h.Name, "Content-Type") || len(h.Values) == 0 {
+			continue
+		}
+		mt, _, _ := strings.Cut(h.Values[0], ";")
+		mt = strings.TrimSpace(mt)
+		switch {
+		case strings.EqualFold(mt, "application/x-www-form-urlencoded"):
+			return formEscapes
+		case strings.EqualFold(mt, "application/json"),
+			len(mt) > len("+json") && strings.EqualFold(mt[len(mt)-len("+json"):], "+json"):
+			return jsonEscapes
+		}
+		return noEscapes
+	}
+	return noEscapes
+}
+
+// decodeBody appends to dst body, UTF-8 text with the escapes e, with its
+// escapes decoded, so that a form's buyer%40example.com is found as
+// buyer@example.com and a JSON body's Zo\u00eb as Zoë. It reports false,
+// having done nothing, when the body has no escape to decode. An escape
+// that does not decode (a % without two hex digits, bytes that are not
+// UTF-8, a lone surrogate, a \ before anything else) is kept as it is, so
+// the result is UTF-8 text too, and a body that is not a valid form or
+// JSON is read all the same.
+func decodeBody(e bodyEscapes, body, dst []byte) ([]byte, bool) {
+	switch e {
+	case formEscapes:
+		if bytes.IndexAny(body, "%+") < 0 {
+			return nil, false
+		}
+		return appendFormDecoded(dst, body), true
+	case jsonEscapes:
+		if bytes.IndexByte(body, '\\') < 0 {
+			return nil, false
+		}
+		return appendJSONDecoded(dst, body), true
+	}
+	return nil, false
+}
+
+// appendFormDecoded appends s with + read as a space and each run of %XX
+// escapes decoded, unless the run's bytes are not UTF-8 (a form in
+// Latin-1): then the run is kept as sent.
+func appendFormDecoded(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '+':
+			dst = append(dst, ' ')
+			i++
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			start, n := i, len(dst)
+			for i+2 < len(s) && s[i] == '%' && isHex(s[i+1]) && isHex(s[i+2]) {
+				dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+				i += 3
+			}
+			if !utf8.Valid(dst[n:]) {
+				dst = append(dst[:n], s[start:i]...)
+			}
+		default:
+			dst = append(dst, c)
+			i++
+		}
+	}
+	return dst
+}
+
+// appendJSONDecoded appends s with the escapes of JSON strings decoded: a
+// pair of \u escapes that spell a character outside the BMP is that
+// character.
+func appendJSONDecoded(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			dst = append(dst, e)
+			i += 2
+		case 'b', 'f', 'n', 'r', 't':
+			dst = append(dst, jsonControl[e])
+			i += 2
+		case 'u':
+			r, ok := hex4(s[i+2:])
+			switch {
+			case !ok:
+				dst = append(dst, c)
+				i++
+			case utf16.IsSurrogate(r):
+				r2, ok := rune(0), false
+				if len(s) >= i+12 && s[i+6] == '\\' && s[i+7] == 'u' {
+					r2, ok = hex4(s[i+8:])
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					dst = utf8.AppendRune(dst, d)
+					i += 12
+				} else {
+					dst = append(dst, s[i:i+6]...) // a lone surrogate: kept
+					i += 6
+				}
+			default:
+				dst = utf8.AppendRune(dst, r)
+				i += 6
+			}
+		default:
+			dst = append(dst, c)
+			i++
+		}
+	}
+	return dst
+}
+
+// jsonControl are the characters JSON's one-letter escapes spell.
+var jsonControl = [...]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hex4 reads the four hex digits that start s.
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		if !isHex(c) {
+			return 0, false
+		}
+		r = r<<4 | rune(unhex(c))
+	}
+	return r, true
 }
 
 // htmlText is the text a reader of the HTML sees: text nodes with entities
