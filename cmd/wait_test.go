@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -509,4 +511,60 @@ func TestWaitNamesSeveralEndpoints(t *testing.T) {
 	if r := wait(); r.code != 2 || !strings.Contains(r.stderr, "the project has 3 endpoints and no single one named default: pass --endpoint") {
 		t.Errorf("no default endpoint: %+v", r)
 	}
+}
+
+// hostile is what a sender can put in a capture to act on the terminal
+// that shows it: OSC 52 sets the clipboard, OSC 0 the window title, CSI 2J
+// and 3J erase the screen and the scrollback.
+const hostile = "build ok\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;owned\x07\x1b[2J\x1b[3J"
+
+// hostilePath is a webhook path with C1 controls (CSI, OSC, ST), which
+// many terminals act on as on ESC [, ESC ] and ESC \, and a right-to-left
+// override, which reverses the rest of the line on a terminal that lays
+// out bidi text.
+const hostilePath = "/term/\u009b2J\u009d0;owned\u009c\u202eexe.pdf"
+
+// rawHook posts body to the endpoint with path in the request line as it
+// is, raw UTF-8 included, as no HTTP client sends it, and returns the
+// capture's id.
+func (s *served) rawHook(t *testing.T, path, body string) string {
+	t.Helper()
+	u, _ := url.Parse(s.CaptureURL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		u.Path, path, u.Host, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("capture answered %d, %v", resp.StatusCode, err)
+	}
+	return v.ID
+}
+
+// Into a pipe or a file, `capture wait` prints what was captured byte for
+// byte, escape sequences and all: a script gets what the sender sent. On
+// a terminal the same captures are shown harmless
+// (TestWaitShowsCapturesHarmlessOnATerminal).
+func TestWaitPrintsHostileCapturesByteForByte(t *testing.T) {
+	s := serveBinary(t)
+	id := s.rawHook(t, hostilePath, hostile)
+	s.mail(t, "eve@example.com", "=?utf-8?Q?Invoice_=E2=80=AEfdp.exe?=", hostile)
+
+	s.waitNow(t, "request", "--path", "/term/", "--since", "1m", "--print", "body").expect(t, 0, hostile, "")
+	s.waitNow(t, "request", "--path", "/term/", "--since", "1m", "--print", "path").expect(t, 0, hostilePath+"\n", "")
+	r := s.waitNow(t, "request", "--path", "/term/", "--since", "1m", "--print", "json")
+	var m map[string]any
+	if err := json.Unmarshal(r.stdout.Bytes(), &m); err != nil || m["id"] != id || m["path"] != hostilePath || m["body"] != hostile {
+		t.Errorf("--print json: %v, %s", err, r.stdout.String())
+	}
+	s.waitNow(t, "email", "--to", "eve@", "--since", "1m", "--print", "text").expect(t, 0, hostile+"\n", "")
+	s.waitNow(t, "email", "--to", "eve@", "--since", "1m", "--print", "subject").expect(t, 0, "Invoice \u202efdp.exe\n", "")
 }

@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -151,4 +154,55 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// bidiControls are the bidi embeddings, overrides and isolates: on a
+// terminal that lays out bidi text, each turns the rest of its line
+// around, pane borders included.
+const bidiControls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+// TestBidiControlsShowAsReplacement puts bidi overrides and isolates in a
+// subject, a body and a webhook path: the list rows and the detail show
+// each as U+FFFD, as other controls, and never send one to the terminal,
+// while Hebrew and Arabic letters show as they are.
+func TestBidiControlsShowAsReplacement(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.insert(mail{from: "shop@example.test", to: "eve@example.test", subject: "Invoice \u202efdp.exe שלום",
+		text: "body \u2066isolated\u2069 and \u202bembedded\u202c مرحبا"})
+	// The path raw in the request line, as a sender can write it.
+	base, _ := url.Parse(e.srv.CaptureBase())
+	conn, err := net.Dial("tcp", base.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "x\u2067y\u2069"
+	fmt.Fprintf(conn, "POST %s/%s/bidi/\u202eexe.pdf HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		base.Path, e.boot.Endpoint.ID, base.Host, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("capture answered %v, %v", resp, err)
+	}
+	conn.Close()
+	u := e.run(e.config())
+	check := func(what, screen string, want ...string) {
+		t.Helper()
+		if strings.ContainsAny(screen, bidiControls) {
+			t.Errorf("%s: a bidi control reaches the terminal:\n%q", what, screen)
+		}
+		for _, w := range want {
+			if !strings.Contains(screen, w) {
+				t.Errorf("%s: no %q on the screen:\n%s", what, w, screen)
+			}
+		}
+		checkCells(t, what, screen, 80)
+	}
+	check("messages", u.waitText("Invoice", "● live"), "Invoice \uFFFDfdp.exe שלום")
+	u.keys("enter")
+	check("message detail", u.waitText("Subject   Invoice"), "Subject   Invoice \uFFFDfdp.exe שלום",
+		"body \uFFFDisolated\uFFFD and \uFFFDembedded\uFFFD مرحبا")
+	u.keys("esc", "shift+tab", "j", "tab")
+	check("requests", u.waitText("Requests · default", "/bidi/"), "/bidi/\uFFFDexe.pdf")
+	u.keys("enter")
+	check("request detail", u.waitText("x\uFFFDy\uFFFD"), "/bidi/\uFFFDexe.pdf")
 }

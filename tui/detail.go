@@ -556,12 +556,15 @@ func clean(s string) string {
 	return cellText(escapeControls(s))
 }
 
-// escapeControls shows control characters as ^X, and C1 controls and
-// invalid bytes as U+FFFD, so that captured text cannot move the cursor.
+// escapeControls shows control characters as ^X, and C1 controls, bidi
+// embeddings, overrides and isolates and invalid bytes as U+FFFD, so that
+// captured text cannot move the cursor, nor reverse the rest of its row,
+// pane borders included, on a terminal that lays out bidi text.
+// Right-to-left letters, and the marks that steer them, stay.
 func escapeControls(s string) string {
 	ok := true
 	for _, r := range s {
-		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == utf8.RuneError {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || isBidiControl(r) || r == utf8.RuneError {
 			ok = false
 			break
 		}
@@ -583,11 +586,18 @@ func escapeControls(s string) string {
 			b.WriteByte('\n')
 		case r < 0x20:
 			b.WriteString("^" + string(rune(r+'@')))
-		case r == 0x7f || r >= 0x80 && r < 0xa0:
+		case r == 0x7f || r >= 0x80 && r < 0xa0 || isBidiControl(r):
 			b.WriteRune('\uFFFD')
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// isBidiControl reports whether r is a bidi embedding, override or
+// isolate (U+202A–U+202E, U+2066–U+2069): each changes the direction of
+// all that follows it on the line.
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }

@@ -136,12 +136,16 @@ func TestColorJSON(t *testing.T) {
 
 func TestClean(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain é ✓":            "plain é ✓",
-		"a\x1b]52;c;AAAA\x07b": "a^[]52;c;AAAA^Gb",
-		"line\r\nnext\rlast":   "line\nnext\nlast",
-		"tab\there":            "tab    here",
-		"c1\u009bx":            "c1\uFFFDx",
-		"bad\xffutf8":          "bad\uFFFDutf8",
+		"plain é ✓":                         "plain é ✓",
+		"a\x1b]52;c;AAAA\x07b":              "a^[]52;c;AAAA^Gb",
+		"line\r\nnext\rlast":                "line\nnext\nlast",
+		"tab\there":                         "tab    here",
+		"c1\u009bx":                         "c1\uFFFDx",
+		"bad\xffutf8":                       "bad\uFFFDutf8",
+		"rlo\u202eexe.pdf":                  "rlo\uFFFDexe.pdf",
+		"\u202a\u202b\u202c\u202d":          "\uFFFD\uFFFD\uFFFD\uFFFD",
+		"\u2066lri\u2067rli\u2068fsi\u2069": "\uFFFDlri\uFFFDrli\uFFFDfsi\uFFFD",
+		"שלום \u200fمرحبا":                  "שלום \u200fمرحبا",
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)

@@ -13,16 +13,12 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
-
-	"golang.org/x/term"
 
 	"github.com/capturedev/capture/forward/apiclient"
 	"github.com/capturedev/capture/server/api/contract"
@@ -102,6 +98,9 @@ type Config struct {
 	RefusedKey string
 
 	finder Finder
+	// onTerminal is whether Stdout is a terminal, where captured text is
+	// shown Visible; into a pipe or a file it is written byte for byte.
+	onTerminal bool
 }
 
 // durationSyntax is what time.ParseDuration reads. A value written so
@@ -195,6 +194,7 @@ func Run(ctx context.Context, c Config) error {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
+	c.onTerminal = isTerminal(c.Stdout)
 	c.finder.Client = c.Client
 	// --timeout bounds the waiting, not the calls: the inbox or endpoint
 	// is still resolved, and what is there already looked at, when it is
@@ -448,9 +448,9 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 	}
 	switch c.Print {
 	case "id":
-		return line(c.Stdout, m.ID)
+		return c.line(m.ID)
 	case "subject":
-		return line(c.Stdout, oneLine(m.Subject))
+		return c.line(oneLine(m.Subject))
 	case "json":
 		return c.printWhole(ctx, m.ID, c.Client.MessageJSON)
 	case "link":
@@ -470,7 +470,7 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 			}
 			return noPart(what)
 		}
-		return line(c.Stdout, links[0].URL)
+		return c.line(links[0].URL)
 	}
 	full, err := call(ctx, &c.finder, func(ctx context.Context) (contract.Message, error) { return c.Client.Message(ctx, m.ID) })
 	if err != nil {
@@ -481,26 +481,26 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 		if full.Body.Text == nil {
 			return noPart("text body")
 		}
-		return text(c.Stdout, *full.Body.Text)
+		return c.text(*full.Body.Text)
 	case "html":
 		if full.Body.HTML == nil {
 			return noPart("HTML body")
 		}
-		return text(c.Stdout, *full.Body.HTML)
+		return c.text(*full.Body.HTML)
 	default: // code
 		if len(full.Codes) == 0 {
 			return noPart("verification code")
 		}
-		return line(c.Stdout, full.Codes[0].Value)
+		return c.line(full.Codes[0].Value)
 	}
 }
 
 func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) error {
 	switch c.Print {
 	case "id":
-		return line(c.Stdout, r.ID)
+		return c.line(r.ID)
 	case "path":
-		return line(c.Stdout, r.Path)
+		return c.line(r.Path)
 	case "json":
 		return c.printWhole(ctx, r.ID, c.Client.RequestJSON)
 	}
@@ -513,19 +513,13 @@ func (c *Config) printRequest(ctx context.Context, r contract.RequestSummary) er
 		return &Error{Code: ExitUsage, Err: err}
 	}
 	// The body byte for byte, so that `> file` keeps it whole (a signature
-	// over it still checks); on a terminal a text body ends its line, or
-	// the shell's prompt would run on after it.
-	if len(body) > 0 && body[len(body)-1] != '\n' && utf8.Valid(body) && isTerminal(c.Stdout) {
-		body = append(body, '\n')
+	// over it still checks); on a terminal it is shown Visible, and ends
+	// its line, or the shell's prompt would run on after it.
+	if c.onTerminal && len(body) > 0 {
+		return c.text(string(body))
 	}
 	_, err = c.Stdout.Write(body)
 	return err
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // printWhole prints a capture as the API wrote it, every field kept.
@@ -539,7 +533,11 @@ func (c *Config) printWhole(ctx context.Context, id string, fetch func(context.C
 		return &Error{Code: ExitUsage, Err: fmt.Errorf("the API's answer is not JSON: %w", err)}
 	}
 	buf.WriteByte('\n')
-	_, err = c.Stdout.Write(buf.Bytes())
+	out := buf.Bytes()
+	if c.onTerminal {
+		out = visibleJSON(out)
+	}
+	_, err = c.Stdout.Write(out)
 	return err
 }
 
@@ -580,16 +578,25 @@ func breaksLine(r rune) bool {
 	return r != '\t' && unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
 
-func line(w io.Writer, s string) error {
-	_, err := io.WriteString(w, s+"\n")
+// line writes s and a newline: as it is into a pipe or a file, Visible
+// on a terminal.
+func (c *Config) line(s string) error {
+	if c.onTerminal {
+		s = Visible(s)
+	}
+	_, err := io.WriteString(c.Stdout, s+"\n")
 	return err
 }
 
-// text writes a body as it is, ending in a newline.
-func text(w io.Writer, s string) error {
+// text writes a body as it is into a pipe or a file, Visible on a
+// terminal, ending in a newline.
+func (c *Config) text(s string) error {
+	if c.onTerminal {
+		s = Visible(s)
+	}
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
-	_, err := io.WriteString(w, s)
+	_, err := io.WriteString(c.Stdout, s)
 	return err
 }
