@@ -275,6 +275,26 @@ def go_quote(s):
     return "".join(out)
 
 
+def visible(s):
+    """s as it is safe to show on a terminal, as the Go client shows it: a C0
+    control as ^X (ESC as ^[) but tab and line feed, a lone carriage return
+    as ^M; DEL, the C1 controls and the bidi embeddings, overrides and
+    isolates (U+202A-U+202E, U+2066-U+2069) as U+FFFD."""
+    out = []
+    for i, c in enumerate(s):
+        n = ord(c)
+        if c in "\t\n" or (c == "\r" and s[i + 1:i + 2] == "\n"):
+            out.append(c)
+        elif n < 0x20:
+            out.append("^" + chr(n + 0x40))
+        elif n == 0x7F or 0x80 <= n < 0xA0 or 0x202A <= n <= 0x202E or 0x2066 <= n <= 0x2069 \
+                or 0xD800 <= n <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 def underscores_ok(s):
     """Whether the underscores in s stand only between digits, or between a
     base prefix and a digit, as Go's number syntax wants them."""
@@ -556,7 +576,9 @@ class Printer:
             outcome = f"{r['class']} {r['duration_ms']} ms: {r['error']}"
         else:
             outcome = f"{r['reason']} {r['duration_ms']} ms {fmt_bytes(r['bytes'])}"
-        self._line(self.out, f"{at} {r['id']} {r['method']} {r['target']} → {outcome}")
+        # The method and path are the sender's, the reason the handler's:
+        # shown, never acted on by the terminal.
+        self._line(self.out, f"{at} {r['id']} {visible(r['method'])} {visible(r['target'])} → {visible(outcome)}")
 
     def warn(self, msg):
         self._line(self.err, "warning: " + msg)

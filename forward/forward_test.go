@@ -678,11 +678,21 @@ func TestForwardTextOutput(t *testing.T) {
 		if !line.MatchString(out) {
 			t.Errorf("no delivery line like `22:14:03 %s POST /ci/42/hook → 200 OK 12 ms 1.0 KiB` in:\n%s", id, out)
 		}
+		// A path the sender wrote with C1 controls and a bidi override in
+		// raw UTF-8 is shown, not acted on by the terminal.
+		hostile := srv.PostRaw(t, "POST /{endpoint}/c1\u009b2J\u009d0;TITLE\u009c\u202eevil HTTP/1.1\r\nHost: sender.example\r\nContent-Length: 0\r\n\r\n")
+		out = s.stdout.waitContains(t, " → ", 3)
+		if want := " POST /c1\uFFFD2J\uFFFD0;TITLE\uFFFD\uFFFDevil → 200 OK"; !strings.Contains(out, hostile+want) {
+			t.Errorf("no delivery line with %q in:\n%q", hostile+want, out)
+		}
+		if strings.ContainsAny(out, "\u009b\u009d\u009c\u202e") {
+			t.Errorf("controls of the path reach the terminal:\n%q", out)
+		}
 		if code := s.stop(t); code != 0 {
 			t.Errorf("exit code %d", code)
 		}
 		out = s.stdout.String()
-		if !strings.Contains(out, "Stopped after") || !strings.Contains(out, "1 forwarded (1 answered 2xx") {
+		if !strings.Contains(out, "Stopped after") || !strings.Contains(out, "2 forwarded (2 answered 2xx") {
 			t.Errorf("no summary:\n%s", out)
 		}
 		if strings.Contains(out, "\x1b[") {
