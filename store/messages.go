@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -143,12 +144,103 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 	}, nil
 }
 
-// storedRecipients is the JSON of messages.recipients.
+// ListedAddresses is how many of the addresses of a message's To, Cc and
+// Reply-To headers it keeps for its lists and its detail: the first 100,
+// as many as SMTP takes recipients (SPEC §6). One hostile header naming
+// hundreds of thousands would otherwise be read, decoded and sent with
+// every list holding the message. The headers keep every address, and so
+// do search_to and the search index, computed at insert from all of them.
+const ListedAddresses = 100
+
+// storedRecipients is the JSON of messages.recipients. To, Cc and ReplyTo
+// hold at most ListedAddresses each (a row stored before that bound may
+// hold more), the counts how many the header named when it named more. A
+// migration that recomputes search_to or the search index from this
+// column reads only the kept addresses of such a message: one that needs
+// them all must read its headers.
 type storedRecipients struct {
-	Envelope []string        `json:"envelope"`
-	To       []storedAddress `json:"to"`
-	Cc       []storedAddress `json:"cc"`
-	ReplyTo  []storedAddress `json:"reply_to"`
+	Envelope     []string        `json:"envelope"`
+	To           []storedAddress `json:"to"`
+	Cc           []storedAddress `json:"cc"`
+	ReplyTo      []storedAddress `json:"reply_to"`
+	ToCount      int             `json:"to_count,omitempty"`
+	CcCount      int             `json:"cc_count,omitempty"`
+	ReplyToCount int             `json:"reply_to_count,omitempty"`
+}
+
+// listedRecipients reads messages.recipients as lists and details show
+// it: the first ListedAddresses of each header's addresses, and how many
+// it named, without decoding the rest of a row stored before the bound.
+type listedRecipients struct {
+	Envelope     []string        `json:"envelope"`
+	To           listedAddresses `json:"to"`
+	Cc           listedAddresses `json:"cc"`
+	ReplyTo      listedAddresses `json:"reply_to"`
+	ToCount      int             `json:"to_count"`
+	CcCount      int             `json:"cc_count"`
+	ReplyToCount int             `json:"reply_to_count"`
+}
+
+// listedAddresses is a JSON array of addresses read up to the first
+// ListedAddresses; the rest are only counted.
+type listedAddresses struct {
+	kept  []storedAddress
+	total int
+}
+
+func (l *listedAddresses) UnmarshalJSON(data []byte) error {
+	l.kept, l.total = nil, 0
+	dec := json.NewDecoder(bytes.NewReader(data))
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err // null: no addresses
+	}
+	for dec.More() {
+		if len(l.kept) == ListedAddresses {
+			l.total = len(l.kept) + countArrayObjects(data[dec.InputOffset():])
+			return nil
+		}
+		var a storedAddress
+		if err := dec.Decode(&a); err != nil {
+			return err
+		}
+		l.kept = append(l.kept, a)
+	}
+	l.total = len(l.kept)
+	return nil
+}
+
+// countArrayObjects counts the objects at the top level of the rest of a
+// valid JSON array of objects, byte by byte, decoding none.
+func countArrayObjects(rest []byte) int {
+	n, depth, inString := 0, 0, false
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth == 0 && c == '{' {
+				n++
+			}
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return n
+}
+
+// listed is how many addresses a header named: the count stored with a
+// capped list, else as many as the list held.
+func listed(l listedAddresses, count int) ([]Address, int) {
+	return addressesOf(l.kept), max(count, l.total)
 }
 
 type storedAddress struct {
@@ -171,18 +263,26 @@ type storedCode struct {
 }
 
 func recipientsOf(m *NewMessage) storedRecipients {
-	conv := func(as []Address) []storedAddress {
+	conv := func(as []Address) ([]storedAddress, int) {
+		count := 0
+		if len(as) > ListedAddresses {
+			as, count = as[:ListedAddresses], len(as)
+		}
 		out := make([]storedAddress, len(as))
 		for i, a := range as {
 			out[i] = storedAddress(a)
 		}
-		return out
+		return out, count
 	}
 	env := m.EnvelopeTo
 	if env == nil {
 		env = []string{}
 	}
-	return storedRecipients{Envelope: env, To: conv(m.To), Cc: conv(m.Cc), ReplyTo: conv(m.ReplyTo)}
+	r := storedRecipients{Envelope: env}
+	r.To, r.ToCount = conv(m.To)
+	r.Cc, r.CcCount = conv(m.Cc)
+	r.ReplyTo, r.ReplyToCount = conv(m.ReplyTo)
+	return r
 }
 
 // linksOf checks each link's kind; a link without one is "other".
@@ -217,8 +317,8 @@ func codesOf(cs []Code) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func decodeRecipients(id, data string) (storedRecipients, error) {
-	var r storedRecipients
+func decodeRecipients(id, data string) (listedRecipients, error) {
+	var r listedRecipients
 	if err := json.Unmarshal([]byte(data), &r); err != nil {
 		return r, fmt.Errorf("message %s recipients: %w", id, err)
 	}
@@ -238,7 +338,8 @@ const messageSummaryCols = `messages.inbox_id, messages.received_at, messages.fr
 	messages.envelope_from`
 
 // scanMessageSummary scans messageSummaryCols (after seq and id) and then
-// extra; rcpts, when not nil, receives every recipient of the message.
+// extra; rcpts, when not nil, receives the envelope and the listed
+// Reply-To addresses of the message, ReplyToCount how many it named.
 func scanMessageSummary(r interface{ Scan(...any) error }, base *row, rcpts *storedRecipients, extra ...any) (MessageSummary, error) {
 	var m MessageSummary
 	var received int64
@@ -258,9 +359,15 @@ func scanMessageSummary(r interface{ Scan(...any) error }, base *row, rcpts *sto
 	if err != nil {
 		return MessageSummary{}, err
 	}
-	m.To, m.Cc = addressesOf(rs.To), addressesOf(rs.Cc)
+	m.To, m.ToCount = listed(rs.To, rs.ToCount)
+	m.Cc, m.CcCount = listed(rs.Cc, rs.CcCount)
 	if rcpts != nil {
-		*rcpts = rs
+		*rcpts = storedRecipients{Envelope: rs.Envelope}
+		replyTo, count := listed(rs.ReplyTo, rs.ReplyToCount)
+		rcpts.ReplyTo, rcpts.ReplyToCount = make([]storedAddress, len(replyTo)), count
+		for i, a := range replyTo {
+			rcpts.ReplyTo[i] = storedAddress(a)
+		}
 	}
 	return m, nil
 }

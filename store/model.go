@@ -178,15 +178,18 @@ type NewAttachment struct {
 
 // MessageSummary is a message as lists show it.
 type MessageSummary struct {
-	ID              string
-	InboxID         string
-	ReceivedAt      time.Time
-	From            *Address
-	To, Cc          []Address
-	Subject         string
-	Size            int64
-	AttachmentCount int
-	Snippet         string
+	ID         string
+	InboxID    string
+	ReceivedAt time.Time
+	From       *Address
+	// To and Cc are the first ListedAddresses of the addresses the
+	// headers named, ToCount and CcCount how many they named.
+	To, Cc           []Address
+	ToCount, CcCount int
+	Subject          string
+	Size             int64
+	AttachmentCount  int
+	Snippet          string
 	// EnvelopeFrom is the SMTP MAIL FROM, "" for the null sender; lists
 	// show it when the message has no From.
 	EnvelopeFrom string
@@ -194,15 +197,18 @@ type MessageSummary struct {
 
 type Message struct {
 	MessageSummary
-	EnvelopeTo  []string
-	ReplyTo     []Address
-	Date        *time.Time
-	MessageID   string
-	Headers     []Header
-	Text, HTML  *string
-	Links       []Link
-	Attachments []Attachment
-	Warnings    []string
+	EnvelopeTo []string
+	// ReplyTo is the first ListedAddresses of the addresses Reply-To
+	// named, ReplyToCount how many it named.
+	ReplyTo      []Address
+	ReplyToCount int
+	Date         *time.Time
+	MessageID    string
+	Headers      []Header
+	Text, HTML   *string
+	Links        []Link
+	Attachments  []Attachment
+	Warnings     []string
 
 	LinksTruncated bool
 	Codes          []Code

@@ -278,7 +278,7 @@ func (s *Store) MessageDetail(ctx context.Context, projectID, id string) (Messag
 		return MessageDetail{}, err
 	}
 	m := Message{MessageSummary: summary}
-	m.EnvelopeTo, m.ReplyTo = rcpts.Envelope, addressesOf(rcpts.ReplyTo)
+	m.EnvelopeTo, m.ReplyTo, m.ReplyToCount = rcpts.Envelope, addressesOf(rcpts.ReplyTo), rcpts.ReplyToCount
 	if m.EnvelopeTo == nil {
 		m.EnvelopeTo = []string{}
 	}

@@ -77,7 +77,8 @@ func RenderEndpoint(e store.Endpoint, captureBase string) contract.Endpoint {
 func renderMessageSummary(m store.MessageSummary) contract.MessageSummary {
 	out := contract.MessageSummary{
 		ID: m.ID, InboxID: m.InboxID, ReceivedAt: wireTime(m.ReceivedAt),
-		To: renderAddresses(m.To), Cc: renderAddresses(m.Cc),
+		To: renderAddresses(m.To), ToTruncated: m.ToCount > len(m.To),
+		Cc: renderAddresses(m.Cc), CcTruncated: m.CcCount > len(m.Cc),
 		Subject: m.Subject, Size: m.Size, AttachmentCount: m.AttachmentCount, Snippet: m.Snippet,
 	}
 	if m.From != nil {
@@ -114,7 +115,7 @@ func renderHeaders(hs []store.Header) contract.Headers {
 func renderMessage(m store.Message) contract.Message {
 	out := contract.Message{MessageSummary: renderMessageSummary(m.MessageSummary)}
 	out.Envelope = contract.Envelope{From: m.EnvelopeFrom, To: nonNil(m.EnvelopeTo)}
-	out.ReplyTo = renderAddresses(m.ReplyTo)
+	out.ReplyTo, out.ReplyToTruncated = renderAddresses(m.ReplyTo), m.ReplyToCount > len(m.ReplyTo)
 	out.Date = contract.TimeOf(m.Date)
 	out.MessageID = strOrNil(m.MessageID)
 	out.Headers = renderHeaders(m.Headers)

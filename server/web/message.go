@@ -112,8 +112,9 @@ func (h *Handler) messagePage(w http.ResponseWriter, r *http.Request, pc *projec
 	}
 	base := messageURL(pid, m.ID)
 	v := messageView{
-		ID: m.ID, Subject: m.Subject, To: addressList(m.To), Cc: addressList(m.Cc), ReplyTo: addressList(m.ReplyTo),
-		Size: size(m.Size), MessageID: m.MessageID, EnvelopeFrom: envelopeSender(m.EnvelopeFrom), EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
+		ID: m.ID, Subject: m.Subject, To: someAddresses(m.To, m.ToCount, store.ListedAddresses), Cc: someAddresses(m.Cc, m.CcCount, store.ListedAddresses),
+		ReplyTo: someAddresses(m.ReplyTo, m.ReplyToCount, store.ListedAddresses),
+		Size:    size(m.Size), MessageID: m.MessageID, EnvelopeFrom: envelopeSender(m.EnvelopeFrom), EnvelopeTo: strings.Join(m.EnvelopeTo, ", "),
 		Received: timeOf(m.ReceivedAt), InboxID: in.ID, InboxURL: inboxURL(pid, in.ID), InboxName: in.Name,
 		DeleteURL: base + "/delete", RawURL: base + "/raw", Warnings: m.Warnings,
 	}

@@ -169,7 +169,7 @@ func found(n int, p pager, one, many string) string {
 
 func messageRowOf(pid string, m store.MessageSummary) messageRow {
 	row := messageRow{ID: m.ID, URL: messageURL(pid, m.ID), Subject: m.Subject, Snippet: m.Snippet,
-		To: addressList(m.To), Attachments: m.AttachmentCount,
+		To: someAddresses(m.To, m.ToCount, rowAddresses), Attachments: m.AttachmentCount,
 		Received: timeOf(m.ReceivedAt)}
 	switch {
 	case m.From != nil:

@@ -261,6 +261,26 @@ func addressList(as []store.Address) string {
 	return strings.Join(parts, ", ")
 }
 
+// rowAddresses is how many of a message's To addresses its row in a list
+// names: the row's cell shows one or two, its title these.
+const rowAddresses = 5
+
+// someAddresses names the first n of a header's addresses as addressList
+// does, and says how many more of the total it named there are: "a, b,
+// c, +4,997 more". The store keeps the first store.ListedAddresses, so a
+// header naming thousands costs a page no more than that.
+func someAddresses(as []store.Address, total, n int) string {
+	total = max(total, len(as))
+	if len(as) > n {
+		as = as[:n]
+	}
+	s := addressList(as)
+	if more := total - len(as); more > 0 {
+		s += ", +" + thousands(int64(more)) + " more"
+	}
+	return s
+}
+
 // PortList shows SMTP ports as people read them ("587, 2525", or "none"):
 // on the inboxes page and in serve's startup lines.
 func PortList(ports []int) string {

@@ -282,12 +282,17 @@ func FormatAddress(name, address string) string {
 
 // MessageSummary is an item of GET /inboxes/{id}/messages.
 type MessageSummary struct {
-	ID              string    `json:"id"`
-	InboxID         string    `json:"inbox_id"`
-	ReceivedAt      Time      `json:"received_at"`
-	From            *Address  `json:"from"`
+	ID         string   `json:"id"`
+	InboxID    string   `json:"inbox_id"`
+	ReceivedAt Time     `json:"received_at"`
+	From       *Address `json:"from"`
+	// To and Cc are the first 100 addresses of the To and Cc headers;
+	// ToTruncated and CcTruncated say the header named more (the
+	// message's headers hold them all, and the to filter matches them).
 	To              []Address `json:"to"`
+	ToTruncated     bool      `json:"to_truncated"`
 	Cc              []Address `json:"cc"`
+	CcTruncated     bool      `json:"cc_truncated"`
 	Subject         string    `json:"subject"`
 	Size            int64     `json:"size"`
 	AttachmentCount int       `json:"attachment_count"`
@@ -297,13 +302,16 @@ type MessageSummary struct {
 // Message is GET /messages/{id}.
 type Message struct {
 	MessageSummary
-	Envelope  Envelope  `json:"envelope"`
-	ReplyTo   []Address `json:"reply_to"`
-	Date      *Time     `json:"date"`
-	MessageID *string   `json:"message_id"`
-	Headers   Headers   `json:"headers"`
-	Body      Body      `json:"body"`
-	Links     []Link    `json:"links"`
+	Envelope Envelope `json:"envelope"`
+	// ReplyTo is the first 100 addresses of Reply-To, ReplyToTruncated
+	// says it named more.
+	ReplyTo          []Address `json:"reply_to"`
+	ReplyToTruncated bool      `json:"reply_to_truncated"`
+	Date             *Time     `json:"date"`
+	MessageID        *string   `json:"message_id"`
+	Headers          Headers   `json:"headers"`
+	Body             Body      `json:"body"`
+	Links            []Link    `json:"links"`
 	// LinksTruncated says the message had more links than Links holds
 	// (the first 1,000 are kept).
 	LinksTruncated bool `json:"links_truncated"`
