@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capturedev/capture/forward/wait"
+	"github.com/capturedev/capture/forward/termtext"
 	"github.com/capturedev/capture/server/api/contract"
 )
 
@@ -95,14 +95,14 @@ func (p *textPrinter) delivery(r result) {
 	var outcome string
 	switch {
 	case r.Err != nil:
-		outcome = fmt.Sprintf("%s %s: %s", p.paint(ansiRed, r.Class), formatMS(r.Duration), wait.Visible(r.ErrText))
+		outcome = fmt.Sprintf("%s %s: %s", p.paint(ansiRed, r.Class), formatMS(r.Duration), termtext.Visible(r.ErrText))
 	default:
-		outcome = fmt.Sprintf("%s %s %s", p.paint(statusColor(r.Status), wait.Visible(r.Reason)), formatMS(r.Duration), formatBytes(r.Bytes))
+		outcome = fmt.Sprintf("%s %s %s", p.paint(statusColor(r.Status), termtext.Visible(r.Reason)), formatMS(r.Duration), formatBytes(r.Bytes))
 	}
 	// The method and path are the sender's, the reason the handler's:
 	// shown, never acted on by the terminal.
 	fmt.Fprintf(p.w, "%s %s %s %s → %s\n", p.paint(ansiDim, r.At.Format("15:04:05")), r.ID,
-		wait.Visible(r.Method), wait.Visible(r.Target), outcome)
+		termtext.Visible(r.Method), termtext.Visible(r.Target), outcome)
 }
 
 func statusColor(status int) string {

@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/termtext"
 	"github.com/capturedev/capture/server/api/contract"
 )
 
@@ -582,7 +583,7 @@ func breaksLine(r rune) bool {
 // on a terminal.
 func (c *Config) line(s string) error {
 	if c.onTerminal {
-		s = Visible(s)
+		s = termtext.Visible(s)
 	}
 	_, err := io.WriteString(c.Stdout, s+"\n")
 	return err
@@ -592,7 +593,7 @@ func (c *Config) line(s string) error {
 // terminal, ending in a newline.
 func (c *Config) text(s string) error {
 	if c.onTerminal {
-		s = Visible(s)
+		s = termtext.Visible(s)
 	}
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
