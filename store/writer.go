@@ -308,12 +308,13 @@ var errNoCommit = fmt.Errorf("%w: %s", ErrUnavailable, noCommit)
 var noCommit = fmt.Sprintf("nothing committed within %s (the database is locked by another process, or the disk stalled)", commitTimeout)
 
 // errNoAnswer is errNoCommit on PostgreSQL, whose causes differ: no disk
-// of this process stalls there and no other process locks a file, but the
-// server can stop answering (it hangs, or a network partition hides it).
+// of this process stalls there, but the server can stop answering (it
+// hangs, or a network partition hides it), and another process (a
+// replica, an administration command) can hold a row the write waits for.
 var errNoAnswer = fmt.Errorf("%w: %s", ErrUnavailable, noAnswer)
 
 // noAnswer is errNoAnswer's reason, as Why gives it.
-var noAnswer = fmt.Sprintf("nothing committed within %s (the database did not answer in time)", commitTimeout)
+var noAnswer = fmt.Sprintf("nothing committed within %s (the database did not answer in time, or is locked by another process)", commitTimeout)
 
 // noCommitErr is what a caller hears when nothing committed in time: the
 // error whose reason names this database's causes.
