@@ -193,12 +193,12 @@ func pageRows[T any](ctx context.Context, s *Store, q string, args []any, window
 			break
 		}
 		var base row
-		item, err := scan(rows, &base)
+		item, err := scan(rows.Rows, &base)
 		if errors.Is(err, errSkipRow) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, rows.fail(err)
 		}
 		items = append(items, item)
 		ids = append(ids, base.id)

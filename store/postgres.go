@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
@@ -88,7 +89,11 @@ func leaks(msg string, u *url.URL) bool {
 
 // OpenPostgres opens the PostgreSQL database at url (postgres://…) and
 // brings its schema up to date; replicas starting together migrate once.
-func OpenPostgres(ctx context.Context, url string) (*Store, error) {
+func OpenPostgres(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := parsePostgresURL(url)
 	if err != nil {
 		return nil, err
@@ -114,7 +119,13 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 	rdb.SetMaxIdleConns(readIdleConns)
 	rdb.SetConnMaxIdleTime(time.Minute)
 
-	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier()}
+	// A logger always, as on SQLite: the writer logs what it cannot
+	// take back.
+	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier(), log: slog.Default()}
+	s.readBound.Store(int64(o.readTimeout))
+	if o.log != nil {
+		s.log = o.log
+	}
 	b := &postgresDB{s: s, url: url, where: where, replica: randomBase62(12), listen: cfg.Copy(), listening: make(chan struct{})}
 	s.b = b
 	conn, err := wdb.Conn(ctx)

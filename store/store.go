@@ -76,6 +76,10 @@ type Store struct {
 	// log hears what goes wrong with the database while serving.
 	log *slog.Logger
 
+	// readBound is how long one read may take (a time.Duration), 0 for
+	// readTimeout.
+	readBound atomic.Int64
+
 	readStmts sync.Map // query text → *sql.Stmt on rdb
 	rdb       *sql.DB
 	notify    *notifier
@@ -178,15 +182,101 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// readTimeout is how long one read the store makes may take, waiting for
+// a connection included, before it fails as ErrUnavailable: a database
+// that stopped answering (a PostgreSQL server that hangs or sits behind a
+// network partition, a disk that stalls under SQLite) would otherwise hold
+// the caller until its server's write timeout, which then drops the
+// connection with no answer at all. The slowest legitimate read is far
+// below it (a rare search filter at a million messages takes about 0.6 s,
+// README), and it is far below the servers' write timeouts (30 s), so the
+// refusal reaches the client as a 503 it can retry. Each statement has its
+// own bound, so that a long-poll wait, which reads again at every wake-up,
+// and a large body read slice by slice are bounded per read, not as a
+// whole.
+const readTimeout = 10 * time.Second
+
+// errReadTimeout is the cause of a read's context cut off at its bound.
+var errReadTimeout = errors.New("read timed out")
+
+// WithReadTimeout bounds each read at d instead of readTimeout (tests).
+func WithReadTimeout(d time.Duration) Option { return func(o *options) { o.readTimeout = d } }
+
+// reading returns ctx bounded for one read.
+func (s *Store) reading(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := time.Duration(s.readBound.Load())
+	if d <= 0 {
+		d = readTimeout
+	}
+	return context.WithTimeoutCause(ctx, d, errReadTimeout)
+}
+
+// readErr is err from a read under ctx (from reading): ErrUnavailable when
+// the read's bound cut it off, whatever the driver made of that.
+func (s *Store) readErr(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, ErrUnavailable) ||
+		!errors.Is(context.Cause(ctx), errReadTimeout) {
+		return err
+	}
+	d := time.Duration(s.readBound.Load())
+	if d <= 0 {
+		d = readTimeout
+	}
+	return unavailableBecause("the database did not answer within "+d.String(), err)
+}
+
+// readRows are a read's rows, whose bound ends when they are closed.
+type readRows struct {
+	*sql.Rows
+	s      *Store
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (r *readRows) Scan(dest ...any) error { return r.fail(r.Rows.Scan(dest...)) }
+func (r *readRows) Err() error             { return r.fail(r.Rows.Err()) }
+
+func (r *readRows) Close() error {
+	err := r.Rows.Close()
+	r.cancel()
+	return r.fail(err)
+}
+
+// fail is err, met while reading the rows, as readErr says it.
+func (r *readRows) fail(err error) error { return r.s.readErr(r.ctx, err) }
+
+// readRow is a read's one row, whose bound ends when it is scanned.
+type readRow struct {
+	row    *sql.Row
+	s      *Store
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (r *readRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	r.cancel()
+	return r.s.readErr(r.ctx, err)
+}
+
+// query runs a read, bounded by readTimeout from here until the rows are
+// closed.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*readRows, error) {
+	ctx, cancel := s.reading(ctx)
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
-		return nil, err
+		cancel()
+		return nil, s.readErr(ctx, err)
 	}
 	if tx, ok := ctx.Value(snapshotKey{}).(*sql.Tx); ok {
 		st = tx.StmtContext(ctx, st)
 	}
-	return st.QueryContext(ctx, s.b.args(args)...)
+	rows, err := st.QueryContext(ctx, s.b.args(args)...)
+	if err != nil {
+		cancel()
+		return nil, s.readErr(ctx, err)
+	}
+	return &readRows{Rows: rows, s: s, ctx: ctx, cancel: cancel}, nil
 }
 
 // snapshotKey carries, in a context, the read transaction that the store's
@@ -202,23 +292,32 @@ func (s *Store) snapshot(ctx context.Context) (context.Context, func(), error) {
 	if !s.b.vocabulary() {
 		return ctx, func() {}, nil
 	}
+	// The snapshot's reads are bounded each, and it as a whole.
+	ctx, cancel := s.reading(ctx)
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return ctx, nil, err
+		cancel()
+		return ctx, nil, s.readErr(ctx, err)
 	}
-	return context.WithValue(ctx, snapshotKey{}, tx), func() { tx.Rollback() }, nil
+	return context.WithValue(ctx, snapshotKey{}, tx), func() { tx.Rollback(); cancel() }, nil
 }
 
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+// queryRow runs a read of one row, bounded by readTimeout from here until
+// the row is scanned.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *readRow {
+	ctx, cancel := s.reading(ctx)
+	r := &readRow{s: s, ctx: ctx, cancel: cancel}
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		// database/sql reports the prepare error from Scan this way.
-		return s.rdb.QueryRowContext(ctx, s.b.rebind(query), s.b.args(args)...)
+		r.row = s.rdb.QueryRowContext(ctx, s.b.rebind(query), s.b.args(args)...)
+		return r
 	}
 	if tx, ok := ctx.Value(snapshotKey{}).(*sql.Tx); ok {
 		st = tx.StmtContext(ctx, st)
 	}
-	return st.QueryRowContext(ctx, s.b.args(args)...)
+	r.row = st.QueryRowContext(ctx, s.b.args(args)...)
+	return r
 }
 
 // migrationFiles lists the migrations in dir in order of their numbers.
@@ -340,7 +439,10 @@ func PrepareDir(dir string) (warning string, err error) {
 // Option adjusts OpenDir.
 type Option func(*options)
 
-type options struct{ log *slog.Logger }
+type options struct {
+	log         *slog.Logger
+	readTimeout time.Duration
+}
 
 // WithLogger sends OpenDir's warnings to log instead of slog.Default().
 func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
@@ -354,7 +456,7 @@ func OpenDatabase(ctx context.Context, database, dir string, opts ...Option) (*S
 	if !IsPostgresURL(database) {
 		return nil, fmt.Errorf("--database %q: want a postgres:// URL", database)
 	}
-	return OpenPostgres(ctx, database)
+	return OpenPostgres(ctx, database, opts...)
 }
 
 // Shared says whether other processes may serve the same database (it is
@@ -393,6 +495,7 @@ func OpenDir(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	}
 	// Before any write is queued, so the writer reads it after.
 	s.log = o.log
+	s.readBound.Store(int64(o.readTimeout))
 	return s, nil
 }
 

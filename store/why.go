@@ -39,6 +39,8 @@ func Why(err error) string {
 		return "the server is stopping"
 	case errors.Is(err, errNoCommit):
 		return noCommit
+	case errors.Is(err, errNoAnswer):
+		return noAnswer
 	case errors.Is(err, ErrUnavailable):
 		return "the database cannot take writes now"
 	case errors.Is(err, context.DeadlineExceeded):

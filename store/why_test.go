@@ -23,6 +23,8 @@ func TestWhy(t *testing.T) {
 		{ErrClosed, "the server is stopping"},
 		{errNoCommit, "nothing committed within 5s (the database is locked by another process, or the disk stalled)"},
 		{fmt.Errorf("%w: %w", errNoCommit, context.DeadlineExceeded), "nothing committed within 5s (the database is locked by another process, or the disk stalled)"},
+		{errNoAnswer, "nothing committed within 5s (the database did not answer in time, or is locked by another process)"},
+		{fmt.Errorf("%w: %w", errNoAnswer, context.DeadlineExceeded), "nothing committed within 5s (the database did not answer in time, or is locked by another process)"},
 		{fmt.Errorf("%w: locked", ErrUnavailable), "the database cannot take writes now"},
 		// A read's own error, as PostgreSQL's driver gives it.
 		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "lost the connection to the database"},

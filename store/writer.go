@@ -307,6 +307,24 @@ var errNoCommit = fmt.Errorf("%w: %s", ErrUnavailable, noCommit)
 // noCommit is errNoCommit's reason, as Why gives it.
 var noCommit = fmt.Sprintf("nothing committed within %s (the database is locked by another process, or the disk stalled)", commitTimeout)
 
+// errNoAnswer is errNoCommit on PostgreSQL, whose causes differ: no disk
+// of this process stalls there, but the server can stop answering (it
+// hangs, or a network partition hides it), and another process (a
+// replica, an administration command) can hold a row the write waits for.
+var errNoAnswer = fmt.Errorf("%w: %s", ErrUnavailable, noAnswer)
+
+// noAnswer is errNoAnswer's reason, as Why gives it.
+var noAnswer = fmt.Sprintf("nothing committed within %s (the database did not answer in time, or is locked by another process)", commitTimeout)
+
+// noCommitErr is what a caller hears when nothing committed in time: the
+// error whose reason names this database's causes.
+func (s *Store) noCommitErr() error {
+	if s.Shared() {
+		return errNoAnswer
+	}
+	return errNoCommit
+}
+
 func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	op.queued = time.Now()
 	deadline := time.NewTimer(commitTimeout)
@@ -318,14 +336,14 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	case <-s.quit:
 		return ErrClosed
 	case <-deadline.C:
-		return errNoCommit
+		return s.noCommitErr()
 	}
 	select {
 	case err := <-op.done:
 		return err
 	case <-deadline.C:
 		if op.leave() {
-			return errNoCommit
+			return s.noCommitErr()
 		}
 		// The writer has settled it and is sending its outcome now, or
 		// it is not a capture and is heard to its end.
@@ -620,7 +638,7 @@ func (s *Store) unavailable(err error) error {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %w", errNoCommit, err)
+		return fmt.Errorf("%w: %w", s.noCommitErr(), err)
 	}
 	why, ok := s.b.unavailable(err)
 	switch {

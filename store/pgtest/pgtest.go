@@ -300,3 +300,84 @@ func unprivileged(dir string) (*syscall.Credential, error) {
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 }
+
+// Own is a PostgreSQL server a test has to itself, which it may freeze as
+// a hung server or a network partition leaves it: every process of that
+// server stopped, its connections open and unanswered.
+type Own struct {
+	// URL is the server's postgres database.
+	URL string
+	s   *server
+}
+
+// Private starts a server for t alone, stopped when t ends: freezing the
+// package's shared server would stall every other test.
+func Private(t testing.TB) *Own {
+	t.Helper()
+	if _, err := binDir(); errors.Is(err, errNoBinaries) && os.Getenv("CI") == "" {
+		t.Skipf("PostgreSQL tests skipped: %v (install the postgresql package; CI fails instead)", err)
+	}
+	s, err := start()
+	if err != nil {
+		t.Fatalf("PostgreSQL test server: %v", err)
+	}
+	t.Cleanup(s.stop)
+	return &Own{URL: s.url("postgres"), s: s}
+}
+
+// Freeze stops every process of the server, until Thaw or the end of the
+// test: the postmaster first, so that it forks no more, then each process
+// it forked (each is the leader of a process group of its own, so no
+// signal to a group reaches them all). Only this server's processes.
+func (o *Own) Freeze(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() { o.signal(syscall.SIGCONT) })
+	if err := o.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("freeze PostgreSQL: %v", err)
+	}
+}
+
+// Thaw lets the server's processes run again.
+func (o *Own) Thaw(t testing.TB) {
+	t.Helper()
+	if err := o.signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("thaw PostgreSQL: %v", err)
+	}
+}
+
+// signal sends sig to the postmaster and then to each of its children. A
+// test binary killed while the server is frozen (its -timeout) leaves the
+// children stopped: the postmaster dies with the binary, they cannot
+// notice. Their data dir names them (capture-pgtest-*).
+func (o *Own) signal(sig syscall.Signal) error {
+	pm := o.s.cmd.Process.Pid
+	if err := syscall.Kill(pm, sig); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		i := strings.LastIndex(string(stat), ") ")
+		if i < 0 {
+			continue
+		}
+		if fields := strings.Fields(string(stat[i+2:])); len(fields) < 2 || fields[1] != strconv.Itoa(pm) {
+			continue
+		}
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
