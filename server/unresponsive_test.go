@@ -128,4 +128,41 @@ func TestUnresponsiveDatabaseIsUnavailableEverywhere(t *testing.T) {
 			t.Errorf("%s once the database answers again: %d %v %s", calls[i].name, a.status, a.err, a.body)
 		}
 	}
+
+	// A wait already holding when the database stops reads once more at
+	// its deadline, so it too is answered 503, not an empty 200. (The
+	// inbox holds the Resend send by now: the wait filters for nothing.)
+	held := make(chan answer, 1)
+	go func() {
+		resp, err := client.Do(get(srv.APIBase()+"/inboxes/"+boot.Inbox.ID+"/messages?to=nobody-held@&wait=2", true)())
+		if err != nil {
+			held <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		held <- answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b), err}
+	}()
+	holding := `capture_active_waits{project="` + boot.Project.ID + `"} 1`
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := client.Get(srv.HTTPBase() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), holding) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the wait never held its slot; /metrics:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	own.Freeze(t)
+	if a := <-held; a.err != nil || a.status != http.StatusServiceUnavailable || a.retryAfter == "" || !envelope(a.body) {
+		t.Errorf("a wait held when the database stopped: %d (Retry-After %q) %v %s, want 503 with Retry-After",
+			a.status, a.retryAfter, a.err, a.body)
+	}
+	own.Thaw(t)
 }

@@ -89,17 +89,14 @@ func waitList[T any](ctx context.Context, a *API, c caller, collectionID string,
 		case <-changed:
 		case <-settingsChanged:
 		case <-timeout:
-			select {
-			case <-changed:
-				// A commit met the deadline, and select chose the timer: it
-				// is read once more, so that a capture committed in time is
-				// returned and a cursor deleted in time is refused, rather
-				// than answered with nothing.
-				timeout, wait = nil, 0
-				continue
-			default:
-			}
-			return store.List[T]{Items: []T{}}, nil
+			// Read once more at the deadline rather than answer with
+			// nothing: a capture committed in time is returned and a
+			// cursor deleted in time refused even when select chose the
+			// timer, or the notification never came (a PostgreSQL whose
+			// connection for them broke), and a database that stopped
+			// answering meanwhile is answered 503, never an empty 200.
+			timeout, wait = nil, 0
+			continue
 		case <-ctx.Done():
 			return l, ctx.Err()
 		}
