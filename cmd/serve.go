@@ -171,6 +171,10 @@ func runServe(c *cobra.Command, _ []string) error {
 	if errors.Is(err, server.ErrStoppedNow) {
 		return exitError{code: exitInterrupted, err: err}
 	}
+	if stopped := (*store.UpgradeInterruptedError)(nil); errors.As(err, &stopped) {
+		// Stopped by Ctrl-C or SIGTERM, as a stop cut short is.
+		return exitError{code: exitInterrupted, err: stopped}
+	}
 	return explainPostgres(explainReadOnly(sqlitePath(c), err))
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +32,11 @@ type ServeConfig struct {
 	// Banner gets the lines a person reads at start: the addresses, and on
 	// a first start the key and SMTP password, once.
 	Banner io.Writer
+
+	// For tests: bound hears the listeners once bound, and openStore
+	// stands in for opening the database.
+	bound     func(*Server)
+	openStore func(context.Context) (*store.Store, error)
 }
 
 // Serve runs capture from a data dir, or a shared PostgreSQL database,
@@ -56,6 +62,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			srv.closeListeners()
 		}
 	}()
+	if cfg.bound != nil {
+		cfg.bound(srv)
+	}
 
 	// The user's own certificate is read before the database is opened,
 	// for the same reason: one that cannot be used stops serve before it
@@ -85,7 +94,36 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		defer release()
 	}
-	st, err := store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
+
+	// Opening may migrate, which takes a while on a large database: the
+	// listeners are answered meanwhile (opening.go), until the servers
+	// take them over.
+	smtpTLS := srv.cfg.TLSConfig
+	upgrading := false
+	if cfg.Database == "" {
+		upgrading = store.NeedsUpgrade(ctx, filepath.Join(cfg.DataDir, store.DBFile))
+		if smtpTLS == nil {
+			smtpTLS = existingSMTPCert(cfg.DataDir, srv.SMTPHost())
+		}
+	}
+	if upgrading {
+		log.Info("upgrading the database schema: answering 503 (SMTP 421) until it ends",
+			"database", filepath.Join(cfg.DataDir, store.DBFile))
+	}
+	answering := srv.answerWhileOpening(openingStatusFor(upgrading), smtpTLS)
+	defer answering.close()
+	open := cfg.openStore
+	if open == nil {
+		open = func(ctx context.Context) (*store.Store, error) {
+			return store.OpenDatabase(ctx, cfg.Database, cfg.DataDir, store.WithLogger(log))
+		}
+	}
+	st, err := open(ctx)
+	if stopped := (*store.UpgradeInterruptedError)(nil); errors.As(err, &stopped) {
+		// Said as it is: the database's path and "context canceled" would
+		// read like damage.
+		return stopped
+	}
 	if err != nil {
 		return err
 	}
@@ -155,6 +193,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
+	// From here on the servers answer: the banner and the log say so.
+	answering.handOver()
 	if cfg.Banner != nil {
 		printBanner(cfg.Banner, srv, boot, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), !st.Shared())
 	}

@@ -231,24 +231,24 @@ func migratePostgres(ctx context.Context, db *sql.DB) error {
 		}
 		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return stepFailed(ctx, m.name, fmt.Errorf("migrate %s: %w", m.name, err))
 		}
 		if _, err := tx.ExecContext(ctx, m.body); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return stepFailed(ctx, m.name, fmt.Errorf("migrate %s: %w", m.name, err))
 		}
 		if step := postgresSteps[m.version]; step != nil {
 			if err := step(ctx, tx); err != nil {
 				tx.Rollback()
-				return fmt.Errorf("migrate %s: %w", m.name, err)
+				return stepFailed(ctx, m.name, fmt.Errorf("migrate %s: %w", m.name, err))
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = $1`, m.version); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return stepFailed(ctx, m.name, fmt.Errorf("migrate %s: %w", m.name, err))
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return stepFailed(ctx, m.name, fmt.Errorf("migrate %s: %w", m.name, err))
 		}
 	}
 	return nil

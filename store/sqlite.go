@@ -482,7 +482,7 @@ func walMode(ctx context.Context, db *sql.DB) error {
 // database still lacks, and returns it; nil when it lacks none. applied
 // are those this process applied before: finding one of them lacking
 // again (its mark gone) stops the loop with an error.
-func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int) (*migration, error) {
+func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int) (_ *migration, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -510,6 +510,11 @@ func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int
 		return nil, nil
 	}
 	m := &all[i]
+	defer func() {
+		if err != nil {
+			err = stepFailed(ctx, m.name, err)
+		}
+	}()
 	if slices.Contains(applied, m.version) {
 		return nil, fmt.Errorf("migrate %s: applied, yet its mark is missing", m.name)
 	}
