@@ -181,6 +181,10 @@ type provider struct {
 	// formBody says the body is a URL-encoded form (SES v1), in which
 	// %XX escapes may triple a message's bytes, not base64's four thirds.
 	formBody bool
+	// arrayBody says an attachment may come as a JSON array of byte values
+	// (Resend), up to four characters ("255,") a byte, not base64's four
+	// thirds.
+	arrayBody bool
 	// alsoGET says the route takes GET too, its parameters in the query
 	// string (SES v1's Query API). The route list names only the POST.
 	alsoGET bool
@@ -234,7 +238,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			p.fail(w, apiErr)
 			return
 		}
-		body, res, apiErr := h.readBody(w, r, plan, p.batchBody, p.formBody)
+		body, res, apiErr := h.readBody(w, r, plan, &p)
 		if apiErr != nil {
 			p.fail(w, apiErr)
 			return
@@ -411,8 +415,8 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 // readBody reads the whole body, refusing one over what a message of the
 // plan can take once base64 and JSON have grown it (a batch's body: what
 // the messages of a request may total, so grown; a form's: once its %XX
-// escapes have tripled it). The message's own limit is enforced on the
-// message once written.
+// escapes have tripled it; an array of byte values': four times it). The
+// message's own limit is enforced on the message once written.
 //
 // The body reserves room in the ingest budget as webhook bodies do
 // (bodyread.Read): only a first piece before its first byte, the rest as
@@ -422,14 +426,17 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 // off, so that clients who declare large bodies and stall hold little of
 // the budget every capture shares, and not for long. The reservation
 // holds the room until released.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, batch, form bool) ([]byte, *admission.Reservation, *apiError) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Plan, p *provider) ([]byte, *admission.Reservation, *apiError) {
 	limit := plan.MessageBytes/3*4 + bodyOverhead
-	if form {
+	switch {
+	case p.formBody:
 		limit = 3*plan.MessageBytes + bodyOverhead
+	case p.arrayBody:
+		limit = 4*plan.MessageBytes + bodyOverhead
 	}
 	refusal := &apiError{kind: tooLarge, msg: fmt.Sprintf("the request body exceeds %d bytes, more than a message within "+
 		"the %d-byte limit of the %s plan can need", limit, plan.MessageBytes, plan.Name)}
-	if batch {
+	if p.batchBody {
 		limit, refusal = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
 	}
 	if r.ContentLength > limit {

@@ -270,6 +270,12 @@ func TestOversizeBody(t *testing.T) {
 				size, want = 32<<20, "<Code>MessageRejected</Code><Message>the request body exceeds 32505856 bytes, "+
 					"more than a message within the 10485760-byte limit of the free plan can need"
 			}
+			if req.array {
+				// over 4 × 10 MiB + 1 MiB: resend-go sends an attachment's
+				// bytes as numbers, up to "255," each
+				size, want = 42<<20, "the request body exceeds 42991616 bytes, "+
+					"more than a message within the 10485760-byte limit of the free plan can need"
+			}
 			hr.Body = io.NopCloser(io.LimitReader(zeros{}, size))
 			hr.ContentLength = size
 			r := do(t, hr)
@@ -312,6 +318,7 @@ type sample struct {
 	tooLargeStatus int
 	batch          bool // the body holds a batch of messages
 	form           bool // the body is an SES v1 form, allowed three times a message's size
+	array          bool // attachments may be arrays of byte values, allowed four times a message's size
 }
 
 func sampleRequests(e *env) []sample {
@@ -328,27 +335,27 @@ func sampleRequests(e *env) []sample {
 	return []sample{
 		{"sendgrid", req("/v3/mail/send", map[string]string{"Authorization": "Bearer " + pw},
 			`{"personalizations":[{"to":[{"email":"b@example.com"}]}],"from":{"email":"a@example.com"},"subject":"s","content":[{"type":"text/plain","value":"t"}]}`),
-			`"errors"`, 413, false, false},
+			`"errors"`, 413, false, false, false},
 		{"postmark", req("/email", map[string]string{"X-Postmark-Server-Token": pw},
-			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413, false, false},
+			`{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}`), `"ErrorCode"`, 413, false, false, false},
 		{"postmark batch", req("/email/batch", map[string]string{"X-Postmark-Server-Token": pw},
-			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413, true, false},
+			`[{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t"}]`), `"ErrorCode"`, 413, true, false, false},
 		{"mailgun", func() *http.Request {
 			r := req("/v3/mg.example.com/messages", map[string]string{"Content-Type": "application/x-www-form-urlencoded"},
 				"from=a%40example.com&to=b%40example.com&subject=s&text=t")()
 			r.SetBasicAuth("api", pw)
 			return r
-		}, `"message"`, 413, false, false},
+		}, `"message"`, 413, false, false, false},
 		{"ses", func() *http.Request {
 			return signedSES(e, pw, `{"FromEmailAddress":"a@example.com","Destination":{"ToAddresses":["b@example.com"]},`+
 				`"Content":{"Simple":{"Subject":{"Data":"s"},"Body":{"Text":{"Data":"t"}}}}}`, time.Now())
-		}, `"message"`, 400, false, false},
+		}, `"message"`, 400, false, false, false},
 		{"ses v1", func() *http.Request {
 			return signedSESv1(e, pw, url.Values{"Action": {"SendEmail"}, "Source": {"a@example.com"},
 				"Destination.ToAddresses.member.1": {"b@example.com"}, "Message.Subject.Data": {"s"}, "Message.Body.Text.Data": {"t"}})
-		}, `<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/">`, 400, false, true},
+		}, `<ErrorResponse xmlns="http://ses.amazonaws.com/doc/2010-12-01/">`, 400, false, true, false},
 		{"resend", req("/emails", map[string]string{"Authorization": "Bearer " + pw},
-			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413, false, false},
+			`{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}`), `"statusCode"`, 413, false, false, true},
 	}
 }
 

@@ -248,6 +248,12 @@ func decodeMailgun(r *http.Request, body []byte, b *budget) ([]*outgoing, *apiEr
 func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 	variables := map[string]string{}
 	tracking := map[string]string{}
+	// headerVariables is h:X-Mailgun-Variables, where mailgun-go's
+	// AddTemplateVariable puts a template's data (a form Mailgun's
+	// templates guide documents too): the template data when t:variables
+	// is not given.
+	var headerVariables string
+	templateData := false
 	for _, f := range form.fields {
 		name, value := f.name, f.value
 		switch {
@@ -262,6 +268,9 @@ func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 				return apiErr
 			}
 			e.Headers = append(e.Headers, header{name[2:], value})
+			if strings.EqualFold(name, "h:X-Mailgun-Variables") && headerVariables == "" {
+				headerVariables = value
+			}
 		case strings.HasPrefix(name, "v:"):
 			variables[name[2:]] = value
 		case name == "o:tag":
@@ -279,6 +288,7 @@ func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 				return errInvalid(name, "'t:variables' parameter is not valid JSON")
 			}
 			e.captureJSON("Template-Data", json.RawMessage(value))
+			templateData = true
 		case name == "t:version":
 			e.capture("Template-Version", value)
 		case strings.HasPrefix(name, "o:"), strings.HasPrefix(name, "t:"):
@@ -286,6 +296,9 @@ func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 		}
 	}
 	e.capture("Template", form.get("template"))
+	if form.get("template") != "" && !templateData && headerVariables != "" {
+		e.captureJSON("Template-Data", json.RawMessage(headerVariables))
+	}
 	if len(variables) > 0 {
 		e.captureValue("Metadata", variables)
 	}

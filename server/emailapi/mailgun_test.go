@@ -209,3 +209,41 @@ func TestMailgunRefusals(t *testing.T) {
 		t.Errorf("refused requests stored %d messages", n)
 	}
 }
+
+// TestMailgunTemplateVariablesHeader sends a template's data as
+// mailgun-go's AddTemplateVariable does: JSON in h:X-Mailgun-Variables
+// (addMessageVariables), no t:variables. It is the template data, and the
+// header is kept; t:variables, when given too, wins.
+func TestMailgunTemplateVariablesHeader(t *testing.T) {
+	e := newEnv(t)
+	ct, body := multipartForm(t, [][2]string{
+		{"from", "app@example.com"}, {"to", "a@example.com"}, {"subject", "Hi"},
+		{"template", "welcome"}, {"h:X-Mailgun-Variables", `{"name": "Ann", "n": 1}`},
+	}, nil)
+	if r := e.mailgun("api", e.password(), ct, body); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	m := e.only()
+	for name, want := range map[string][]string{
+		"X-Capture-Template":      {"welcome"},
+		"X-Capture-Template-Data": {`{"name":"Ann","n":1}`},
+		"X-Mailgun-Variables":     {`{"name": "Ann", "n": 1}`},
+	} {
+		if got := header(m, name); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+
+	form := url.Values{"from": {"app@example.com"}, "to": {"b@example.com"}, "subject": {"Hi"}, "template": {"welcome"},
+		"h:X-Mailgun-Variables": {`{"from":"header"}`}, "t:variables": {`{"from":"t"}`}}
+	if r := e.mailgun("api", e.password(), "application/x-www-form-urlencoded", []byte(form.Encode())); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	ms := e.messages()
+	if len(ms) != 2 {
+		t.Fatalf("%d messages", len(ms))
+	}
+	if got := header(ms[1], "X-Capture-Template-Data"); !slices.Equal(got, []string{`{"from":"t"}`}) {
+		t.Errorf("with t:variables too: X-Capture-Template-Data %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package emailapi
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Postmark: POST /email and POST /email/batch, and their template
@@ -215,7 +217,9 @@ type pmMessage struct {
 		ContentType string
 		ContentID   string
 	}
-	Metadata      map[string]string
+	// Metadata's values are strings, but numbers and booleans are taken
+	// too: mrz1836/postmark types it map[string]interface{}.
+	Metadata      map[string]json.RawMessage
 	MessageStream string
 
 	// The template fields, of /email/withTemplate and
@@ -224,6 +228,51 @@ type pmMessage struct {
 	TemplateAlias string
 	TemplateModel json.RawMessage
 	InlineCss     *bool
+}
+
+// Postmark's limits on custom metadata (its Custom metadata FAQ).
+const (
+	pmMaxMetadata      = 10
+	pmMaxMetadataName  = 20
+	pmMaxMetadataValue = 80
+)
+
+// pmMetadata checks Metadata as Postmark does and gives its values as
+// text: a string as it is, a number or boolean as its JSON text, as
+// Postmark keeps every value a string.
+func pmMetadata(raw map[string]json.RawMessage) (map[string]string, *apiError) {
+	if len(raw) > pmMaxMetadata {
+		return nil, errInvalid("Metadata", "Metadata has %d fields; a message may have at most %d.", len(raw), pmMaxMetadata)
+	}
+	meta := make(map[string]string, len(raw))
+	seen := make(map[string]string, len(raw))
+	for _, name := range sortedKeys(raw) {
+		field := "Metadata." + name
+		if n := utf8.RuneCountInString(name); n > pmMaxMetadataName {
+			return nil, errInvalid(field, "Metadata field name %q is %d characters long; at most %d are allowed.", name, n, pmMaxMetadataName)
+		}
+		if other, ok := seen[strings.ToLower(name)]; ok {
+			return nil, errInvalid(field, "Metadata field names %q and %q differ only in case; duplicate names are not allowed.", other, name)
+		}
+		seen[strings.ToLower(name)] = name
+		v := bytes.TrimSpace(raw[name])
+		var value string
+		switch {
+		case len(v) > 0 && v[0] == '"':
+			if json.Unmarshal(v, &value) != nil {
+				return nil, errInvalid(field, "Metadata field %q is not a valid string.", name)
+			}
+		case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'), string(v) == "true", string(v) == "false":
+			value = string(v)
+		default:
+			return nil, errInvalid(field, "Metadata field %q must be a string, number or boolean.", name)
+		}
+		if n := utf8.RuneCountInString(value); n > pmMaxMetadataValue {
+			return nil, errInvalid(field, "Metadata field %q has a value %d characters long; at most %d are allowed.", name, n, pmMaxMetadataValue)
+		}
+		meta[name] = value
+	}
+	return meta, nil
 }
 
 // outgoing builds the message. A templated one names a template instead
@@ -303,7 +352,11 @@ func (m *pmMessage) outgoing(templated bool) (*outgoing, *apiError) {
 	}
 	e.capture("Tag", m.Tag)
 	if len(m.Metadata) > 0 {
-		e.captureValue("Metadata", m.Metadata)
+		meta, apiErr := pmMetadata(m.Metadata)
+		if apiErr != nil {
+			return nil, apiErr
+		}
+		e.captureValue("Metadata", meta)
 	}
 	if m.TrackOpens != nil || m.TrackLinks != "" {
 		tracking := map[string]any{}

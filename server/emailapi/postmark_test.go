@@ -186,3 +186,51 @@ func TestAttachmentTypeWithoutSubtype(t *testing.T) {
 		}
 	}
 }
+
+// TestPostmarkMetadataValues sends Metadata as mrz1836/postmark sends it
+// (map[string]interface{}): numbers and booleans are kept as their JSON
+// text, as Postmark keeps every value a string.
+func TestPostmarkMetadataValues(t *testing.T) {
+	e := newEnv(t)
+	r := e.postmark("/email", `{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t",
+		"Metadata":{"user":42,"ratio":0.5,"vip":true,"trial":false,"name":"Ann","long-name-of-twenty!":"`+strings.Repeat("é", 80)+`"}}`)
+	if r.status != 200 {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
+	want := `{"long-name-of-twenty!":"` + strings.Repeat("é", 80) + `","name":"Ann","ratio":"0.5","trial":"false","user":"42","vip":"true"}`
+	if got := header(e.only(), "X-Capture-Metadata"); !slices.Equal(got, []string{want}) {
+		t.Errorf("X-Capture-Metadata: %q, want %q", got, want)
+	}
+}
+
+// TestPostmarkMetadataRefusals checks Metadata as Postmark documents it:
+// at most 10 fields, names up to 20 characters, values up to 80, no two
+// names differing only in case, and values that are text.
+func TestPostmarkMetadataRefusals(t *testing.T) {
+	e := newEnv(t)
+	var eleven []string
+	for i := range 11 {
+		eleven = append(eleven, fmt.Sprintf(`"k%d":"v"`, i))
+	}
+	for _, c := range []struct{ name, metadata, want string }{
+		{"an object", `{"user":{"id":1}}`, `\"user\"`},
+		{"an array", `{"ids":[1,2]}`, `\"ids\"`},
+		{"null", `{"gone":null}`, `\"gone\"`},
+		{"name too long", `{"` + strings.Repeat("n", 21) + `":"v"}`, strings.Repeat("n", 21)},
+		{"value too long", `{"note":"` + strings.Repeat("v", 81) + `"}`, `\"note\"`},
+		{"case duplicates", `{"a_key":"1","A_Key":"2"}`, `\"a_key\"`},
+		{"eleven fields", `{` + strings.Join(eleven, ",") + `}`, "at most 10"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.postmark("/email", `{"From":"a@example.com","To":"b@example.com","Subject":"s","TextBody":"t","Metadata":`+c.metadata+`}`)
+			v, _ := r.json(t).(map[string]any)
+			if v["ErrorCode"] != 300.0 {
+				t.Errorf("ErrorCode %v, want 300", v["ErrorCode"])
+			}
+			wantField(t, r, 422, c.want)
+		})
+	}
+	if n := len(e.messages()); n != 0 {
+		t.Errorf("refused requests stored %d messages", n)
+	}
+}

@@ -1,12 +1,15 @@
 package emailapi
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/mail"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -18,6 +21,7 @@ var resend = &provider{
 	route:      "POST /emails",
 	credential: resendCredential,
 	decode:     decodeResend,
+	arrayBody:  true,
 	reply: func(w http.ResponseWriter, out []*outgoing) {
 		writeJSON(w, http.StatusOK, map[string]string{"id": out[0].id})
 	},
@@ -127,11 +131,17 @@ type resendRequest struct {
 	Text        *string           `json:"text"`
 	Headers     map[string]string `json:"headers"`
 	Attachments []struct {
-		Content     *string `json:"content"`
-		Filename    string  `json:"filename"`
-		Path        string  `json:"path"`
-		ContentType string  `json:"content_type"`
-		ContentID   string  `json:"content_id"`
+		// content is base64 text or, as Resend takes a Node Buffer and
+		// resend-go sends its []byte (BytesToIntArray), an array of
+		// byte values.
+		Content     json.RawMessage `json:"content"`
+		Filename    string          `json:"filename"`
+		Path        string          `json:"path"`
+		ContentType string          `json:"content_type"`
+		ContentID   string          `json:"content_id"`
+		// inline_content_id is resend-go's deprecated name for content_id,
+		// which it still sends.
+		InlineContentID string `json:"inline_content_id"`
 	} `json:"attachments"`
 	Tags []struct {
 		Name  string `json:"name"`
@@ -259,13 +269,29 @@ func (req *resendRequest) outgoing(r *http.Request) (*outgoing, *apiError) {
 			return nil, &apiError{kind: invalid, code: "invalid_attachment", field: field + ".path",
 				msg: "capture does not download attachments by `path`; send the file's `content` instead."}
 		}
-		if a.Content == nil {
+		if len(a.Content) == 0 || string(a.Content) == "null" {
 			return nil, &apiError{kind: invalid, code: "invalid_attachment", field: field,
 				msg: "Attachment must have either a `content` or `path`."}
 		}
 		cid := strings.Trim(a.ContentID, "<>")
-		att, apiErr := decodeAttachment(attachment{Filename: cmp.Or(a.Filename, "attachment"), ContentType: a.ContentType,
-			ContentID: cid, Inline: cid != ""}, *a.Content, field+".content", field+".content_type")
+		if legacy := strings.Trim(a.InlineContentID, "<>"); legacy != "" {
+			if cid != "" && cid != legacy {
+				return nil, errInvalid(field+".inline_content_id",
+					"`%s.inline_content_id` (%q) differs from `%s.content_id` (%q); give one.", field, legacy, field, cid)
+			}
+			cid = legacy
+		}
+		att := attachment{Filename: cmp.Or(a.Filename, "attachment"), ContentType: a.ContentType, ContentID: cid, Inline: cid != ""}
+		var apiErr *apiError
+		if a.Content[0] == '[' {
+			att, apiErr = resendByteArray(att, a.Content, field+".content", field+".content_type")
+		} else {
+			var content string
+			if json.Unmarshal(a.Content, &content) != nil {
+				return nil, errInvalid(field+".content", "%s.content: expected base64 text or an array of byte values", field)
+			}
+			att, apiErr = decodeAttachment(att, content, field+".content", field+".content_type")
+		}
 		if apiErr != nil {
 			return nil, apiErr
 		}
@@ -291,6 +317,63 @@ func (req *resendRequest) outgoing(r *http.Request) (*outgoing, *apiError) {
 	e.capture("Idempotency-Key", r.Header.Get("Idempotency-Key"))
 	return e.outgoing("resend"), nil
 }
+
+// resendByteArray completes a from content given as a JSON array of byte
+// values, each an integer from 0 to 255, as Resend reads a Buffer. The
+// array is valid JSON (the body was decoded), so it is read in place rather
+// than decoded value by value.
+func resendByteArray(a attachment, raw json.RawMessage, contentField, typeField string) (attachment, *apiError) {
+	data := make([]byte, 0, len(raw)/2)
+	i := 1 // past '['
+	for n := 0; ; n++ {
+		for i < len(raw) && isJSONSpace(raw[i]) {
+			i++
+		}
+		if i < len(raw) && raw[i] == ']' && n == 0 {
+			break
+		}
+		start := i
+		for i < len(raw) && strings.IndexByte("0123456789+-.eE", raw[i]) >= 0 {
+			i++
+		}
+		v, ok := byteValue(raw[start:i])
+		if !ok {
+			return a, errInvalid(fmt.Sprintf("%s[%d]", contentField, n),
+				"%s[%d]: expected a byte value, an integer from 0 to 255", contentField, n)
+		}
+		data = append(data, v)
+		for i < len(raw) && isJSONSpace(raw[i]) {
+			i++
+		}
+		if i >= len(raw) || raw[i] == ']' {
+			break
+		}
+		i++ // ','
+	}
+	if apiErr := checkContentType(typeField, a.ContentType); apiErr != nil {
+		return a, apiErr
+	}
+	a.ContentType = contentTypeFor(a.ContentType, a.Filename)
+	a.Data = data
+	return a, nil
+}
+
+// byteValue reads a JSON number that must be an integer from 0 to 255
+// ("7", and as JSON allows, "7.0" or "7e0"); it is empty when the value
+// is not a number.
+func byteValue(num []byte) (byte, bool) {
+	if len(num) > 0 && len(num) <= 3 && !bytes.ContainsFunc(num, func(r rune) bool { return r < '0' || r > '9' }) {
+		v, _ := strconv.Atoi(string(num))
+		return byte(v), v <= 255
+	}
+	v, err := strconv.ParseFloat(string(num), 64)
+	if err != nil || v < 0 || v > 255 || v != math.Trunc(v) {
+		return 0, false
+	}
+	return byte(v), true
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func resendInvalidAddress(field string) *apiError {
 	return errInvalid(field, "Invalid `%s` field. The email address needs to follow the `email@example.com` or `Name <email@example.com>` format.", field)
