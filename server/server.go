@@ -683,9 +683,12 @@ func longRequests(next http.Handler, stopping context.Context) http.Handler {
 // waitsForEvents reports whether r is held open until something happens:
 // a wait, or an event stream (the web interface's live lists, asked for
 // with or without their Accept header, and an MCP session's GET stream).
-// A replay is not: it is finished like any other request. Nor is an MCP
-// call: a tool that waits is ended by the MCP server when the stop begins,
-// with an answer; any other finishes like any request (Config.MCP).
+// A replay is not: it is finished like any other request. Nor is a purge,
+// which commits a chunk at a time: cut off between two, it would have
+// deleted part of the collection and could only answer that nothing was
+// done. Nor is an MCP call: a tool that waits is ended by the MCP server
+// when the stop begins, with an answer; any other finishes like any
+// request (Config.MCP).
 func waitsForEvents(r *http.Request) bool {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events") {
 		return true
@@ -694,7 +697,7 @@ func waitsForEvents(r *http.Request) bool {
 		return r.Method == http.MethodGet
 	}
 	_, long := longRequestTime(r)
-	return long && !isReplay(r)
+	return long && !isReplay(r) && !isPurge(r)
 }
 
 func isReplay(r *http.Request) bool {
