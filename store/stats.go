@@ -46,8 +46,23 @@ func (s *Store) SetObserver(o Observer) {
 	s.observer.Store(&observer{o})
 }
 
-// observeCommit tells the observer about a committed batch.
+// Captured is how many captures this process has committed since it
+// opened the store.
+func (s *Store) Captured() uint64 { return s.captured.Load() }
+
+// observeCommit counts a committed batch's captures and tells the
+// observer about them.
 func (s *Store) observeCommit(batch []*writeOp) {
+	var n uint64
+	for _, op := range batch {
+		switch {
+		case op.request != nil:
+			n++
+		case op.capture != NotACapture:
+			n += uint64(len(op.collections))
+		}
+	}
+	s.captured.Add(n)
 	o := s.observer.Load()
 	if o == nil {
 		return

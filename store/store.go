@@ -90,7 +90,10 @@ type Store struct {
 	writerDone chan struct{}
 	// commits counts the writer's transactions, so the checkpointer can
 	// tell an idle writer from a busy one.
-	commits   atomic.Uint64
+	commits atomic.Uint64
+	// captured counts the captures this process has committed, so the
+	// pruner can run as often as captures come in (Captured).
+	captured  atomic.Uint64
 	settings  settingsSeen
 	closeOnce sync.Once
 	closeErr  error
