@@ -143,10 +143,11 @@ type pacedBody struct {
 	since    time.Time
 	received int64 // since since
 
-	mu    sync.Mutex
-	timer *time.Timer
-	armed bool // a read is under way
-	cut   bool // a read was cut off
+	mu       sync.Mutex
+	timer    *time.Timer
+	armed    bool      // a read is under way
+	deadline time.Time // by when it must end
+	cut      bool      // a read was cut off
 }
 
 func newPacedBody(w http.ResponseWriter, r io.ReadCloser) *pacedBody {
@@ -158,16 +159,30 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	cut := p.disarm()
 	p.received += int64(n)
-	if err != nil && cut {
+	switch {
+	case cut && err != nil:
 		err = ErrTooSlow
+	case cut:
+		// The cut-off came as the read brought its bytes: they came in
+		// time, and the connection must not keep a read deadline in the
+		// past (net/http would cancel the request once the body ends).
+		p.uncut()
 	}
 	return n, err
+}
+
+func (p *pacedBody) uncut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+	p.rc.SetReadDeadline(time.Time{})
 }
 
 func (p *pacedBody) arm(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = true
+	p.deadline = time.Now().Add(d)
 	if p.timer == nil {
 		p.timer = time.AfterFunc(d, p.cutOff)
 	} else {
@@ -183,10 +198,13 @@ func (p *pacedBody) disarm() (cut bool) {
 	return p.cut
 }
 
+// cutOff ends the read under way once its deadline has passed. A timer
+// armed for an earlier read can fire late, into the next one, whose
+// deadline is later: that read is left alone.
 func (p *pacedBody) cutOff() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.armed {
+	if p.armed && !time.Now().Before(p.deadline) {
 		p.cut = true
 		p.rc.SetReadDeadline(time.Now())
 	}
