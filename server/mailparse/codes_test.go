@@ -227,25 +227,7 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"vi postal code", "Mã bưu chính 100000", "", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := findCodes("", &tt.text, "")
-			if tt.want == "" {
-				if len(got) != 0 {
-					t.Errorf("codes = %+v, want none", got)
-				}
-				return
-			}
-			if len(got) == 0 || got[0].Value != tt.want {
-				t.Fatalf("codes = %+v, want %s first", got, tt.want)
-			}
-			if !strings.Contains(got[0].Context, tt.context) || utf8.RuneCountInString(got[0].Context) > contextRunes {
-				t.Errorf("context = %q, want it to hold %q", got[0].Context, tt.context)
-			}
-			// The same in an HTML line and in the subject.
-			if got := findCodes(tt.text, nil, ""); len(got) == 0 || got[0].Value != tt.want {
-				t.Errorf("in the subject: codes = %+v", got)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkFirstCode(t, tt.text, tt.want, tt.context) })
 	}
 }
 
@@ -337,24 +319,7 @@ func TestFindCodesPasswords(t *testing.T) {
 		{"it monouso price", "Password monouso: prezzo 5029 EUR", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := findCodes("", &tt.text, "")
-			if tt.want == "" {
-				if len(got) != 0 {
-					t.Errorf("codes = %+v, want none", got)
-				}
-				return
-			}
-			if len(got) == 0 || got[0].Value != tt.want {
-				t.Fatalf("codes = %+v, want %s first", got, tt.want)
-			}
-			if !strings.Contains(got[0].Context, tt.want) || utf8.RuneCountInString(got[0].Context) > contextRunes {
-				t.Errorf("context = %q", got[0].Context)
-			}
-			if got := findCodes(tt.text, nil, ""); len(got) == 0 || got[0].Value != tt.want {
-				t.Errorf("in the subject: codes = %+v", got)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkFirstCode(t, tt.text, tt.want, tt.want) })
 	}
 }
 
@@ -371,5 +336,28 @@ func BenchmarkFindCodesEuropean(b *testing.B) {
 		if codes := findCodes("", &text, ""); len(codes) != 1 || codes[0].Value != "618402" {
 			b.Fatalf("codes %v", codes)
 		}
+	}
+}
+
+// checkFirstCode checks that text, as a text body, gives want as its first
+// code with a context holding context (or gives no code, want being ""),
+// and gives the same first code as a subject.
+func checkFirstCode(t *testing.T, text, want, context string) {
+	t.Helper()
+	got := findCodes("", &text, "")
+	if want == "" {
+		if len(got) != 0 {
+			t.Errorf("codes = %+v, want none", got)
+		}
+		return
+	}
+	if len(got) == 0 || got[0].Value != want {
+		t.Fatalf("codes = %+v, want %s first", got, want)
+	}
+	if !strings.Contains(got[0].Context, context) || utf8.RuneCountInString(got[0].Context) > contextRunes {
+		t.Errorf("context = %q, want it to hold %q", got[0].Context, context)
+	}
+	if got := findCodes(text, nil, ""); len(got) == 0 || got[0].Value != want {
+		t.Errorf("in the subject: codes = %+v", got)
 	}
 }
