@@ -139,10 +139,7 @@ func TestDeletedElsewhereByPosition(t *testing.T) {
 func TestDeletedOldestListed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids := make([]string, 130)
-	for i := range ids {
-		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
-	}
+	ids := insertNumbered(e, 130)
 	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 50 * time.Millisecond })
 	u.waitText("Message 129", "1/50+", "● live")
 	if err := e.client.DeleteMessage(t.Context(), ids[80]); err != nil {
@@ -167,10 +164,7 @@ func TestDeletedOldestListed(t *testing.T) {
 func TestRemovedRowsRefill(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids := make([]string, 130)
-	for i := range ids {
-		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
-	}
+	ids := insertNumbered(e, 130)
 	u := e.run(e.config(), func(m *Model) { m.refreshEvery = time.Hour })
 	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: pageSize + 3}) // a page fills the list
 	s := u.waitText("Message 129", "Message 080", "1/50+", "● live")
@@ -201,10 +195,7 @@ func TestRemovedRowsRefill(t *testing.T) {
 func TestDeletedElsewhereCountedOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids := make([]string, 130)
-	for i := range ids {
-		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
-	}
+	ids := insertNumbered(e, 130)
 	u := e.run(e.config(), func(m *Model) { m.refreshEvery = 200 * time.Millisecond })
 	u.tm.Send(tea.WindowSizeMsg{Width: 300, Height: 200})
 	u.waitText("Message 000", "1/130", "● live")
@@ -221,4 +212,14 @@ func TestDeletedElsewhereCountedOnce(t *testing.T) {
 	if l := count(s); !strings.Contains(l, " 129") {
 		t.Errorf("the deletion was counted twice: %q", l)
 	}
+}
+
+// insertNumbered stores n messages, "Message 000" oldest, and returns
+// their ids in that order.
+func insertNumbered(e *env, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
+	}
+	return ids
 }
