@@ -83,9 +83,7 @@ var listRowRE = regexp.MustCompile(`\d\d:\d\d:\d\d Shop `)
 func TestTallListFills(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for i := range 130 {
-		e.insert(mail{from: "noreply@shop.test", to: "bob@example.test", subject: fmt.Sprintf("Message %03d", i)})
-	}
+	insertNumbered(e, 130)
 	u := e.run(e.config())
 	u.waitText("Message 129", "● live")
 	for _, h := range []int{60, 100} {
