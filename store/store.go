@@ -207,11 +207,16 @@ func WithReadTimeout(d time.Duration) Option { return func(o *options) { o.readT
 
 // reading returns ctx bounded for one read.
 func (s *Store) reading(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := time.Duration(s.readBound.Load())
-	if d <= 0 {
-		d = readTimeout
+	return context.WithTimeoutCause(ctx, s.readLimit(), errReadTimeout)
+}
+
+// readLimit is how long a read may take: readTimeout unless a test set
+// another (WithReadTimeout).
+func (s *Store) readLimit() time.Duration {
+	if d := time.Duration(s.readBound.Load()); d > 0 {
+		return d
 	}
-	return context.WithTimeoutCause(ctx, d, errReadTimeout)
+	return readTimeout
 }
 
 // readErr is err from a read under ctx (from reading): ErrUnavailable when
@@ -221,11 +226,7 @@ func (s *Store) readErr(ctx context.Context, err error) error {
 		!errors.Is(context.Cause(ctx), errReadTimeout) {
 		return err
 	}
-	d := time.Duration(s.readBound.Load())
-	if d <= 0 {
-		d = readTimeout
-	}
-	return unavailableBecause("the database did not answer within "+d.String(), err)
+	return unavailableBecause("the database did not answer within "+s.readLimit().String(), err)
 }
 
 // readRows are a read's rows, whose bound ends when they are closed.
