@@ -171,3 +171,27 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodesWords: a second pass over a body is taken only for escapes
+// that can change its words.
+func TestDecodesWords(t *testing.T) {
+	for _, tc := range []struct {
+		e    bodyEscapes
+		body string
+		want bool
+	}{
+		{formEscapes, "a=b+c&d=e", false},
+		{formEscapes, "a=b%40c", true},
+		{jsonEscapes, `{"a":"say \"hi\"","p":"a\/b","w":"c:\\d"}`, false},
+		{jsonEscapes, `{"a":"\\u00e9"}`, false},
+		{jsonEscapes, `{"a":"Zo\u00eb"}`, true},
+		{jsonEscapes, `{"a":"line1\nline2"}`, true},
+		{jsonEscapes, `{"a":"end\\"}`, false},
+		{jsonEscapes, `trailing \`, false},
+		{noEscapes, `a%40b \u00e9`, false},
+	} {
+		if got := decodesWords(tc.e, []byte(tc.body)); got != tc.want {
+			t.Errorf("decodesWords(%d, %s) = %v, want %v", tc.e, tc.body, got, tc.want)
+		}
+	}
+}

@@ -235,7 +235,8 @@ func requestTokens(path, query string, headers []Header, body []byte) string {
 	}
 	if body, ok := searchableBody(body); ok {
 		eachToken(body, &b.tok, b.add)
-		if d, ok := decodeBody(bodyEscapesOf(headers), body, b.decoded[:0]); ok {
+		if e := bodyEscapesOf(headers); decodesWords(e, body) {
+			d, _ := decodeBody(e, body, b.decoded[:0])
 			eachToken(d, &b.tok, b.add)
 			b.decoded = d
 		}
@@ -395,7 +396,8 @@ func requestSearchFields(path, query string, headers []Header, body []byte) []st
 	fields := requestHeadFields(path, query, headers)
 	if body, ok := searchableBody(body); ok {
 		fields = append(fields, string(body))
-		if d, ok := decodeBody(bodyEscapesOf(headers), body, nil); ok {
+		if e := bodyEscapesOf(headers); decodesWords(e, body) {
+			d, _ := decodeBody(e, body, nil)
 			fields = append(fields, string(d))
 		}
 	}
@@ -481,6 +483,39 @@ func decodeBody(e bodyEscapes, body, dst []byte) ([]byte, bool) {
 		return appendJSONDecoded(dst, body), true
 	}
 	return nil, false
+}
+
+// decodesWords reports whether decoding body's escapes e (decodeBody)
+// can change its words, so that a second pass over it is worth its cost
+// on every capture: a form's %XX escape, a JSON body's \uXXXX, or its \n,
+// \t, \r, \b, \f, whose letter otherwise reads as the start of the next
+// word. A + read as a space, and \", \\ and \/, decode to what separates
+// words already.
+func decodesWords(e bodyEscapes, body []byte) bool {
+	switch e {
+	case formEscapes:
+		return bytes.IndexByte(body, '%') >= 0
+	case jsonEscapes:
+		return hasLetterEscape(body)
+	}
+	return false
+}
+
+// hasLetterEscape reports whether a JSON body holds an escape that
+// decodes to a letter or splits a word (decodesWords).
+func hasLetterEscape(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 || i+j+1 >= len(body) {
+			return false
+		}
+		i += j + 1
+		switch body[i] {
+		case 'u', 'n', 't', 'r', 'b', 'f':
+			return true
+		}
+		i++ // past the escaped character, a backslash included
+	}
 }
 
 // appendFormDecoded appends s with + read as a space and each run of %XX
