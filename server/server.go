@@ -763,28 +763,38 @@ const pruneAfter = 1000
 // prune enforces retention and the per-collection caps in the background,
 // every PruneInterval and whenever pruneAfter captures have come since the
 // last time; each delete is a small transaction of its own so ingest never
-// waits long.
+// waits long. After a failure it waits for the interval again, so that a
+// database that keeps failing is not asked (and logged) once a second.
 func (s *Server) prune(ctx context.Context) {
 	t := time.NewTicker(min(time.Second, s.cfg.PruneInterval))
 	defer t.Stop()
 	var last, logged time.Time
 	var lastCaptured uint64
+	failed := false
 	var pruned int64 // since the last line logged: one line a PruneInterval at most
-	for {
-		if captured := s.store.Captured(); time.Since(last) >= s.cfg.PruneInterval || captured-lastCaptured >= pruneAfter {
-			last, lastCaptured = time.Now(), captured
-			n, err := s.store.Prune(ctx, last)
-			pruned += n
-			if err != nil && ctx.Err() == nil {
-				s.log.Error("prune failed", "err", err)
-			}
-		}
-		if pruned > 0 && (time.Since(logged) >= s.cfg.PruneInterval || ctx.Err() != nil) {
+	logPruned := func() {
+		if pruned > 0 {
 			s.log.Info("pruned captures", "count", pruned)
 			pruned, logged = 0, time.Now()
 		}
+	}
+	for {
+		captured := s.store.Captured()
+		if time.Since(last) >= s.cfg.PruneInterval || !failed && captured-lastCaptured >= pruneAfter {
+			last, lastCaptured = time.Now(), captured
+			n, err := s.store.Prune(ctx, last)
+			pruned += n
+			failed = err != nil
+			if failed && ctx.Err() == nil {
+				s.log.Error("prune failed", "err", err)
+			}
+		}
+		if time.Since(logged) >= s.cfg.PruneInterval {
+			logPruned()
+		}
 		select {
 		case <-ctx.Done():
+			logPruned()
 			return
 		case <-t.C:
 		}
