@@ -134,13 +134,15 @@ func TestRequestListLastDelivery(t *testing.T) {
 	defer resp.Body.Close()
 	rows := map[string]string{}
 	lines := bufio.NewScanner(resp.Body)
-	var id string
+	var id, event, total string
 	var data strings.Builder
 	for len(rows) < 2 && lines.Scan() {
 		line := lines.Text()
 		switch {
 		case strings.HasPrefix(line, "id: "):
 			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			data.WriteString(strings.TrimPrefix(line, "data: ") + "\n")
 		case line == "":
@@ -148,9 +150,16 @@ func TestRequestListLastDelivery(t *testing.T) {
 			if id != "" {
 				rows[id] = data.String()
 			}
-			id = ""
+			if event == "total" {
+				total = data.String()
+			}
+			id, event = "", ""
 			data.Reset()
 		}
+	}
+	// The endpoint's whole count comes before the rows it counts.
+	if !strings.Contains(total, `"count":"3 requests"`) {
+		t.Errorf("total event before the rows: %q, want the endpoint's 3 requests", total)
 	}
 	if cell := cells(rows[second], second); !strings.Contains(cell, ">202<") {
 		t.Errorf("the live row of the delivered request shows %q", cell)
