@@ -245,6 +245,21 @@ func BenchmarkFindCodesArabic(b *testing.B) {
 	}
 }
 
+// BenchmarkFindCodesRussian reads a long Russian message: every word is
+// Cyrillic, and passes the checks for the unspaced scripts and for marks.
+func BenchmarkFindCodesRussian(b *testing.B) {
+	text := strings.Repeat("Здравствуйте, Иван! Спасибо за покупку в нашем магазине. Ваш заказ отправлен "+
+		"и будет доставлен в течение трёх рабочих дней по адресу, указанному при оформлении. ", 150) +
+		"Ваш код подтверждения: 771204."
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if codes := findCodes("", &text, ""); len(codes) != 1 || codes[0].Value != "771204" {
+			b.Fatalf("codes %v", codes)
+		}
+	}
+}
+
 // TestFindCodesPasswords reads one-time and temporary passwords in the
 // European languages: the qualifier before or after the noun, joined by a
 // space, a hyphen or a short word, or compounded with it. A password
