@@ -1038,11 +1038,27 @@ func (f *codeFinder) qualify(q *cueHit, p cueHit) bool {
 		q.strength = 3
 		q.span = span{min(q.start, p.start), max(q.end, p.end)}
 		return true
-	case cueNotCode, cueKindOf, cueNumberOf, cuePromo, cueCurrency:
+	case cueNumberOf:
+		// A word run into a noun that already names a verification code
+		// says what the code is for, not what kind of number it is:
+		// 카드 결제 인증번호 is a card payment's verification number, where
+		// 결제금액 and 계좌번호 are an amount and an account number.
+		if q.strength < 3 || !f.unspacedNoun(q.span) {
+			q.class = cueNotCode
+		}
+		return true
+	case cueNotCode, cueKindOf, cuePromo, cueCurrency:
 		q.class = cueNotCode
 		return true
 	}
 	return false
+}
+
+// unspacedNoun reports a noun found inside unspaced text (see unspaced),
+// which holds its qualifier within it: 인증번호, 验证码, รหัสยืนยัน.
+func (f *codeFinder) unspacedNoun(q span) bool {
+	r, _ := utf8.DecodeRuneInString(f.src[q.start:q.end])
+	return unspacedCodeScript(r)
 }
 
 // joined reports whether the text between two words joins them into one
