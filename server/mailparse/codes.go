@@ -103,7 +103,8 @@ const (
 	// cueKindOf turns a code noun it is joined to into another kind of
 	// code, as cueNotCode does, and says nothing on its own: "kode pos"
 	// and "posta kodu" are postcodes, but "pos" is also a point of sale
-	// and "posta" Italian for mail.
+	// and "posta" Italian for mail ("e-posta kodu", a code sent by e-mail,
+	// is read by ePosta).
 	cueKindOf
 )
 
@@ -781,13 +782,20 @@ func (f *codeFinder) word(i int) int {
 			}
 		}
 	}
-	if !ok {
+	if !ok || cw.class == cueKindOf && ePosta(src, i) {
 		return j
 	}
 	if len(f.cues) < maxCues {
 		f.cues = append(f.cues, cueHit{span{i, end}, cw})
 	}
 	return end
+}
+
+// ePosta reports "posta" at i written as part of "e-posta", the Turkish
+// for e-mail: "E-posta kodu" is a code sent by e-mail, not a postcode.
+func ePosta(src string, i int) bool {
+	return i >= 2 && src[i-1] == '-' && src[i-2]|0x20 == 'e' && (i == 2 || !isASCIIAlnum(src[i-3])) &&
+		strings.EqualFold(src[i:min(len(src), i+5)], "posta")
 }
 
 // affixedWord reads the word of Arabic, Persian or Hebrew at [i, j) (see

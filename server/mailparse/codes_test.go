@@ -169,6 +169,8 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		// alone they are a point of sale, or Italian for mail.
 		{"id postcode", "Kode pos: 40115", "", ""},
 		{"tr postcode", "Posta kodu: 34710", "", ""},
+		{"tr postcode, capitals", "POSTA KODU 34710", "", ""},
+		{"tr e-mail code", "E-posta kodu: 482913", "482913", "E-posta kodu: 482913"},
 		{"it mailbox", "Ecco il codice per accedere alla tua casella di posta: 482913", "482913", "casella di posta: 482913"},
 		{"en point of sale", "Your code for the POS terminal is 482913", "482913", "POS terminal is 482913"},
 
