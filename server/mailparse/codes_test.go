@@ -164,6 +164,17 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"ar postcode", "الرمز البريدي 11564", "", ""},
 		{"ar date", "رمز التحقق صالح حتى 2024-05-14", "", ""},
 		{"ar decimal", "الرمز: ١٢٫٥٠٠", "", ""},
+		// Each of these is a code but for the Arabic separator or
+		// percent sign beside it.
+		{"ar decimal after", "الرمز: ١٢٣٤٫٥٠", "", ""},
+		{"ar decimal before", "الرمز: ٠٫٤٨٢٩", "", ""},
+		{"ar thousands after", "الرمز: ١٢٣٤٬٥٦٧", "", ""},
+		{"ar thousands before", "الرمز: ١٢٬٥٦٧٨", "", ""},
+		{"ar comma after", "الرمز: ٤٨٢٩،٥", "", ""},
+		{"ar comma before", "الرمز: ٥،٤٨٢٩", "", ""},
+		{"ar percent after", "الرمز: ١٢٣٤٪", "", ""},
+		{"ar percent after a space", "الرمز: ١٢٣٤ ٪", "", ""},
+		{"ar percent before", "الرمز: ٪١٢٣٤", "", ""},
 
 		// "pos" and "posta" make a postcode only joined to the code noun:
 		// alone they are a point of sale, or Italian for mail.
