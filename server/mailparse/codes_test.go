@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -393,5 +394,30 @@ func checkFirstCode(t *testing.T, text, want, context string) {
 	}
 	if got := findCodes(text, nil, ""); len(got) == 0 || got[0].Value != want {
 		t.Errorf("in the subject: codes = %+v", got)
+	}
+}
+
+// TestUnspacedCodeScript checks the ranges unspacedCodeScript reads
+// against Unicode's Han, Hiragana, Katakana, Hangul and Thai scripts, for
+// every assigned character.
+func TestUnspacedCodeScript(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) {
+			continue
+		}
+		want := r == 'ー' || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai)
+		if got := unspacedCodeScript(r); got != want {
+			t.Errorf("unspacedCodeScript(%U) = %v", r, got)
+		}
+	}
+}
+
+// TestCommonLetter checks that the letters wordEnd takes without a look in
+// Unicode's tables are letters.
+func TestCommonLetter(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if commonLetter(r) && !unicode.IsLetter(r) {
+			t.Errorf("commonLetter(%U) is not a letter", r)
+		}
 	}
 }
