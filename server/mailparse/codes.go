@@ -147,6 +147,17 @@ var codeWords = func() map[string]cueWord {
 		"tillfälligt", "tillfällig", "tillfälliga", "midlertidig", "midlertidigt", "midlertidige",
 		"kertakäyttöinen", "kertakäyttöisen", "väliaikainen", "väliaikaisen", "jednorázové", "jednorázový",
 		"jednorázová", "jednorázového", "dočasné", "dočasný", "dočasná", "dočasného", "geçici", "gecici")
+	// Czech, Slovak, Hungarian.
+	add(cueWord{cueNoun, 2}, "kód", "kódu", "kódem", "kódom", "kódod", "kódja", "kódot", "kódját", "kódodat")
+	add(cueWord{cueQualifier, 2}, "ověřovací", "overovací", "ellenőrző", "hitelesítő")
+	add(cueWord{cueQualifier, 0}, "potvrzovací", "potvrdzovací", "bezpečnostní", "bezpečnostný",
+		"přihlašovací", "prihlasovací", "jednorazový", "megerősítő", "biztonsági", "belépési",
+		"bejelentkezési", "egyszeri")
+	add(cueWord{cueNotCode, 0}, "slevový", "zľavový", "dárkový", "darčekový", "kupónový", "kedvezmény",
+		"kuponkód", "kedvezménykód", "promóciós", "ajándék", "poštovní", "poštové", "postai")
+	add(cueWord{cueNumberOf, 0}, "objednávka", "objednávky", "objednávku", "objednávkou", "číslo", "čísla",
+		"psč", "zásilky", "zásielky", "rendelés", "rendelési", "rendelésszám", "rendelésed", "irányítószám",
+		"telefonszám", "számla", "összeg")
 	// Hindi
 	add(cueWord{cueNoun, 2}, "कोड")
 	add(cueWord{cueNoun, 3}, "ओटीपी", "पासकोड")

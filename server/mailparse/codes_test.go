@@ -142,7 +142,8 @@ Content-Type: text/html
 }
 
 // TestFindCodesMoreLanguages reads codes in Arabic, Hebrew, Persian, Hindi,
-// Korean, Thai, Turkish, Indonesian and Vietnamese mail, with the prefixes,
+// Korean, Thai, Czech, Slovak, Hungarian, Turkish, Indonesian and
+// Vietnamese mail, with the prefixes,
 // particles and suffixes those languages attach to the word for code, and
 // numbers in the same wording that are not codes.
 func TestFindCodesMoreLanguages(t *testing.T) {
@@ -235,6 +236,16 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"th price", "รหัสส่วนลด ราคา 4820 บาท", "", ""},
 		{"th order", "รหัส หมายเลขคำสั่งซื้อ 482913", "", ""},
 
+		{"cs verification", "Váš ověřovací kód je 482913", "482913", "Váš ověřovací kód je 482913"},
+		{"cs code", "Kód pro přihlášení: 550127", "550127", "Kód pro přihlášení: 550127"},
+		{"cs order", "Kód objednávky: 482913", "", ""},
+		{"cs postcode", "Váš kód: PSČ 11000", "", ""},
+		{"sk verification", "Váš overovací kód je 482913", "482913", "Váš overovací kód je 482913"},
+		{"sk discount", "Zľavový kód: 482913", "", ""},
+		{"hu verification", "Az ellenőrző kódod: 482913", "482913", "Az ellenőrző kódod: 482913"},
+		{"hu your code", "A kódod: 550127", "550127", "A kódod: 550127"},
+		{"hu order", "Rendelési kód: 482913", "", ""},
+		{"hu postcode", "Kódod: irányítószám 1051", "", ""},
 		{"tr verification", "Doğrulama kodu: 274930", "274930", "Doğrulama kodu: 274930"},
 		{"tr order", "Kodunuz hazır. Sipariş 274930 kargoya verildi.", "", ""},
 		{"id verification", "Kode verifikasi Anda adalah 482913", "482913", "Kode verifikasi Anda adalah 482913"},
