@@ -103,7 +103,8 @@ const (
 	// cueKindOf turns a code noun it is joined to into another kind of
 	// code, as cueNotCode does, and says nothing on its own: "kode pos"
 	// and "posta kodu" are postcodes, but "pos" is also a point of sale
-	// and "posta" Italian for mail.
+	// and "posta" Italian for mail ("e-posta kodu", a code sent by e-mail,
+	// is read by ePosta).
 	cueKindOf
 )
 
@@ -146,6 +147,17 @@ var codeWords = func() map[string]cueWord {
 		"tillfälligt", "tillfällig", "tillfälliga", "midlertidig", "midlertidigt", "midlertidige",
 		"kertakäyttöinen", "kertakäyttöisen", "väliaikainen", "väliaikaisen", "jednorázové", "jednorázový",
 		"jednorázová", "jednorázového", "dočasné", "dočasný", "dočasná", "dočasného", "geçici", "gecici")
+	// Czech, Slovak, Hungarian.
+	add(cueWord{cueNoun, 2}, "kód", "kódu", "kódem", "kódom", "kódod", "kódja", "kódot", "kódját", "kódodat")
+	add(cueWord{cueQualifier, 2}, "ověřovací", "overovací", "ellenőrző", "hitelesítő")
+	add(cueWord{cueQualifier, 0}, "potvrzovací", "potvrdzovací", "bezpečnostní", "bezpečnostný",
+		"přihlašovací", "prihlasovací", "jednorazový", "megerősítő", "biztonsági", "belépési",
+		"bejelentkezési", "egyszeri")
+	add(cueWord{cueNotCode, 0}, "slevový", "zľavový", "dárkový", "darčekový", "kupónový", "kedvezmény",
+		"kuponkód", "kedvezménykód", "promóciós", "ajándék", "poštovní", "poštové", "postai")
+	add(cueWord{cueNumberOf, 0}, "objednávka", "objednávky", "objednávku", "objednávkou", "číslo", "čísla",
+		"psč", "zásilky", "zásielky", "rendelés", "rendelési", "rendelésszám", "rendelésed", "irányítószám",
+		"telefonszám", "számla", "összeg")
 	// Hindi
 	add(cueWord{cueNoun, 2}, "कोड")
 	add(cueWord{cueNoun, 3}, "ओटीपी", "पासकोड")
@@ -215,16 +227,16 @@ var codeWords = func() map[string]cueWord {
 // prefixes to them ("the", "and", "with", "for": الرمز, ورمزك, הקוד, לקוד)
 // and in Arabic and Persian possessive suffixes (رمزك, کدتان). They are
 // kept folded (see foldAffixed) and looked up without those (see
-// affixStems).
-var affixedWords = func() map[string]cueWord {
-	m := map[string]cueWord{}
+// affixStems), each stem once: a word is a cue, or the first of a pair.
+var affixedWords = func() map[string]affixedCue {
+	m := map[string]affixedCue{}
 	add := func(c cueWord, words ...string) {
 		for _, w := range words {
 			f := string(foldAffixed(nil, w))
 			if _, dup := m[f]; dup {
 				panic("mailparse: cue word listed twice: " + w)
 			}
-			m[f] = c
+			m[f] = affixedCue{cueWord: c, word: true}
 		}
 	}
 	// Arabic and Persian (کد, تأیید).
@@ -253,16 +265,33 @@ var affixedWords = func() map[string]cueWord {
 	add(cueWord{cueUnit, 0}, "דקות", "דקה", "שניות", "שעות")
 	add(cueWord{cueCurrency, 0}, "שקל", "שקלים")
 	add(cueWord{cuePromo, 0}, "הנחה", "מבצע", "שובר")
+	// Pairs qualify a code together with the word after them, as
+	// pairCues: لمرة واحدة and یک بار (one time), חד-פעמית (one-time).
+	for w, next := range map[string][]string{
+		"مره": {" واحدة", " واحده"},
+		"يك":  {"\u200cبار", " بار"},
+		"חד":  {"-פעמית", "\u05beפעמית", " פעמית", "-פעמי", "\u05beפעמי", " פעמי"},
+	} {
+		if _, dup := m[w]; dup {
+			panic("mailparse: cue word listed twice: " + w)
+		}
+		m[w] = affixedCue{pair: next}
+	}
+	for w := range m {
+		affixedLen[0], affixedLen[1] = min(affixedLen[0], len(w)), max(affixedLen[1], len(w))
+	}
 	return m
 }()
 
-// affixedPairs qualify a code together with the word after them, as
-// pairCues: لمرة واحدة and یک بار (one time), חד-פעמית (one-time).
-var affixedPairs = map[string][]string{
-	"مره": {" واحدة", " واحده"},
-	"يك":  {"\u200cبار", " بار"},
-	"חד":  {"-פעמית", "\u05beפעמית", " פעמית", "-פעמי", "\u05beפעמי", " פעמי"},
+type affixedCue struct {
+	cueWord
+	word bool     // the stem is a cue on its own
+	pair []string // or with one of these after it
 }
+
+// affixedLen holds the shortest and the longest stem of affixedWords, in
+// bytes: most stems a word gives are neither, and are not looked up.
+var affixedLen = [2]int{1 << 30, 0}
 
 // affixedScript reports the letters of the scripts of affixedWords.
 func affixedScript(r rune) bool {
@@ -275,6 +304,9 @@ func affixedScript(r rune) bool {
 func foldAffixed(dst []byte, w string) []byte {
 	for _, r := range w {
 		switch {
+		case 'ب' <= r && r <= 'ي' && r != 'ى' && r != 'ة' && r != '\u0640' || 'א' <= r && r <= 'ת':
+			// The plain letters of Arabic and Hebrew, most of the
+			// text: nothing to fold.
 		case unicode.Is(unicode.Mn, r) || r == '\u0640':
 			continue
 		case r == 'أ' || r == 'إ' || r == 'آ' || r == 'ٱ':
@@ -303,7 +335,7 @@ var (
 // prefixes and suffixes its script attaches, longest first, while a stem
 // of two letters or more is left; it stops when yield returns false.
 func affixStems(w []byte, yield func(stem []byte) bool) {
-	long := func(s []byte) bool { return utf8.RuneCount(s) >= 2 }
+	long := func(s []byte) bool { return len(s) >= 2*utf8.UTFMax || utf8.RuneCount(s) >= 2 }
 	if !yield(w) {
 		return
 	}
@@ -322,6 +354,9 @@ func affixStems(w []byte, yield func(stem []byte) bool) {
 		}
 		return
 	}
+	// Every suffix ends in one of these letters.
+	last, _ := utf8.DecodeLastRune(w)
+	suffixed := last == 'ك' || last == 'ه' || last == 'م' || last == 'ن' || last == 'ا' || last == 'ي'
 	for _, p := range arabicPrefixes {
 		s, ok := bytes.CutPrefix(w, []byte(p))
 		if !ok || !long(s) {
@@ -329,6 +364,9 @@ func affixStems(w []byte, yield func(stem []byte) bool) {
 		}
 		if p != "" && !yield(s) {
 			return
+		}
+		if !suffixed {
+			continue
 		}
 		for _, x := range arabicSuffixes {
 			if t, ok := bytes.CutSuffix(s, []byte(x)); ok && long(t) && !yield(t) {
@@ -640,7 +678,24 @@ func (f *codeFinder) scan(from, to int) int {
 // of text (see unspaced): Chinese, Japanese, Korean (whose particles join
 // the noun: 인증번호는) and Thai, which does not separate words.
 func unspacedCodeScript(r rune) bool {
-	return unspacedScript(r) || unicode.In(r, unicode.Hangul, unicode.Thai)
+	switch {
+	case r < '\u0e00':
+		// Latin, Greek, Cyrillic, Hebrew, Arabic, Devanagari: most of
+		// the non-ASCII text read.
+		return false
+	case r < '\u1100':
+		// Thai, less the baht sign ฿, as unicode.Thai.
+		return '\u0e01' <= r && r <= '\u0e3a' || '\u0e40' <= r && r <= '\u0e5b'
+	case r <= '\u11ff', // Hangul Jamo
+		'\u302e' <= r && r <= '\u302f',                                 // Hangul tone marks
+		'\u3130' <= r && r <= '\u318f',                                 // Hangul Compatibility Jamo
+		'\u3200' <= r && r <= '\u321e', '\u3260' <= r && r <= '\u327e', // parenthesized and circled Hangul
+		'\ua960' <= r && r <= '\ua97f', // Hangul Jamo Extended-A
+		'\uac00' <= r && r <= '\ud7ff', // Hangul Syllables, Jamo Extended-B
+		'\uffa0' <= r && r <= '\uffdc': // half-width Hangul
+		return true
+	}
+	return unspacedScript(r)
 }
 
 func fullwidthDigit(r rune) bool { return '０' <= r && r <= '９' }
@@ -687,7 +742,8 @@ func (f *codeFinder) wordEnd(i int) (end, digits, letters int, other bool) {
 			digits++
 		case unspacedCodeScript(r):
 			return i, digits, letters, other
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc):
+		case commonLetter(r) || unicode.IsLetter(r) || unicode.IsDigit(r) ||
+			r >= '\u0300' && unicode.In(r, unicode.Mn, unicode.Mc):
 			// "código", कोड (whose vowel signs are marks), or digits
 			// of another script.
 			other = true
@@ -697,6 +753,13 @@ func (f *codeFinder) wordEnd(i int) (end, digits, letters int, other bool) {
 		i += size
 	}
 	return i, digits, letters, other
+}
+
+// commonLetter reports the basic letters of Greek, Cyrillic, Hebrew and
+// Arabic without a look in Unicode's tables; marks start at U+0300.
+func commonLetter(r rune) bool {
+	return '\u0391' <= r && r <= '\u03c9' && r != '\u03a2' || '\u0400' <= r && r <= '\u045f' ||
+		'\u05d0' <= r && r <= '\u05ea' || '\u0621' <= r && r <= '\u064a' && r != '\u0640'
 }
 
 // asciiWord reads a word that starts with an ASCII letter. Most words of
@@ -781,13 +844,20 @@ func (f *codeFinder) word(i int) int {
 			}
 		}
 	}
-	if !ok {
+	if !ok || cw.class == cueKindOf && ePosta(src, i) {
 		return j
 	}
 	if len(f.cues) < maxCues {
 		f.cues = append(f.cues, cueHit{span{i, end}, cw})
 	}
 	return end
+}
+
+// ePosta reports "posta" at i written as part of "e-posta", the Turkish
+// for e-mail: "E-posta kodu" is a code sent by e-mail, not a postcode.
+func ePosta(src string, i int) bool {
+	return i >= 2 && src[i-1] == '-' && src[i-2]|0x20 == 'e' && (i == 2 || !isASCIIAlnum(src[i-3])) &&
+		strings.EqualFold(src[i:min(len(src), i+5)], "posta")
 }
 
 // affixedWord reads the word of Arabic, Persian or Hebrew at [i, j) (see
@@ -797,10 +867,18 @@ func (f *codeFinder) affixedWord(i, j int) int {
 	var cw cueWord
 	ok := false
 	affixStems(foldAffixed(f.folded[:0], f.src[i:j]), func(stem []byte) bool {
-		if cw, ok = affixedWords[string(stem)]; ok {
+		if len(stem) < affixedLen[0] || len(stem) > affixedLen[1] {
+			return true
+		}
+		a, found := affixedWords[string(stem)]
+		if !found {
+			return true
+		}
+		if a.word {
+			cw, ok = a.cueWord, true
 			return false
 		}
-		for _, next := range affixedPairs[string(stem)] {
+		for _, next := range a.pair {
 			if strings.HasPrefix(f.src[j:], next) {
 				cw, end, ok = cueWord{cueQualifier, 2}, j+len(next), true
 				return false
@@ -1038,11 +1116,27 @@ func (f *codeFinder) qualify(q *cueHit, p cueHit) bool {
 		q.strength = 3
 		q.span = span{min(q.start, p.start), max(q.end, p.end)}
 		return true
-	case cueNotCode, cueKindOf, cueNumberOf, cuePromo, cueCurrency:
+	case cueNumberOf:
+		// A word run into a noun that already names a verification code
+		// says what the code is for, not what kind of number it is:
+		// 카드 결제 인증번호 is a card payment's verification number, where
+		// 결제금액 and 계좌번호 are an amount and an account number.
+		if q.strength < 3 || !f.unspacedNoun(q.span) {
+			q.class = cueNotCode
+		}
+		return true
+	case cueNotCode, cueKindOf, cuePromo, cueCurrency:
 		q.class = cueNotCode
 		return true
 	}
 	return false
+}
+
+// unspacedNoun reports a noun found inside unspaced text (see unspaced),
+// which holds its qualifier within it: 인증번호, 验证码, รหัสยืนยัน.
+func (f *codeFinder) unspacedNoun(q span) bool {
+	r, _ := utf8.DecodeRuneInString(f.src[q.start:q.end])
+	return unspacedCodeScript(r)
 }
 
 // joined reports whether the text between two words joins them into one

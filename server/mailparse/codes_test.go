@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -141,7 +142,8 @@ Content-Type: text/html
 }
 
 // TestFindCodesMoreLanguages reads codes in Arabic, Hebrew, Persian, Hindi,
-// Korean, Thai, Turkish, Indonesian and Vietnamese mail, with the prefixes,
+// Korean, Thai, Czech, Slovak, Hungarian, Turkish, Indonesian and
+// Vietnamese mail, with the prefixes,
 // particles and suffixes those languages attach to the word for code, and
 // numbers in the same wording that are not codes.
 func TestFindCodesMoreLanguages(t *testing.T) {
@@ -164,11 +166,24 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"ar postcode", "الرمز البريدي 11564", "", ""},
 		{"ar date", "رمز التحقق صالح حتى 2024-05-14", "", ""},
 		{"ar decimal", "الرمز: ١٢٫٥٠٠", "", ""},
+		// Each of these is a code but for the Arabic separator or
+		// percent sign beside it.
+		{"ar decimal after", "الرمز: ١٢٣٤٫٥٠", "", ""},
+		{"ar decimal before", "الرمز: ٠٫٤٨٢٩", "", ""},
+		{"ar thousands after", "الرمز: ١٢٣٤٬٥٦٧", "", ""},
+		{"ar thousands before", "الرمز: ١٢٬٥٦٧٨", "", ""},
+		{"ar comma after", "الرمز: ٤٨٢٩،٥", "", ""},
+		{"ar comma before", "الرمز: ٥،٤٨٢٩", "", ""},
+		{"ar percent after", "الرمز: ١٢٣٤٪", "", ""},
+		{"ar percent after a space", "الرمز: ١٢٣٤ ٪", "", ""},
+		{"ar percent before", "الرمز: ٪١٢٣٤", "", ""},
 
 		// "pos" and "posta" make a postcode only joined to the code noun:
 		// alone they are a point of sale, or Italian for mail.
 		{"id postcode", "Kode pos: 40115", "", ""},
 		{"tr postcode", "Posta kodu: 34710", "", ""},
+		{"tr postcode, capitals", "POSTA KODU 34710", "", ""},
+		{"tr e-mail code", "E-posta kodu: 482913", "482913", "E-posta kodu: 482913"},
 		{"it mailbox", "Ecco il codice per accedere alla tua casella di posta: 482913", "482913", "casella di posta: 482913"},
 		{"en point of sale", "Your code for the POS terminal is 482913", "482913", "POS terminal is 482913"},
 
@@ -200,7 +215,13 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"ko spaced", "인증 코드: 482913", "482913", "인증 코드: 482913"},
 		{"ko security code", "보안 코드는 482913 입니다", "482913", "보안 코드는 482913 입니다"},
 		{"ko object particle", "아래 코드를 입력하세요: 550127", "550127", "코드를 입력하세요: 550127"},
+		{"ko card payment", "카드 결제 인증번호 482913", "482913", "카드 결제 인증번호 482913"},
+		{"ko payment", "결제 인증번호는 482913입니다", "482913", "결제 인증번호는 482913입니다"},
+		{"ko account", "계좌 인증번호 482913", "482913", "계좌 인증번호 482913"},
 		{"ko order number", "주문번호 482913", "", ""},
+		{"ko payment amount", "코드 결제금액 482913", "", ""},
+		{"ko account number", "인증 코드: 계좌번호 48291305", "", ""},
+		{"ko card payment code", "카드 결제 코드 482913", "", ""},
 		{"ko postcode", "코드 우편번호 06236", "", ""},
 		{"ko price", "할인 코드 적용 결제금액 48200원", "", ""},
 		{"ko customer centre", "코드 문의: 고객센터 1588-1234", "", ""},
@@ -215,6 +236,16 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 		{"th price", "รหัสส่วนลด ราคา 4820 บาท", "", ""},
 		{"th order", "รหัส หมายเลขคำสั่งซื้อ 482913", "", ""},
 
+		{"cs verification", "Váš ověřovací kód je 482913", "482913", "Váš ověřovací kód je 482913"},
+		{"cs code", "Kód pro přihlášení: 550127", "550127", "Kód pro přihlášení: 550127"},
+		{"cs order", "Kód objednávky: 482913", "", ""},
+		{"cs postcode", "Váš kód: PSČ 11000", "", ""},
+		{"sk verification", "Váš overovací kód je 482913", "482913", "Váš overovací kód je 482913"},
+		{"sk discount", "Zľavový kód: 482913", "", ""},
+		{"hu verification", "Az ellenőrző kódod: 482913", "482913", "Az ellenőrző kódod: 482913"},
+		{"hu your code", "A kódod: 550127", "550127", "A kódod: 550127"},
+		{"hu order", "Rendelési kód: 482913", "", ""},
+		{"hu postcode", "Kódod: irányítószám 1051", "", ""},
 		{"tr verification", "Doğrulama kodu: 274930", "274930", "Doğrulama kodu: 274930"},
 		{"tr order", "Kodunuz hazır. Sipariş 274930 kargoya verildi.", "", ""},
 		{"id verification", "Kode verifikasi Anda adalah 482913", "482913", "Kode verifikasi Anda adalah 482913"},
@@ -236,6 +267,21 @@ func TestFindCodesMoreLanguages(t *testing.T) {
 func BenchmarkFindCodesArabic(b *testing.B) {
 	text := strings.Repeat("مرحبا أحمد، شكرا لتسوقك معنا. تم شحن طلبك وسيصل خلال ثلاثة أيام عمل إلى عنوانك المسجل لدينا. ", 150) +
 		"رمز التحقق الخاص بك هو 771204."
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if codes := findCodes("", &text, ""); len(codes) != 1 || codes[0].Value != "771204" {
+			b.Fatalf("codes %v", codes)
+		}
+	}
+}
+
+// BenchmarkFindCodesRussian reads a long Russian message: every word is
+// Cyrillic, and passes the checks for the unspaced scripts and for marks.
+func BenchmarkFindCodesRussian(b *testing.B) {
+	text := strings.Repeat("Здравствуйте, Иван! Спасибо за покупку в нашем магазине. Ваш заказ отправлен "+
+		"и будет доставлен в течение трёх рабочих дней по адресу, указанному при оформлении. ", 150) +
+		"Ваш код подтверждения: 771204."
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -359,5 +405,30 @@ func checkFirstCode(t *testing.T, text, want, context string) {
 	}
 	if got := findCodes(text, nil, ""); len(got) == 0 || got[0].Value != want {
 		t.Errorf("in the subject: codes = %+v", got)
+	}
+}
+
+// TestUnspacedCodeScript checks the ranges unspacedCodeScript reads
+// against Unicode's Han, Hiragana, Katakana, Hangul and Thai scripts, for
+// every assigned character.
+func TestUnspacedCodeScript(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) {
+			continue
+		}
+		want := r == 'ー' || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai)
+		if got := unspacedCodeScript(r); got != want {
+			t.Errorf("unspacedCodeScript(%U) = %v", r, got)
+		}
+	}
+}
+
+// TestCommonLetter checks that the letters wordEnd takes without a look in
+// Unicode's tables are letters.
+func TestCommonLetter(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if commonLetter(r) && !unicode.IsLetter(r) {
+			t.Errorf("commonLetter(%U) is not a letter", r)
+		}
 	}
 }
