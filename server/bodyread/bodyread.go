@@ -157,25 +157,17 @@ func newPacedBody(w http.ResponseWriter, r io.ReadCloser) *pacedBody {
 func (p *pacedBody) Read(b []byte) (int, error) {
 	p.arm(time.Until(p.since.Add(Grace + time.Duration(p.received)*time.Second/MinRate)))
 	n, err := p.r.Read(b)
-	cut := p.disarm()
-	p.received += int64(n)
-	switch {
-	case cut && err != nil:
-		err = ErrTooSlow
-	case cut:
-		// The cut-off came as the read brought its bytes: they came in
-		// time, and the connection must not keep a read deadline in the
-		// past (net/http would cancel the request once the body ends).
-		p.uncut()
+	if p.disarm() {
+		// A read during which the cut-off fired was too slow, even one
+		// that brought bytes as it fired: the body is refused and the
+		// connection closed. Its bytes are not returned, so that a
+		// caller filling a buffer cannot take a full one for success,
+		// and the connection's read deadline stays where the cut-off
+		// put it (net/http's own read timeout still holds).
+		return 0, ErrTooSlow
 	}
+	p.received += int64(n)
 	return n, err
-}
-
-func (p *pacedBody) uncut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
-	p.rc.SetReadDeadline(time.Time{})
 }
 
 func (p *pacedBody) arm(d time.Duration) {
