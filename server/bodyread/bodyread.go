@@ -51,11 +51,17 @@ var ErrTooSlow = fmt.Errorf("the body came at under %d KiB/s", MinRate>>10)
 // (nil when none was taken), which the caller may hand back with Put once
 // nothing refers to the body. On error nothing is held but the buffer
 // returned, if any; the error is a *http.MaxBytesError for a body over
-// limit (before a byte is read, when its declared length is), ErrTooSlow
-// for one that stopped coming, the cause of ctx for no room, and the read's
-// own error for a body that ended early.
+// limit (at once, before any wait for room, when its declared length is),
+// ErrTooSlow for one that stopped coming, the cause of ctx for no room, and
+// the read's own error for a body that ended early.
 func Read(ctx context.Context, w http.ResponseWriter, r *http.Request, budget *admission.Budget, limit, weight int64) (
 	[]byte, *admission.Reservation, *[]byte, error) {
+	if r.ContentLength > limit {
+		// Refused at once, before waiting for room or reading a byte,
+		// and before net/http sends "100 Continue" to a client that
+		// asked for it.
+		return nil, nil, nil, &http.MaxBytesError{Limit: limit}
+	}
 	res, err := budget.Reserve(ctx, weight*min(max(r.ContentLength, 0), FirstPiece))
 	if err != nil {
 		return nil, nil, nil, err
@@ -70,13 +76,8 @@ func Read(ctx context.Context, w http.ResponseWriter, r *http.Request, budget *a
 
 func read(ctx context.Context, w http.ResponseWriter, r *http.Request, limit, weight int64, res *admission.Reservation) ([]byte, *[]byte, error) {
 	n := r.ContentLength
-	switch {
-	case n == 0:
+	if n == 0 {
 		return []byte{}, nil, nil
-	case n > limit:
-		// Refused before reading a byte, and before net/http sends
-		// "100 Continue" to a client that asked for it.
-		return nil, nil, &http.MaxBytesError{Limit: limit}
 	}
 	body := newPacedBody(w, r.Body)
 	defer body.done()
