@@ -51,11 +51,17 @@ var ErrTooSlow = fmt.Errorf("the body came at under %d KiB/s", MinRate>>10)
 // (nil when none was taken), which the caller may hand back with Put once
 // nothing refers to the body. On error nothing is held but the buffer
 // returned, if any; the error is a *http.MaxBytesError for a body over
-// limit (before a byte is read, when its declared length is), ErrTooSlow
-// for one that stopped coming, the cause of ctx for no room, and the read's
-// own error for a body that ended early.
+// limit (at once, before any wait for room, when its declared length is),
+// ErrTooSlow for one that stopped coming, the cause of ctx for no room, and
+// the read's own error for a body that ended early.
 func Read(ctx context.Context, w http.ResponseWriter, r *http.Request, budget *admission.Budget, limit, weight int64) (
 	[]byte, *admission.Reservation, *[]byte, error) {
+	if r.ContentLength > limit {
+		// Refused at once, before waiting for room or reading a byte,
+		// and before net/http sends "100 Continue" to a client that
+		// asked for it.
+		return nil, nil, nil, &http.MaxBytesError{Limit: limit}
+	}
 	res, err := budget.Reserve(ctx, weight*min(max(r.ContentLength, 0), FirstPiece))
 	if err != nil {
 		return nil, nil, nil, err
@@ -70,13 +76,8 @@ func Read(ctx context.Context, w http.ResponseWriter, r *http.Request, budget *a
 
 func read(ctx context.Context, w http.ResponseWriter, r *http.Request, limit, weight int64, res *admission.Reservation) ([]byte, *[]byte, error) {
 	n := r.ContentLength
-	switch {
-	case n == 0:
+	if n == 0 {
 		return []byte{}, nil, nil
-	case n > limit:
-		// Refused before reading a byte, and before net/http sends
-		// "100 Continue" to a client that asked for it.
-		return nil, nil, &http.MaxBytesError{Limit: limit}
 	}
 	body := newPacedBody(w, r.Body)
 	defer body.done()
@@ -157,25 +158,17 @@ func newPacedBody(w http.ResponseWriter, r io.ReadCloser) *pacedBody {
 func (p *pacedBody) Read(b []byte) (int, error) {
 	p.arm(time.Until(p.since.Add(Grace + time.Duration(p.received)*time.Second/MinRate)))
 	n, err := p.r.Read(b)
-	cut := p.disarm()
-	p.received += int64(n)
-	switch {
-	case cut && err != nil:
-		err = ErrTooSlow
-	case cut:
-		// The cut-off came as the read brought its bytes: they came in
-		// time, and the connection must not keep a read deadline in the
-		// past (net/http would cancel the request once the body ends).
-		p.uncut()
+	if p.disarm() {
+		// A read during which the cut-off fired was too slow, even one
+		// that brought bytes as it fired: the body is refused and the
+		// connection closed. Its bytes are not returned, so that a
+		// caller filling a buffer cannot take a full one for success,
+		// and the connection's read deadline stays where the cut-off
+		// put it (net/http's own read timeout still holds).
+		return 0, ErrTooSlow
 	}
+	p.received += int64(n)
 	return n, err
-}
-
-func (p *pacedBody) uncut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
-	p.rc.SetReadDeadline(time.Time{})
 }
 
 func (p *pacedBody) arm(d time.Duration) {

@@ -148,15 +148,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "look up endpoint", id, err)
 		return
 	}
-	if r.ContentLength > ep.bodyLimit {
-		h.tooLarge(w, r, ep.bodyLimit)
-		return
-	}
 
 	// The body is held in memory until its commit, and reserves room in
 	// the ingest budget before it is read: its first piece at once, the
 	// rest once that piece has come (bodyread.Read), so that senders who
-	// declare a large body and send nothing hold little.
+	// declare a large body and send nothing hold little. One declared
+	// over the limit is refused at once, before any wait for room.
 	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
 	defer cancel()
 	body, reservation, buf, err := bodyread.Read(admitCtx, w, r, h.budget, ep.bodyLimit, storeWeight)

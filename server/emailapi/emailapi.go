@@ -439,9 +439,8 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 	if p.batchBody {
 		limit, refusal = batchBytes(plan)/3*4+bodyOverhead, errBatchTooLarge(plan)
 	}
-	if r.ContentLength > limit {
-		return nil, nil, refusal
-	}
+	// A body declared over the limit is refused at once, before any wait
+	// for room.
 	admitCtx, cancel := admission.Within(r.Context(), h.admissionWait)
 	defer cancel()
 	// The body is left to the garbage collector, not handed back to

@@ -572,6 +572,62 @@ func TestBatchBodies(t *testing.T) {
 	}
 }
 
+// TestPostmarkBatchTotal sends Postmark batches within the body limit
+// whose messages, each within the message limit, total more than twice
+// it: the message past the total is refused alone, with its own
+// ErrorCode 300, and the others are stored. A message over the message
+// limit spends nothing of the total, so the two after it still fit.
+func TestPostmarkBatchTotal(t *testing.T) {
+	e := newEnv(t)
+	pm := map[string]string{"X-Postmark-Server-Token": e.password()}
+	message := func(i, size int) string {
+		return fmt.Sprintf(`{"From":"a@example.com","To":"b%d@example.com","Subject":"m%d","TextBody":"%s"}`,
+			i, i, strings.Repeat("x", size))
+	}
+	send := func(items ...string) []map[string]any {
+		t.Helper()
+		r := e.post("/email/batch", pm, []byte("["+strings.Join(items, ",")+"]"))
+		results, _ := r.json(t).([]any)
+		if r.status != 200 || len(results) != len(items) {
+			t.Fatalf("batch of %d: %d %.300s", len(items), r.status, r.body)
+		}
+		out := make([]map[string]any, len(results))
+		for i, v := range results {
+			out[i], _ = v.(map[string]any)
+		}
+		return out
+	}
+	const overTotal = "the messages of this request total more than 20971520 bytes, twice the message limit of the free plan; " +
+		"send fewer or smaller messages per request"
+
+	// Three of 7 MiB: 21 MiB in all, over the 20 MiB total; the body,
+	// under 2 × 10 MiB × 4/3 + 1 MiB, is read.
+	results := send(message(0, 7<<20), message(1, 7<<20), message(2, 7<<20))
+	if results[0]["ErrorCode"] != 0.0 || results[1]["ErrorCode"] != 0.0 {
+		t.Errorf("the first two answered %v, %v", results[0], results[1])
+	}
+	if third := results[2]; third["ErrorCode"] != 300.0 || third["Message"] != overTotal || third["MessageID"] != nil {
+		t.Errorf("the message past the total answered %v", third)
+	}
+	ms := e.messages()
+	if len(ms) != 2 || ms[0].Subject != "m0" || ms[1].Subject != "m1" {
+		t.Fatalf("stored %d messages, want m0 and m1", len(ms))
+	}
+
+	// One of 11 MiB, over the message limit, then two of 7 MiB: the first
+	// is refused for its own size and spends nothing; the others fit.
+	results = send(message(3, 11<<20), message(4, 7<<20), message(5, 7<<20))
+	if first := results[0]; first["ErrorCode"] != 300.0 || first["Message"] != "message exceeds the 10485760-byte limit of the free plan" {
+		t.Errorf("the oversize message answered %v", first)
+	}
+	if results[1]["ErrorCode"] != 0.0 || results[2]["ErrorCode"] != 0.0 {
+		t.Errorf("the two after it answered %v, %v", results[1], results[2])
+	}
+	if ms := e.messages(); len(ms) != 4 || ms[2].Subject != "m4" || ms[3].Subject != "m5" {
+		t.Errorf("stored %d messages, want m4 and m5 after the first two", len(ms))
+	}
+}
+
 // TestFanOutWaitsForRoom sends a small SendGrid request that expands to a
 // message per personalization while most of a small ingest budget is
 // held: its body is admitted, the messages it writes are not, and it is

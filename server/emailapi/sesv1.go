@@ -262,10 +262,11 @@ func members(form url.Values, prefix string) ([]string, *apiError) {
 // memberCount is how many members a Query API list has, read from every
 // prefix.member.N key (a structure's prefix.member.N.Name too): a list with
 // a gap, or an index that is not a number from 1, is refused naming the
-// field, never cut short.
+// field, never cut short. Of several such keys, the refusal names the
+// first in sorted order, the same one every time.
 func memberCount(form url.Values, prefix string) (int, *apiError) {
 	seen := map[int]bool{}
-	for k := range form {
+	for _, k := range sortedKeys(form) {
 		rest, ok := strings.CutPrefix(k, prefix+".member.")
 		if !ok {
 			continue

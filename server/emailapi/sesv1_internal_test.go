@@ -1,6 +1,10 @@
 package emailapi
 
-import "testing"
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
 
 // TestSESv1ErrorIsTotal maps refusals to the Query API's codes: v2's
 // names for the signature's faults become v1's, and a code v1 has no name
@@ -29,6 +33,24 @@ func TestSESv1ErrorIsTotal(t *testing.T) {
 	} {
 		if status, code, _, _ := sesV1Error(c.e); status != c.status || code != c.code {
 			t.Errorf("kind %d code %q: %d %s, want %d %s", c.e.kind, c.e.code, status, code, c.status, c.code)
+		}
+	}
+}
+
+// TestSESv1MemberCountNamesOneField refuses a list with two bad member
+// indexes naming the same one every time: the first in sorted order, not
+// whichever a map's iteration came to first.
+func TestSESv1MemberCountNamesOneField(t *testing.T) {
+	form := url.Values{
+		"Destinations.member.1":     {"alice@example.com"},
+		"Destinations.member.first": {"bob@example.com"},
+		"Destinations.member.0":     {"carol@example.com"},
+		"Destinations.member.x":     {"dave@example.com"},
+	}
+	for range 50 {
+		_, apiErr := memberCount(form, "Destinations")
+		if apiErr == nil || apiErr.field != "Destinations.member.0" || !strings.HasPrefix(apiErr.msg, "Destinations.member.0: ") {
+			t.Fatalf("refusal %+v, want one naming Destinations.member.0", apiErr)
 		}
 	}
 }

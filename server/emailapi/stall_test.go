@@ -83,6 +83,27 @@ func (in *ingest) stall(t *testing.T, head, start string) net.Conn {
 	return c
 }
 
+// stallReserved sends a request's head asking to be told to go on
+// ("Expect: 100-continue"), waits for "100 Continue", which net/http sends
+// on the handler's first read of the body, once it has reserved its first
+// piece of the ingest budget, and then sends the first bytes of its body,
+// and no more.
+func (in *ingest) stallReserved(t *testing.T, head, start string) net.Conn {
+	t.Helper()
+	c := in.stall(t, head+"Expect: 100-continue\r\n", "")
+	const goOn = "HTTP/1.1 100 Continue\r\n\r\n"
+	got := make([]byte, len(goOn))
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != goOn {
+		t.Fatalf("waiting for %q: got %q, %v", goOn, got, err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if _, err := io.WriteString(c, start); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // answer reads the response to a stalled request.
 func answer(t *testing.T, c net.Conn) (int, string) {
 	t.Helper()
@@ -143,13 +164,12 @@ func TestStalledBodiesHoldLittle(t *testing.T) {
 	in := newIngest(t, budget, 100*time.Millisecond)
 	conns := make([]net.Conn, stalled)
 	for i := range conns {
-		conns[i] = in.stall(t, fmt.Sprintf("POST /email/batch HTTP/1.1\r\nHost: x\r\nX-Postmark-Server-Token: %s\r\n"+
+		conns[i] = in.stallReserved(t, fmt.Sprintf("POST /email/batch HTTP/1.1\r\nHost: x\r\nX-Postmark-Server-Token: %s\r\n"+
 			"Content-Type: application/json\r\nContent-Length: %d\r\n", in.boot.Inbox.SMTPPassword, declared), `[{"From"`)
 	}
 
-	// Their requests have reached the handler once the next one on a
-	// connection of their own is answered; then real sends must be
-	// admitted while they stall.
+	// Each has reserved its first piece (it was told to go on); real
+	// sends must be admitted while they stall.
 	req, _ := http.NewRequest("POST", "http://"+in.api+"/email", strings.NewReader(
 		`{"From":"app@example.com","To":"alice@example.com","Subject":"by api","TextBody":"hello"}`))
 	req.Header.Set("X-Postmark-Server-Token", in.boot.Inbox.SMTPPassword)
