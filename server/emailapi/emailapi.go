@@ -264,10 +264,11 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 		// The messages a request expands to are reserved as they are
 		// written, so a small body cannot grow far past its reservation
 		// before it is counted.
+		// holding is what the request holds once messages of written bytes
+		// in all are written (Grow never shrinks the reservation).
+		holding := func(written int64) int64 { return int64(len(body)) + (holdWeight-1)*written }
 		b := newBudget(plan)
-		b.grow = func(written int64) error {
-			return res.Grow(admitCtx, max(holdWeight*int64(len(body)), int64(len(body))+(holdWeight-1)*written))
-		}
+		b.grow = func(written int64) error { return res.Grow(admitCtx, holding(written)) }
 		out, apiErr := p.decode(r, body, b)
 		if b.starved {
 			// Refused whole, even by a batch that answers for each message.
@@ -282,7 +283,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 		for _, o := range out {
 			written += int64(len(o.raw))
 		}
-		if res.Grow(admitCtx, int64(len(body))+(holdWeight-1)*written) != nil {
+		if res.Grow(admitCtx, holding(written)) != nil {
 			p.fail(w, errUnavailable)
 			return
 		}
