@@ -558,11 +558,13 @@ func TestForwardResumeLine(t *testing.T) {
 		var s *session
 		const resumed = "API answers again"
 		// toldFirst says whether the line came before the delivery after
-		// the outage reached the handler.
+		// the outage reached the handler. The wait for it is short: the
+		// client waits on this answer, and a line it wrote only after
+		// giving up on it (30 s) must not count.
 		toldFirst := make(chan bool, 1)
 		h := newHandler(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/during" {
-				toldFirst <- s.stderr.has(resumed)
+				toldFirst <- s.stderr.hasWithin(resumed, 2*time.Second)
 			}
 		})
 		s = c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
