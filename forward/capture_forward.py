@@ -232,12 +232,38 @@ def parse_target(s):
         raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
     if u.query or u.fragment or "?" in s or "@" in u.netloc:
         raise ValueError(f"{go_quote(s)}: give the handler's base URL without query, fragment or user info")
-    # The path is kept as given, a trailing slash included: a capture of the
-    # bare capture URL is delivered to that very path (join_target). A path
-    # of slashes alone is the root, written without one.
+    path = escaped_path(u.path)
+    if path is None:
+        raise ValueError(f"{go_quote(s)} is not an http:// or https:// URL of a local handler (e.g. localhost:3000)")
+    # The path is kept as given, a trailing slash included, and escaped as
+    # the Go client escapes it: a capture of the bare capture URL is
+    # delivered to that very path (join_target). A path of slashes alone is
+    # the root, written without one.
+    s = f"{u.scheme}://{u.netloc}{path}"
     if not u.path.strip("/"):
         s = s.rstrip("/")
     return s
+
+
+# What Go's URL.EscapedPath keeps of a path as typed (validEncoded), and
+# what it leaves unescaped when it escapes one (shouldEscape, encodePath).
+_PATH_TYPED_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                           "-_.~!$&'()*+,;=:@[]/%")
+_PATH_SAFE = "/$&+,:;=@"
+
+
+def escaped_path(path):
+    """path as Go's URL.EscapedPath writes it: as typed when every
+    character may stand in a path and every % starts an escape; otherwise
+    unescaped and escaped anew. None when a % starts no escape, which Go
+    refuses."""
+    for i, c in enumerate(path):
+        if c == "%" and not all(h in "0123456789abcdefABCDEF" for h in path[i + 1:i + 3].ljust(2, "g")):
+            return None
+    if all(c in _PATH_TYPED_OK for c in path):
+        return path
+    raw = urllib.parse.unquote_to_bytes(path.encode("utf-8", "surrogateescape"))
+    return urllib.parse.quote(raw, safe=_PATH_SAFE)
 
 
 class Usage(Exception):

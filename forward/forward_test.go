@@ -184,6 +184,37 @@ func TestForwardBareCaptureURL(t *testing.T) {
 	})
 }
 
+// A --to path with characters a URL escapes (a space, é) is escaped as
+// Go's net/url escapes it, by either client: the handler gets the
+// escaped path, and the delivery names that URL.
+func TestForwardEscapedTarget(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		cases := []struct{ to, base, want string }{
+			{h.Host + "/a b/", "/a%20b/", "/a%20b/p"},
+			{h.Host + "/é", "/%C3%A9", "/%C3%A9/p"},
+			{h.Host + "/ok%20already/", "/ok%20already/", "/ok%20already/p"},
+		}
+		for _, tt := range cases {
+			s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: tt.to})
+			if ready := s.ready(t); ready["to"] != h.URL+tt.base {
+				t.Errorf("--to %s: ready %v, want to %s", tt.to, ready, h.URL+tt.base)
+			}
+			id := srv.Post(t, "POST", "/p", nil, nil)
+			e := s.waitDeliveries(t, 1)[0]
+			if e["request_id"] != id || e["url"] != h.URL+tt.want || e["status"] != float64(200) {
+				t.Errorf("--to %s: delivery %v, want 200 from %s", tt.to, e, h.URL+tt.want)
+			}
+			s.stop(t)
+		}
+		want := []string{"POST /a%20b/p", "POST /%C3%A9/p", "POST /ok%20already/p"}
+		if got := uris(h.waitFor(t, len(cases))); !slices.Equal(got, want) {
+			t.Errorf("handler got %v, want %v", got, want)
+		}
+	})
+}
+
 func TestForwardReplayLast(t *testing.T) {
 	both(t, func(t *testing.T, c client) {
 		srv := capturetest.Start(t)
@@ -527,11 +558,13 @@ func TestForwardResumeLine(t *testing.T) {
 		var s *session
 		const resumed = "API answers again"
 		// toldFirst says whether the line came before the delivery after
-		// the outage reached the handler.
+		// the outage reached the handler. The wait for it is short: the
+		// client waits on this answer, and a line it wrote only after
+		// giving up on it (30 s) must not count.
 		toldFirst := make(chan bool, 1)
 		h := newHandler(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/during" {
-				toldFirst <- s.stderr.has(resumed)
+				toldFirst <- s.stderr.hasWithin(resumed, 2*time.Second)
 			}
 		})
 		s = c.start(t, opts{api: proxy.URL + "/api/v1", key: srv.Key, endpoint: srv.EndpointID, to: h.URL})

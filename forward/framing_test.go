@@ -26,18 +26,23 @@ type rawHit struct {
 // rawHandler is a local handler that reads each request's head off the
 // connection itself and answers 200 with the connection closed.
 type rawHandler struct {
-	URL  string
-	mu   sync.Mutex
-	hits []rawHit
-	more chan struct{}
+	URL    string
+	status string // the status line it answers with
+	mu     sync.Mutex
+	hits   []rawHit
+	more   chan struct{}
 }
 
-func newRawHandler(t *testing.T) *rawHandler {
+func newRawHandler(t *testing.T) *rawHandler { return newRawHandlerAnswering(t, "HTTP/1.1 200 OK") }
+
+// newRawHandlerAnswering is a rawHandler answering with the status line
+// given, whatever bytes it holds.
+func newRawHandlerAnswering(t *testing.T, status string) *rawHandler {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &rawHandler{URL: "http://" + ln.Addr().String(), more: make(chan struct{})}
+	h := &rawHandler{URL: "http://" + ln.Addr().String(), status: status, more: make(chan struct{})}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -77,7 +82,7 @@ func (h *rawHandler) serve(conn net.Conn) {
 	close(h.more)
 	h.more = make(chan struct{})
 	h.mu.Unlock()
-	io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	io.WriteString(conn, h.status+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 }
 
 func (h *rawHandler) waitFor(t *testing.T, n int) []rawHit {

@@ -129,8 +129,13 @@ func (o *output) String() string {
 
 // has says whether the output holds sub, waiting (within waitTimeout)
 // for it to come. It may be called outside the test's goroutine.
-func (o *output) has(sub string) bool {
-	deadline := time.NewTimer(waitTimeout)
+func (o *output) has(sub string) bool { return o.hasWithin(sub, waitTimeout) }
+
+// hasWithin is has waiting at most d: for a check made while the client
+// waits on the caller (a handler's answer), which must end well before
+// the client gives up waiting.
+func (o *output) hasWithin(sub string, d time.Duration) bool {
+	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
 		o.mu.Lock()

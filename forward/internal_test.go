@@ -14,6 +14,9 @@ func TestParseTarget(t *testing.T) {
 		// Kept: a bare capture is delivered to the path as given.
 		{"https://dev.test/hooks/", "https://dev.test/hooks/"},
 		{"[::1]:3000", "http://[::1]:3000"},
+		// Escaped as a URL path: a space or é cannot go on a request line.
+		{"localhost:3000/a b/", "http://localhost:3000/a%20b/"},
+		{"localhost:3000/é", "http://localhost:3000/%C3%A9"},
 	}
 	for _, tt := range tests {
 		if got, err := ParseTarget(tt.in); err != nil || got != tt.want {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/capturedev/capture/forward/termtext"
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -556,15 +557,20 @@ func clean(s string) string {
 	return cellText(escapeControls(s))
 }
 
-// escapeControls shows control characters as ^X, and C1 controls, bidi
-// embeddings, overrides and isolates and invalid bytes as U+FFFD, so that
-// captured text cannot move the cursor, nor reverse the rest of its row,
-// pane borders included, on a terminal that lays out bidi text.
-// Right-to-left letters, and the marks that steer them, stay.
+// escapeControls shows what would act on the terminal
+// (termtext.ActsOnTerminal: the C0 controls, DEL, the C1 controls and the
+// bidi embeddings, overrides and isolates) as the forwarding client's
+// termtext.Visible does, a C0 control as ^X and the rest as U+FFFD, as
+// it does invalid bytes; so captured text cannot move the cursor, nor
+// reverse the rest of its row, pane borders included. Right-to-left
+// letters, and the marks that steer them, stay. Unlike termtext.Visible,
+// it lays text out for the pane: a tab becomes four spaces, and a lone
+// carriage return ends a line as a line feed does (one before a line
+// feed is dropped).
 func escapeControls(s string) string {
 	ok := true
 	for _, r := range s {
-		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || isBidiControl(r) || r == utf8.RuneError {
+		if r == '\t' || termtext.ActsOnTerminal(r) || r == utf8.RuneError {
 			ok = false
 			break
 		}
@@ -584,20 +590,13 @@ func escapeControls(s string) string {
 			b.WriteByte('\n')
 		case r == '\n':
 			b.WriteByte('\n')
-		case r < 0x20:
+		case r < 0x20 && termtext.ActsOnTerminal(r):
 			b.WriteString("^" + string(rune(r+'@')))
-		case r == 0x7f || r >= 0x80 && r < 0xa0 || isBidiControl(r):
+		case termtext.ActsOnTerminal(r):
 			b.WriteRune('\uFFFD')
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
-}
-
-// isBidiControl reports whether r is a bidi embedding, override or
-// isolate (U+202A–U+202E, U+2066–U+2069): each changes the direction of
-// all that follows it on the line.
-func isBidiControl(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }

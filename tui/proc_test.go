@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -54,46 +53,6 @@ func TestViewerProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	os.Exit(0)
-}
-
-// tmuxServer is a tmux server of the test's own, on a socket in a
-// temporary directory, with one pane that keeps its last screen once its
-// process has ended.
-type tmuxServer struct {
-	t      *testing.T
-	dir    string
-	socket string
-	n      int // files written
-	// The viewer started last: its standard error, exit status and pid.
-	stderr, status, pidFile string
-}
-
-func newTmux(t *testing.T, w, h int) *tmuxServer {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no tmux found: the viewer is checked in a real tmux (install the tmux package)")
-		}
-		t.Skip("SKIP: no tmux found; this test runs the viewer in a real tmux (install tmux)")
-	}
-	dir := t.TempDir()
-	s := &tmuxServer{t: t, dir: dir, socket: filepath.Join(dir, "tmux.sock")}
-	s.run("new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), "cat")
-	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
-	s.run("set-option", "-g", "remain-on-exit", "on")
-	s.run("set-option", "-g", "set-clipboard", "on")
-	return s
-}
-
-func (s *tmuxServer) run(args ...string) string {
-	s.t.Helper()
-	cmd := exec.Command("tmux", append([]string{"-S", s.socket, "-f", "/dev/null"}, args...)...)
-	cmd.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		s.t.Fatalf("tmux %v: %v: %s", args, err, out)
-	}
-	return string(out)
 }
 
 func (s *tmuxServer) format(f string) string {

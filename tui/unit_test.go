@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -18,6 +19,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/capturedev/capture/forward/apiclient"
+	"github.com/capturedev/capture/forward/termtext"
 	"github.com/capturedev/capture/server/api/contract"
 )
 
@@ -149,6 +151,22 @@ func TestClean(t *testing.T) {
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The viewer escapes exactly the characters termtext.ActsOnTerminal names
+// (and lays out tab and carriage return its own way), so a change of
+// that rule reaches the viewer too.
+func TestEscapeControlsFollowsTermtext(t *testing.T) {
+	for r := rune(0); r <= 0x3000; r++ {
+		if r == utf8.RuneError {
+			continue
+		}
+		in := "a" + string(r) + "b"
+		changed := escapeControls(in) != in
+		if want := termtext.ActsOnTerminal(r) || r == '\t'; changed != want {
+			t.Errorf("escapeControls(%q) = %q: changed %v, want %v", in, escapeControls(in), changed, want)
 		}
 	}
 }

@@ -16,17 +16,14 @@ import (
 // it was, out of the alternate screen with the cursor shown.
 func TestTmuxSignalsQuitCleanly(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	seed(e)
-	tm := newTmux(t, 100, 30)
+	e, tm := seededTmux(t)
 	for i := range 21 {
 		sig, name := syscall.SIGTERM, "SIGTERM"
 		if i == 20 {
 			sig, name = syscall.SIGHUP, "SIGHUP"
 		}
 		what := name + " (run " + strconv.Itoa(i+1) + ")"
-		tm.startViewer(e, e.boot.Secret)
-		tm.waitText("Confirm your account", "● live")
+		tm.startLive(e, e.boot.Secret)
 		out := tm.record()
 		if err := syscall.Kill(tm.pid(), sig); err != nil {
 			t.Fatal(err)
@@ -46,11 +43,8 @@ func TestTmuxSignalsQuitCleanly(t *testing.T) {
 // tmux's paste buffer, and the status line say so.
 func TestTmuxCopyCode(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	seed(e)
-	tm := newTmux(t, 100, 30)
-	tm.startViewer(e, e.boot.Secret)
-	tm.waitText("Confirm your account", "● live")
+	e, tm := seededTmux(t)
+	tm.startLive(e, e.boot.Secret)
 	tm.run("send-keys", "c")
 	tm.waitText("copied the code 482915 to tmux's paste buffer")
 	if got := tm.run("show-buffer"); got != "482915" {
@@ -67,15 +61,12 @@ func TestTmuxCopyCode(t *testing.T) {
 // on standard error, and the terminal given back.
 func TestTmuxKeyRevoked(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	seed(e)
+	e, tm := seededTmux(t)
 	key, secret, err := e.st.CreateKey(t.Context(), e.boot.Project.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := newTmux(t, 100, 30)
-	stderr := tm.startViewer(e, secret)
-	tm.waitText("Confirm your account", "● live")
+	stderr := tm.startLive(e, secret)
 	out := tm.record()
 	if _, err := e.st.RevokeKey(t.Context(), key.ID); err != nil {
 		t.Fatal(err)
@@ -97,11 +88,8 @@ func TestTmuxKeyRevoked(t *testing.T) {
 // fast typist or an unmarked paste does, words that are names of keys.
 func TestTmuxFilterTakesKeyNames(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	seed(e)
-	tm := newTmux(t, 100, 30)
-	tm.startViewer(e, e.boot.Secret)
-	tm.waitText("Confirm your account", "● live")
+	e, tm := seededTmux(t)
+	tm.startLive(e, e.boot.Secret)
 	tm.run("send-keys", "/")
 	tm.waitText("esc cancels")
 	for _, words := range []string{"delete", " up down left right", " home end backspace"} {
@@ -114,4 +102,22 @@ func TestTmuxFilterTakesKeyNames(t *testing.T) {
 	if st := tm.waitExit(); st != 0 {
 		t.Errorf("exit status %d after q", st)
 	}
+}
+
+// seededTmux is the environment with the seeded captures, and a tmux
+// server with a 100×30 pane to run the viewer in.
+func seededTmux(t *testing.T) (*env, *tmuxServer) {
+	t.Helper()
+	e := newEnv(t)
+	seed(e)
+	return e, newTmux(t, 100, 30)
+}
+
+// startLive starts the viewer with key and waits until it shows the
+// seeded list, live; it returns the file of the viewer's standard error.
+func (s *tmuxServer) startLive(e *env, key string) string {
+	s.t.Helper()
+	stderr := s.startViewer(e, key)
+	s.waitText("Confirm your account", "● live")
+	return stderr
 }

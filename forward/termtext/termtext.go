@@ -32,8 +32,11 @@ func ActsOnTerminal(r rune) bool {
 // the window title, or erase the screen. A C0 control shows as ^X (ESC
 // as ^[, BEL as ^G), but tab and line feed stay, and so does a carriage
 // return before a line feed; DEL, a C1 control, a bidi embedding,
-// override or isolate and a byte that is not UTF-8 show as U+FFFD. So
-// does the viewer (`capture tui`). Text with none of them is s itself.
+// override or isolate and a byte that is not UTF-8 show as U+FFFD. Text
+// with none of them is s itself. The viewer (`capture tui`) marks the
+// same characters (ActsOnTerminal) the same way, but lays its pane out
+// itself: a tab there becomes spaces, and a lone carriage return ends a
+// line.
 func Visible(s string) string {
 	i := 0
 	for i < len(s) {
