@@ -54,6 +54,17 @@ type opening struct {
 	closed bool                  // conns are closed as they come
 }
 
+// openingCaps bound what the answers hold, as serving does (connlimit.go):
+// an upgrade can take minutes, and a flood of connections meanwhile must
+// not use up the file descriptors the database and the real servers need.
+type openingCaps struct {
+	// http caps each HTTP listener's connections; smtp those being told
+	// 421 across the SMTP listeners (the rest are closed unanswered).
+	http, smtp int
+}
+
+func servingCaps() openingCaps { return openingCaps{http: httpConnCap(), smtp: smtpConnCap()} }
+
 // openingStatus is what the answers say: why captures are not taken yet.
 type openingStatus struct {
 	// message is the HTTP refusal's; smtpReply the 421 greeting's text
@@ -77,7 +88,7 @@ func openingStatusFor(upgrading bool) openingStatus {
 // answerWhileOpening starts answering on every listener of s. Implicit-TLS
 // SMTP is answered only with smtpTLS; without it its connections wait, as
 // before, until the real server takes them.
-func (s *Server) answerWhileOpening(status openingStatus, smtpTLS *tls.Config) *opening {
+func (s *Server) answerWhileOpening(status openingStatus, smtpTLS *tls.Config, caps openingCaps) *opening {
 	o := &opening{done: make(chan struct{})}
 	errorLog := slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)
 	serve := func(l net.Listener, h http.Handler) {
@@ -96,7 +107,9 @@ func (s *Server) answerWhileOpening(status openingStatus, smtpTLS *tls.Config) *
 		// One answer a connection: the next request on it finds the real
 		// server, or a new connection does.
 		srv.SetKeepAlivesEnabled(false)
-		srv.ConnState = func(_ net.Conn, state http.ConnState) {
+		limit := newConnLimit(ll, caps.http)
+		srv.ConnState = func(c net.Conn, state http.ConnState) {
+			limit.track(c, state)
 			switch state {
 			case http.StateNew:
 				o.httpConns.Add(1)
@@ -106,7 +119,7 @@ func (s *Server) answerWhileOpening(status openingStatus, smtpTLS *tls.Config) *
 		}
 		o.lent = append(o.lent, ll)
 		o.servers = append(o.servers, srv)
-		o.accepting.Go(func() { srv.Serve(ll) })
+		o.accepting.Go(func() { srv.Serve(limit) })
 	}
 	unavailable := func(w http.ResponseWriter, _ *http.Request) {
 		contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: status.message, RetryAfter: openingRetryAfter})
@@ -145,7 +158,14 @@ func (s *Server) answerWhileOpening(status openingStatus, smtpTLS *tls.Config) *
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				if !o.track(c) {
+				if !o.track(c, caps.smtp) {
+					// Over the cap: a plain greeting costs one write
+					// into an empty socket buffer, so it is still
+					// given; a TLS handshake is not begun.
+					if config == nil {
+						c.SetDeadline(time.Now().Add(100 * time.Millisecond))
+						c.Write(reply)
+					}
 					c.Close()
 					continue
 				}
@@ -183,10 +203,12 @@ func turnAway(c net.Conn, config *tls.Config, reply []byte) {
 	c.Write(reply)
 }
 
-func (o *opening) track(c net.Conn) bool {
+// track counts c among the SMTP connections being answered; false when
+// it is not to be (the answers are cut off, or max are under way).
+func (o *opening) track(c net.Conn, max int) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
+	if o.closed || len(o.conns) >= max {
 		return false
 	}
 	if o.conns == nil {

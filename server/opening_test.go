@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +78,14 @@ type slowOpen struct {
 // while the open waits.
 func startSlowOpen(t *testing.T, dir string, open func(ctx context.Context, database, dir string) (*store.Store, error)) *slowOpen {
 	t.Helper()
+	return startSlowOpenCapped(t, dir, open, nil)
+}
+
+// startSlowOpenCapped is startSlowOpen with caps, when set, on the
+// connections answered while opening.
+func startSlowOpenCapped(t *testing.T, dir string, open func(ctx context.Context, database, dir string) (*store.Store, error),
+	caps *openingCaps) *slowOpen {
+	t.Helper()
 	p := &slowOpen{entered: make(chan struct{}), release: make(chan struct{}), banner: &firstWrite{c: make(chan struct{})},
 		log: &syncBuffer{}, done: make(chan error, 1), dir: dir}
 	if pgtest.Requested() {
@@ -105,8 +114,9 @@ func startSlowOpen(t *testing.T, dir string, open func(ctx context.Context, data
 		},
 		DataDir: dir, Database: p.database,
 		TLSCertFile: filepath.Join(tlsDir, certs.CertFile), TLSKeyFile: filepath.Join(tlsDir, certs.KeyFile),
-		Banner: p.banner,
-		bound:  func(s *Server) { bound <- s },
+		Banner:      p.banner,
+		bound:       func(s *Server) { bound <- s },
+		openingCaps: caps,
 		openStore: func(ctx context.Context) (*store.Store, error) {
 			close(p.entered)
 			select {
@@ -387,4 +397,57 @@ func TestServeStoppedMidUpgradeSaysItResumes(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("serve: %v, want %q", err, want)
 	}
+}
+
+// TestOpeningCapsItsConnections: while the database opens, connections
+// that send nothing (or never begin TLS) cannot pile up past the caps
+// serving has: a new HTTP client displaces the oldest idle one and is
+// answered, and SMTP past its cap is greeted 421 at once (plain) or closed
+// (implicit TLS) instead of being held.
+func TestOpeningCapsItsConnections(t *testing.T) {
+	p := startSlowOpenCapped(t, t.TempDir(), nil, &openingCaps{http: 2, smtp: 2})
+	srv := p.srv
+
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", srv.HTTPAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	if status, _, body := getURL(t, srv.HTTPBase()+"/healthz"); status != http.StatusOK || body != "ok" {
+		t.Errorf("/healthz past the cap of idle connections: %d %q", status, body)
+	}
+	// The oldest idle connection made room: it is closed.
+	idle[0].SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the oldest idle connection: read %d bytes, %v; want it closed at once", n, err)
+	}
+
+	// Two implicit-TLS connections that never say hello hold the SMTP
+	// slots (each up to 5 s). One goroutine accepts, in the order the
+	// connections were made.
+	implicitTLS := srv.TLSAddrs()[0].String()
+	for range 2 {
+		c, err := net.Dial("tcp", implicitTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	over, err := net.Dial("tcp", implicitTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := over.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("implicit TLS past the cap: read %d bytes, %v; want it closed at once", n, err)
+	}
+	if code, msg := smtpGreeting(t, srv.StartTLSAddrs()[0].String(), nil); code != 421 || !strings.HasPrefix(msg, "4.3.0 localhost") {
+		t.Errorf("SMTP past the cap: %d %q, want the 421 still", code, msg)
+	}
+	p.opened(t)
 }

@@ -33,10 +33,12 @@ type ServeConfig struct {
 	// a first start the key and SMTP password, once.
 	Banner io.Writer
 
-	// For tests: bound hears the listeners once bound, and openStore
-	// stands in for opening the database.
-	bound     func(*Server)
-	openStore func(context.Context) (*store.Store, error)
+	// For tests: bound hears the listeners once bound, openStore
+	// stands in for opening the database, and openingCaps for the caps
+	// on connections answered meanwhile.
+	bound       func(*Server)
+	openStore   func(context.Context) (*store.Store, error)
+	openingCaps *openingCaps
 }
 
 // Serve runs capture from a data dir, or a shared PostgreSQL database,
@@ -110,7 +112,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Info("upgrading the database schema: answering 503 (SMTP 421) until it ends",
 			"database", filepath.Join(cfg.DataDir, store.DBFile))
 	}
-	answering := srv.answerWhileOpening(openingStatusFor(upgrading), smtpTLS)
+	caps := servingCaps()
+	if cfg.openingCaps != nil {
+		caps = *cfg.openingCaps
+	}
+	answering := srv.answerWhileOpening(openingStatusFor(upgrading), smtpTLS, caps)
 	defer answering.close()
 	open := cfg.openStore
 	if open == nil {
