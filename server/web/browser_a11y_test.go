@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/capturedev/capture/store"
 )
@@ -51,7 +52,9 @@ func (b *browser) axe(src string) []axeViolation {
 	if !eval[bool](b, `typeof window.axe === "object"`) {
 		eval[bool](b, src+"\n;true")
 	}
-	return eval[[]axeViolation](b, `axe.run(document, {iframes: false, resultTypes: ["violations"]}).then((r) =>
+	// target-size (WCAG 2.2's 24 px targets) is off by default in axe-core.
+	return eval[[]axeViolation](b, `axe.run(document, {iframes: false, resultTypes: ["violations"],
+		rules: {"target-size": {enabled: true}}}).then((r) =>
 		r.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({
 			id: v.id, impact: v.impact, help: v.help,
 			nodes: v.nodes.map((n) => ({target: n.target.map(String), summary: n.failureSummary})),
@@ -312,4 +315,52 @@ func TestBrowserAccessibleNames(t *testing.T) {
 		t.Errorf("the Text tab of an HTML-only message shows %q", got)
 	}
 	b.checkClean()
+}
+
+// The project menu closes once the keyboard's focus moves on past it, or
+// a tap lands outside it: on a phone its open list covers most of the
+// controls the focus reaches next.
+func TestBrowserProjectMenuClosesWhenLeft(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e, viewport{width: 390, height: 844, mobile: true})
+	b.signIn()
+	b.open("/projects/" + e.boot.Project.ID + "/inboxes/" + e.boot.Inbox.ID)
+	const menu = `document.querySelector("details.project-menu")`
+
+	eval[bool](b, menu+`.querySelector("summary").focus(), true`)
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(menu + `.open`)
+	// Through the menu's links and on to the next control.
+	for range 8 {
+		if !eval[bool](b, menu+`.contains(document.activeElement)`) {
+			break
+		}
+		b.do(chromedp.KeyEvent(kb.Tab))
+	}
+	if eval[bool](b, menu+`.contains(document.activeElement)`) {
+		t.Fatal("Tab never left the project menu")
+	}
+	if eval[bool](b, menu+`.open`) {
+		t.Error("the project menu stays open once the focus has left it")
+	}
+	// What has the focus is what a tap at its middle reaches: nothing
+	// covers it.
+	if !eval[bool](b, `(() => { const r = document.activeElement.getBoundingClientRect();
+		const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+		return at !== null && (document.activeElement === at || document.activeElement.contains(at)); })()`) {
+		t.Error("the focused control is covered")
+	}
+
+	b.do(chromedp.Click(chromedp.CSS(`details.project-menu summary`)))
+	b.waitFor(menu + `.open`)
+	b.do(chromedp.MouseClickXY(200, 800))
+	b.waitFor(`!` + menu + `.open`)
+
+	// A tap on one of its own links still follows it.
+	b.do(chromedp.Click(chromedp.CSS(`details.project-menu summary`)))
+	b.waitFor(menu + `.open`)
+	b.clickCSSAndLoad(`details.project-menu a[href="/projects"]`)
+	if got := b.location(); !strings.HasSuffix(got, "/projects") {
+		t.Errorf("the menu's link led to %s", got)
+	}
 }

@@ -282,6 +282,22 @@
     open();
   }
 
+  // An open menu (the project switcher) closes once the focus moves on
+  // past it or a click lands outside it: left open, its list covers the
+  // controls the focus then reaches, on a phone most of them. Only a
+  // focus that lands somewhere else closes it (a click inside that
+  // focuses nothing, as Safari's on a link, must reach the link).
+  for (const menu of document.querySelectorAll("details.menu")) {
+    menu.addEventListener("focusout", (e) => {
+      if (menu.open && e.relatedTarget && !menu.contains(e.relatedTarget)) menu.open = false;
+    });
+  }
+  document.addEventListener("pointerdown", (e) => {
+    for (const menu of document.querySelectorAll("details.menu[open]")) {
+      if (!menu.contains(e.target)) menu.open = false;
+    }
+  });
+
   // Keyboard: "/" searches, j and k move through a list, Enter opens
   // (rows are links), Escape leaves a field.
   document.addEventListener("keydown", (e) => {
