@@ -110,7 +110,8 @@ type Code struct {
 // (any when empty).
 type LinkFilter struct {
 	// Match is a substring of the URL, compared without regard to case,
-	// as it is stored (a URI: "%C3%BC") or decoded ("ü").
+	// either of them as stored (a URI: "%C3%BC", "%40") or decoded ("ü",
+	// "@").
 	Match string
 	Kind  string
 }
@@ -123,12 +124,27 @@ func (f LinkFilter) selects(l Link) bool {
 	if f.Match == "" {
 		return true
 	}
-	match := strings.ToLower(f.Match)
-	if strings.Contains(strings.ToLower(l.URL), match) {
-		return true
+	// Either side may be escaped or not: an escaped match ("%40example")
+	// finds the URL as sent ("a@example"), and a decoded one ("ü") finds
+	// its escapes.
+	urls := forms(l.URL)
+	for _, match := range forms(f.Match) {
+		for _, u := range urls {
+			if strings.Contains(u, match) {
+				return true
+			}
+		}
 	}
-	decoded, err := url.PathUnescape(l.URL)
-	return err == nil && decoded != l.URL && strings.Contains(strings.ToLower(decoded), match)
+	return false
+}
+
+// forms is s in lower case, and decoded too when it holds escapes.
+func forms(s string) []string {
+	lower := strings.ToLower(s)
+	if decoded, err := url.PathUnescape(s); err == nil && decoded != s {
+		return []string{lower, strings.ToLower(decoded)}
+	}
+	return []string{lower}
 }
 
 type Attachment struct {

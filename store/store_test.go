@@ -952,4 +952,13 @@ func TestLinkMatchDecodesEscapes(t *testing.T) {
 			t.Errorf("match %q: %v, want %v", match, got, want)
 		}
 	}
+	// An escaped match finds the URL as sent, unescaped.
+	sent := Link{URL: "https://app.test/verify?token=k3&email=a@example.com", Kind: LinkVerify}
+	for match, want := range map[string]bool{
+		"%40example.com": true, "verify%3Ftoken": true, "verify%3ftoken=K3": true, "@example.com": true, "%40other": false,
+	} {
+		if got := (LinkFilter{Match: match}).selects(sent); got != want {
+			t.Errorf("match %q on %s: %v, want %v", match, sent.URL, got, want)
+		}
+	}
 }
