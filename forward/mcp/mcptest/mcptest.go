@@ -142,6 +142,10 @@ type Mail struct {
 	// Headers are the message's headers in the order received; nil: a
 	// Subject header alone.
 	Headers []store.Header
+	// LinksTruncated says the message had more links than Links, as
+	// ingest says past its cap.
+	LinksTruncated bool
+	Attachments    []store.NewAttachment
 }
 
 // Message stores a message in an inbox, as the SMTP listener would after
@@ -177,7 +181,7 @@ func (e *Env) message(inboxID string, m Mail) (string, error) {
 		EnvelopeFrom: "app@example.test", EnvelopeTo: []string{m.To},
 		From: &store.Address{Name: "App", Address: "app@example.test"}, To: []store.Address{{Address: m.To}},
 		Subject: m.Subject, Text: &m.Text, Links: links, Codes: m.Codes, Snippet: m.Text,
-		Headers: m.Headers, Raw: []byte(raw),
+		Headers: m.Headers, Raw: []byte(raw), LinksTruncated: m.LinksTruncated, Attachments: m.Attachments,
 	}
 	if m.HTML != "" {
 		nm.HTML = &m.HTML
