@@ -622,7 +622,10 @@ func (t tools) waitForMessage(ctx context.Context, in waitForMessageIn) (waitOut
 	timeout := time.Duration(in.TimeoutSeconds) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout+waitCallGrace)
 	defer cancel()
-	f := wait.Finder{Client: t.c, Until: start.Add(timeout)}
+	// An API that is shutting down or gone is said at once, as the list
+	// tools say it (README: a waiting tool answers unavailable at once):
+	// the model can call again, and its call should not hang till then.
+	f := wait.Finder{Client: t.c, Until: start.Add(timeout), FailFast: true}
 	mq := apiclient.MessageQuery{To: in.To, From: in.From, Subject: in.Subject, Q: in.Q, Since: since}
 	for {
 		found, err := t.nextMessage(ctx, &f, in.InboxID, mq)
