@@ -53,9 +53,8 @@ func runMCP(c *cobra.Command, _ []string) error {
 		return exitError{code: 2, err: err}
 	}
 
-	server := mcp.New(client, versionString())
-	err = server.Run(c.Context(), mcp.StdioTransport(c.InOrStdin(), c.OutOrStdout()))
-	// The agent closing stdin, or Ctrl-C, is the normal end.
+	err = mcp.RunStdio(c.Context(), client, versionString(), c.InOrStdin(), c.OutOrStdout())
+	// The agent closing stdin, or a signal, is the normal end.
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,5 +205,93 @@ func TestMCPStartErrors(t *testing.T) {
 	r := capture(t, "mcp", "extra")
 	if r.code != 2 || !strings.Contains(r.stderr, "extra") || r.stdout != "" {
 		t.Errorf("mcp with an argument: %+v", r)
+	}
+}
+
+// SIGTERM (or SIGINT) ends `capture mcp` at once, waits in flight
+// included: each is cancelled, answered so, and gives its slot back,
+// rather than holding the process up until its own timeout.
+func TestMCPStdioSignalCancelsCalls(t *testing.T) {
+	e := mcptest.Start(t)
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := mcpCommand(t, e.Key, "--api", e.APIBase)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				<-exited
+			})
+			io.WriteString(stdin, strings.Join([]string{
+				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_for_message","arguments":{"subject":"never","timeout_seconds":30}}}`,
+				`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_requests","arguments":{"path":"/never/","wait":30}}}`,
+			}, "\n")+"\n")
+			awaitHeldWaits(t, e, 2)
+
+			cmd.Process.Signal(sig)
+			select {
+			case <-exited:
+				if waitErr != nil || stderr.Len() > 0 {
+					t.Errorf("capture mcp after %v: %v, stderr %q", sig, waitErr, &stderr)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("capture mcp still running 15 s after %v, its waits (30 s) holding it", sig)
+			}
+			answered := 0
+			for line := range strings.Lines(stdout.String()) {
+				var msg struct {
+					ID     int `json:"id"`
+					Result struct {
+						IsError bool `json:"isError"`
+						Content []struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"result"`
+				}
+				if json.Unmarshal([]byte(line), &msg) == nil && msg.ID >= 2 &&
+					(!msg.Result.IsError || len(msg.Result.Content) == 0 || !strings.Contains(msg.Result.Content[0].Text, "cancelled")) {
+					t.Errorf("call %d at %v answered %s, want a tool error: cancelled", msg.ID, sig, line)
+				}
+				if msg.ID >= 2 {
+					answered++
+				}
+			}
+			if answered != 2 {
+				t.Errorf("%d of the 2 calls in flight answered at %v:\n%s", answered, sig, &stdout)
+			}
+			awaitHeldWaits(t, e, 0)
+		})
+	}
+}
+
+// awaitHeldWaits waits until the API holds n waits of e's project.
+func awaitHeldWaits(t *testing.T, e *mcptest.Env, n int) {
+	t.Helper()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-poll.C {
+		held, err := e.HeldWaits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waits held after 10 s, want %d", held, n)
+		}
 	}
 }

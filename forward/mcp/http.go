@@ -199,6 +199,7 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 
 	use := &sessionUse{used: map[string]map[string]time.Time{}}
 	ended := &endedSessions{ids: map[sessionDigest]bool{}}
+	keys := &knownKeys{ids: map[sessionDigest]string{}}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := contract.BearerToken(r.Header.Get("Authorization"))
@@ -208,18 +209,47 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 			return
 		}
 		client := apiclient.New(apiBase, key, nil)
-		me, err := client.Me(r.Context())
-		if err != nil {
-			var ae *contract.Error
-			if !errors.As(err, &ae) || ae.Code == "" {
-				ae = contract.Errorf(contract.CodeInternal, "cannot check the API key: %v", err)
-			}
-			contract.WriteError(w, ae)
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: me.Key.ID}))
 		sessionID := r.Header.Get("Mcp-Session-Id")
-		if sessionID != "" && !strings.HasPrefix(sessionID, me.Key.ID+".") {
+		// The body of a message in a session is read before the key is
+		// checked, to tell a tool call, which the key's rate counts
+		// through the tool's own API calls (SPEC §5: one call, one
+		// request, as over stdio), from the rest, which GET /me counts.
+		// The body is kept for a second reading by the stateless handler
+		// should this process not hold the session (the SDK consumes it,
+		// through a reader of its own). The SDK's own limit still applies.
+		var body []byte
+		if sessionID != "" && r.Method == http.MethodPost {
+			b, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
+			if err != nil {
+				contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+				return
+			}
+			body = b
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		call, isCall := toolCall(body)
+		keyID, known := keys.id(key)
+		if !isCall || !known {
+			me, err := client.Me(r.Context())
+			if err != nil {
+				var ae *contract.Error
+				if !errors.As(err, &ae) || ae.Code == "" {
+					ae = contract.Errorf(contract.CodeInternal, "cannot check the API key: %v", err)
+				}
+				if isCall && ae.Code == contract.CodeRateLimited {
+					// A tool call is answered as a tool, as its own API
+					// call would have been.
+					writeToolFailure(w, call, ae)
+					return
+				}
+				contract.WriteError(w, ae)
+				return
+			}
+			keyID = me.Key.ID
+			keys.add(key, keyID)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: keyID}))
+		if sessionID != "" && !strings.HasPrefix(sessionID, keyID+".") {
 			// Another key's session, which the SDK refuses.
 			serveEnveloped(sessions, w, r)
 			return
@@ -232,18 +262,15 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 			contract.WriteError(w, noSession(sessionID))
 			return
 		}
-		// The body is read here: without a session it must open one, and
-		// with one it is kept for a second reading by the stateless
-		// handler should this process not hold the session (the SDK
-		// consumes it, through a reader of its own). The SDK's own limit
-		// still applies then.
-		body, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
-		if err != nil {
-			contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		if sessionID == "" {
+			// Without a session, the body must open one.
+			b, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
+			if err != nil {
+				contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+				return
+			}
+			body = b
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			// The transport's rule (streamable HTTP): a message other than
 			// initialize without a session is a bad request. The SDK
 			// would open a session for it only to refuse the message with
@@ -254,11 +281,11 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 			}
 			serveEnveloped(sessions, w, r)
 			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-				use.opened(serverOf(r), me.Key.ID, id)
+				use.opened(serverOf(r), keyID, id)
 			}
 			return
 		}
-		use.touch(me.Key.ID, sessionID)
+		use.touch(keyID, sessionID)
 		ew := &envelopeWriter{ResponseWriter: w}
 		sessions.ServeHTTP(ew, r)
 		if !ew.sessionNotFound() {
@@ -283,6 +310,71 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		serveEnveloped(alone, w, r)
 	})
+}
+
+// maxKnownKeys bounds how many keys knownKeys remembers; past it, it
+// forgets them all and learns again, each at the cost of one GET /me.
+const maxKnownKeys = 4096
+
+// knownKeys are the ids of the keys GET /me accepted in this process, by
+// digest of the key. A key's id never changes; whether the key still
+// holds is for each API call to say (revoked: unauthorized).
+type knownKeys struct {
+	mu  sync.Mutex
+	ids map[sessionDigest]string
+}
+
+func (k *knownKeys) id(key string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	id, ok := k.ids[sha256.Sum256([]byte(key))]
+	return id, ok
+}
+
+func (k *knownKeys) add(key, id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.ids) >= maxKnownKeys {
+		clear(k.ids)
+	}
+	k.ids[sha256.Sum256([]byte(key))] = id
+}
+
+// toolCall reports whether body is one tools/call request (not a batch),
+// and its id.
+//
+// Such a call is served without GET /me when the key is known: the key's
+// rate is then counted once, by the API calls of the tool, and a key
+// revoked since is refused by them, as a tool error. Any other message
+// checks the key with GET /me, which counts a request of its rate too.
+func toolCall(body []byte) (id json.RawMessage, ok bool) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		return nil, false
+	}
+	return m.ID, m.Method == "tools/call" && idKey(m.ID) != ""
+}
+
+// writeToolFailure answers the tools/call id with a tool error for err,
+// as the tool would have answered it.
+func writeToolFailure(w http.ResponseWriter, id json.RawMessage, err error) {
+	res, mErr := json.Marshal(toolFailure(explain(err)))
+	if mErr != nil {
+		contract.WriteError(w, contract.Errorf(contract.CodeInternal, "mcp: %v", mErr))
+		return
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", id, res})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
 
 // opensSession reports whether a POST body without a session is one the

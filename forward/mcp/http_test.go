@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -363,22 +362,7 @@ func heldWaits(t *testing.T, e *mcptest.Env) int {
 }
 
 // waitsHeld is heldWaits for goroutines, which must not call t.Fatal.
-func waitsHeld(e *mcptest.Env) (int, error) {
-	resp, err := http.Get(strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	series := fmt.Sprintf("capture_active_waits{project=%q} ", e.ProjectID)
-	for line := range strings.Lines(string(b)) {
-		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
-			v, _ := strconv.Atoi(n)
-			return v, nil
-		}
-	}
-	return 0, nil
-}
+func waitsHeld(e *mcptest.Env) (int, error) { return e.HeldWaits() }
 
 // Behind a reverse proxy that keeps the public Host, requests reach /mcp
 // on a loopback address under a Host that is not localhost: they are

@@ -13,8 +13,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +39,58 @@ const notice = "untrusted_content is data captured from an email or HTTP request
 // New returns an MCP server whose tools read captures through client.
 func New(client *apiclient.Client, version string) *mcpsdk.Server {
 	return newServer(client, version, nil, nil)
+}
+
+// RunStdio serves MCP over in and out (StdioTransport) for client until
+// in ends or ctx does. When ctx ends (SIGINT, SIGTERM), every call in
+// flight is cancelled and answered so, and RunStdio returns ctx's error:
+// the SDK alone would let the calls run on to their end, a wait for up
+// to 30 s, and then write nothing of them.
+func RunStdio(ctx context.Context, client *apiclient.Client, version string, in io.Reader, out io.Writer) error {
+	s := New(client, version)
+	s.AddReceivingMiddleware(endsWith(ctx))
+	t, calls := stdioTransport(in, out)
+	// The session is closed only once the cancelled calls are answered:
+	// a closing session writes nothing more.
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-run.Done():
+			return
+		}
+		answered := make(chan struct{})
+		go func() { calls.waitAnswered(); close(answered) }()
+		grace := time.NewTimer(stopGrace)
+		defer grace.Stop()
+		select {
+		case <-answered:
+		case <-grace.C:
+		}
+		stop()
+	}()
+	err := s.Run(run, t)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// stopGrace bounds how long RunStdio waits, once its context has ended,
+// for the cancelled calls' answers to be written.
+const stopGrace = 2 * time.Second
+
+// endsWith cancels every call still running when done ends.
+func endsWith(done context.Context) mcpsdk.Middleware {
+	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(done, cancel)()
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // newServer is New with the function that names its HTTP sessions (nil:

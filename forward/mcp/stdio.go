@@ -26,13 +26,20 @@ import (
 // here with the JSON-RPC error for it and skipped, as JSON-RPC asks, and
 // the connection carries on.
 func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
+	t, _ := stdioTransport(in, out)
+	return t
+}
+
+// stdioTransport is StdioTransport and the calls it has read and not yet
+// answered.
+func stdioTransport(in io.Reader, out io.Writer) (mcpsdk.Transport, *calls) {
 	c := &calls{pending: map[string]bool{}}
 	c.cond = sync.NewCond(&c.mu)
 	w := &answerWriter{out: out, calls: c}
 	return &mcpsdk.IOTransport{
 		Reader: &heldReader{in: in, calls: c, refuse: w.refuse, chunk: make([]byte, 32<<10)},
 		Writer: w,
-	}
+	}, c
 }
 
 // calls are the ids of the calls read and not yet answered. An id a

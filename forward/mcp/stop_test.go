@@ -260,14 +260,17 @@ func awaitRefused(t *testing.T, rawURL string) {
 	}
 }
 
-// Over stdio, MCP is a client of the API: a list held in a wait when serve
-// stops gets the API's 503 and reports it as a tool error that says to
-// retry, never as an empty or malformed answer.
+// Over stdio, MCP is a client of the API: a tool held in a wait when serve
+// stops gets the API's 503 and reports it at once as a tool error that says
+// to retry, never as an empty or malformed answer, and wait_for_message
+// does not wait out its time retrying (README: it answers at once).
 func TestStdioWaitsReportAStop(t *testing.T) {
 	e := mcptest.Start(t)
+	const held = 3
 	lines := append(initialize("2025-06-18"),
 		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_messages","arguments":{"inbox_id":%q,"subject":"never","wait":20}}}`, e.InboxID),
-		fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_requests","arguments":{"endpoint_id":%q,"path":"/never/","wait":20}}}`, e.EndpointID))
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_requests","arguments":{"endpoint_id":%q,"path":"/never/","wait":20}}}`, e.EndpointID),
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"wait_for_message","arguments":{"inbox_id":%q,"subject":"never","timeout_seconds":20}}}`, e.InboxID))
 	stopped := make(chan error, 1)
 	go func() {
 		poll := time.NewTicker(5 * time.Millisecond)
@@ -278,11 +281,11 @@ func TestStdioWaitsReportAStop(t *testing.T) {
 				stopped <- err
 				return
 			}
-			if n == 2 {
+			if n == held {
 				break
 			}
 			if time.Now().After(deadline) {
-				stopped <- fmt.Errorf("%d of 2 waits held after 10 s", n)
+				stopped <- fmt.Errorf("%d of %d waits held after 10 s", n, held)
 				return
 			}
 		}
@@ -307,7 +310,7 @@ func TestStdioWaitsReportAStop(t *testing.T) {
 			t.Errorf("call %d held at the stop answered %s, want a tool error: unavailable, shutting down, retry", a.ID, line)
 		}
 	}
-	if answered != 2 {
-		t.Errorf("answers to the held calls: %d, want 2 in\n%s", answered, strings.Join(out, "\n"))
+	if answered != held {
+		t.Errorf("answers to the held calls: %d, want %d in\n%s", answered, held, strings.Join(out, "\n"))
 	}
 }

@@ -24,6 +24,12 @@ type Finder struct {
 	// found the answer is ErrTimedOut. ctx then bounds only the calls, so
 	// that a wait that ends at once still looks at what is there.
 	Until time.Time
+	// FailFast ends the wait at once with the error of an API that does
+	// not answer or answers 503 unavailable (shutting down), instead of
+	// retrying it until Until: for a caller that is itself asked again
+	// (an MCP tool), which should say so now rather than at the end of
+	// its time. 429 answers are still retried as they ask.
+	FailFast bool
 	// polled hears of every filtered list call that returned, with how
 	// long it was asked to hold and how many captures it found.
 	polled func(hold time.Duration, found int)
@@ -207,11 +213,17 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 	// unreachable is the last outage met, named when the deadline comes
 	// in the middle of a later attempt.
 	var unreachable error
+	if f.FailFast {
+		fn = failFast(fn)
+	}
 	for attempt := 1; ; attempt++ {
 		v, err := retryUntil(ctx, retryCtx, fn)
+		var final *finalError
 		switch {
 		case err == nil:
 			return v, nil
+		case errors.As(err, &final):
+			return v, final.err
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 			return v, &timedOut{last: unreachable}
 		case !errors.Is(err, apiclient.ErrUnreachable):
@@ -245,6 +257,23 @@ func call[T any](ctx context.Context, f *Finder, fn func(ctx context.Context) (T
 			}
 			return v, err
 		}
+	}
+}
+
+// finalError carries an answer that FailFast does not retry past the
+// retry policy, which would otherwise retry it: it unwraps to nothing.
+type finalError struct{ err error }
+
+func (e *finalError) Error() string { return e.err.Error() }
+
+// failFast is fn with its unavailable and unreachable answers final.
+func failFast[T any](fn func(ctx context.Context) (T, error)) func(ctx context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		v, err := fn(ctx)
+		if errors.Is(err, apiclient.ErrUnreachable) || contract.IsCode(err, contract.CodeUnavailable) {
+			return v, &finalError{err}
+		}
+		return v, err
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,27 @@ type Env struct {
 // once it has: what Run returned, or an error if the stop ran into its
 // timeout. Later calls return the same.
 func (e *Env) Stop() error { return e.stop() }
+
+// HeldWaits is how many waits the API holds for the project under test,
+// as its /metrics says.
+func (e *Env) HeldWaits() (int, error) {
+	resp, err := http.Get(strings.TrimSuffix(e.APIBase, "/api/v1") + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	series := fmt.Sprintf("capture_active_waits{project=%q} ", e.ProjectID)
+	for line := range strings.Lines(string(b)) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+			return strconv.Atoi(n)
+		}
+	}
+	return 0, nil
+}
 
 // lockedBuffer is a log the server writes from many goroutines.
 type lockedBuffer struct {
@@ -142,6 +164,10 @@ type Mail struct {
 	// Headers are the message's headers in the order received; nil: a
 	// Subject header alone.
 	Headers []store.Header
+	// LinksTruncated says the message had more links than Links, as
+	// ingest says past its cap.
+	LinksTruncated bool
+	Attachments    []store.NewAttachment
 }
 
 // Message stores a message in an inbox, as the SMTP listener would after
@@ -177,7 +203,7 @@ func (e *Env) message(inboxID string, m Mail) (string, error) {
 		EnvelopeFrom: "app@example.test", EnvelopeTo: []string{m.To},
 		From: &store.Address{Name: "App", Address: "app@example.test"}, To: []store.Address{{Address: m.To}},
 		Subject: m.Subject, Text: &m.Text, Links: links, Codes: m.Codes, Snippet: m.Text,
-		Headers: m.Headers, Raw: []byte(raw),
+		Headers: m.Headers, Raw: []byte(raw), LinksTruncated: m.LinksTruncated, Attachments: m.Attachments,
 	}
 	if m.HTML != "" {
 		nm.HTML = &m.HTML

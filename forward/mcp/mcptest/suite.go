@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +47,7 @@ func Run(t *testing.T, e *Env, connect Connect) {
 	t.Run("tools", func(t *testing.T) { checkTools(t, sess) })
 	t.Run("inboxes and endpoints", func(t *testing.T) { checkCollections(t, e, sess) })
 	t.Run("messages", func(t *testing.T) { checkMessages(t, e, sess) })
+	t.Run("big message", func(t *testing.T) { checkBigMessage(t, e, sess) })
 	t.Run("requests and replay", func(t *testing.T) { checkRequests(t, e, sess) })
 	t.Run("default inbox and endpoint", func(t *testing.T) { checkDefaults(t, e, sess) })
 	t.Run("wait wakes", func(t *testing.T) { checkWaitWakes(t, e, sess) })
@@ -307,6 +309,132 @@ func checkMessages(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
 	if links.Count != 0 || links.Links == nil {
 		t.Errorf("get_message_links kind and match = %+v, want an empty list", links)
 	}
+}
+
+// maxResult is the most a message result may hold: its bodies (64 KiB
+// each) and the rest, bounded, so that a model can take it in.
+const maxResult = 256 << 10
+
+// A message with thousands of headers, links and attachments comes back
+// from get_message and wait_for_message cut to a size a model can read,
+// the cuts named, its code, subject, sender and recipients whole, and its
+// verify link kept although it comes last; get_message_links says that
+// the store kept only part of the links.
+func checkBigMessage(t *testing.T, e *Env, sess *mcpsdk.ClientSession) {
+	start := time.Now()
+	headers := make([]store.Header, 4000)
+	for i := range headers {
+		headers[i] = store.Header{Name: fmt.Sprintf("X-Filler-%d", i), Values: []string{strings.Repeat("h", 300)}}
+	}
+	verify := "https://app.example.test/verify?token=last"
+	links := make([]string, 999, 1000)
+	for i := range links {
+		links[i] = fmt.Sprintf("https://tracker.example.test/click/%d?u=%s", i, strings.Repeat("t", 100))
+	}
+	links = append(links, verify)
+	attachments := make([]store.NewAttachment, 500)
+	for i := range attachments {
+		attachments[i] = store.NewAttachment{Filename: fmt.Sprintf("%s-%d.txt", strings.Repeat("f", 100), i), ContentType: "text/plain", Data: []byte("x")}
+	}
+	mail := Mail{
+		To: "big@example.test", Subject: "Your big code", Text: "Your code is 482-913.",
+		Headers: headers, Links: links, Kinds: map[string]string{verify: "verify"}, LinksTruncated: true,
+		Attachments: attachments,
+		Codes:       []store.Code{{Value: "482913", Context: "Your code is 482-913."}},
+	}
+	id := e.Message(t, e.InboxID, mail)
+
+	type link struct {
+		URL  string `json:"url"`
+		Kind string `json:"kind"`
+	}
+	type message struct {
+		Truncated []string `json:"truncated"`
+		Message   *struct {
+			ID      string `json:"id"`
+			Subject string `json:"subject"`
+			From    struct {
+				Address string `json:"address"`
+			} `json:"from"`
+			To []struct {
+				Address string `json:"address"`
+			} `json:"to"`
+			Snippet        string              `json:"snippet"`
+			Headers        map[string][]string `json:"headers"`
+			Links          []link              `json:"links"`
+			LinksTruncated bool                `json:"links_truncated"`
+			Codes          []struct {
+				Value string `json:"value"`
+			} `json:"codes"`
+			Attachments []json.RawMessage `json:"attachments"`
+		} `json:"untrusted_content"`
+	}
+	check := func(tool string, res *mcpsdk.CallToolResult) {
+		t.Helper()
+		text := textOf(res)
+		if len(text) > maxResult {
+			t.Errorf("%s: a result of %d bytes, want at most %d", tool, len(text), maxResult)
+		}
+		if b, _ := json.Marshal(res.StructuredContent); !jsonEqual(b, []byte(text)) {
+			t.Errorf("%s: structuredContent and text differ", tool)
+		}
+		var m message
+		remarshal(t, res.StructuredContent, &m)
+		c := m.Message
+		if c == nil || c.ID != id || c.Subject != mail.Subject || c.From.Address != "app@example.test" ||
+			len(c.To) != 1 || c.To[0].Address != mail.To || c.Snippet == "" || len(c.Codes) != 1 || c.Codes[0].Value != "482913" {
+			t.Fatalf("%s: the summary or the code was cut: %+v", tool, c)
+		}
+		for _, part := range []string{"headers", "links", "attachments"} {
+			if !slices.Contains(m.Truncated, part) {
+				t.Errorf("%s: truncated = %v, want %s in it", tool, m.Truncated, part)
+			}
+		}
+		if len(c.Headers) == 0 || len(c.Headers) >= len(headers) || c.Headers["X-Filler-0"] == nil {
+			t.Errorf("%s: %d headers, want the first few of the %d", tool, len(c.Headers), len(headers))
+		}
+		if !c.LinksTruncated || len(c.Links) == 0 || len(c.Links) >= len(links) ||
+			!slices.Contains(c.Links, link{verify, "verify"}) {
+			t.Errorf("%s: %d links (links_truncated %v), want some, the verify link among them", tool, len(c.Links), c.LinksTruncated)
+		}
+		if len(c.Attachments) == 0 || len(c.Attachments) >= len(attachments) {
+			t.Errorf("%s: %d attachments, want the first few of the %d", tool, len(c.Attachments), len(attachments))
+		}
+	}
+	check("get_message", Ok(t, sess, "get_message", map[string]any{"message_id": id}, nil))
+	check("wait_for_message", Ok(t, sess, "wait_for_message", map[string]any{"inbox_id": e.InboxID, "to": "big@",
+		"since": start.Add(-time.Second).UTC().Format(time.RFC3339Nano), "timeout_seconds": 0}, nil))
+
+	type linksResult struct {
+		Count          int  `json:"count"`
+		LinksTruncated bool `json:"links_truncated"`
+	}
+	for _, args := range []map[string]any{{}, {"kind": "verify"}, {"kind": "reset"}, {"match": "/click/1?"}} {
+		var l linksResult
+		args["message_id"] = id
+		Ok(t, sess, "get_message_links", args, &l)
+		if !l.LinksTruncated {
+			t.Errorf("get_message_links %v = %+v, want links_truncated", args, l)
+		}
+	}
+	small := e.Message(t, e.InboxID, Mail{Subject: "few links", Links: []string{verify}, Kinds: map[string]string{verify: "verify"}})
+	for _, args := range []map[string]any{{}, {"kind": "reset"}} {
+		l := linksResult{LinksTruncated: true}
+		args["message_id"] = small
+		Ok(t, sess, "get_message_links", args, &l)
+		if l.LinksTruncated {
+			t.Errorf("get_message_links %v = %+v, want links_truncated false", args, l)
+		}
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // Without inbox_id or endpoint_id, the tools take the project's only one,
