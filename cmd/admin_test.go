@@ -350,3 +350,34 @@ func TestAdminDoesNotUpgradeUnderAnOlderServe(t *testing.T) {
 		t.Errorf("schema version %d (%v), want it left at %d", after, err, current-1)
 	}
 }
+
+// Nor one a serve of a build that predates the data dir's lock is using:
+// that serve takes no lock on the dir, but its connections hold SQLite's
+// on the database, and the command names the process holding it.
+func TestAdminDoesNotUpgradeUnderAnUnlockedServe(t *testing.T) {
+	dir := withDatabase(t, t.TempDir())
+	path := filepath.Join(dir, store.DBFile)
+	// This test's process stands in for the older serve: the database
+	// open in WAL mode, no lock on the data dir.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var current int
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&current); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, current-1); err != nil {
+		t.Fatal(err)
+	}
+	r := capture(t, "key", "list", "--data-dir", dir)
+	want := fmt.Sprintf("needs an upgrade, and another process (pid %d) has capture.db open", os.Getpid())
+	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "start this version's `capture serve`") {
+		t.Errorf("key list beside an unlocked older serve: %+v", r)
+	}
+	var after int
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&after); err != nil || after != current-1 {
+		t.Errorf("schema version %d (%v), want it left at %d", after, err, current-1)
+	}
+}

@@ -149,7 +149,9 @@ func messageInsert(m *NewMessage) (string, func(*wtx) error, error) {
 // as many as SMTP takes recipients (SPEC §6). One hostile header naming
 // hundreds of thousands would otherwise be read, decoded and sent with
 // every list holding the message. The headers keep every address, and so
-// do search_to and the search index, computed at insert from all of them.
+// do search_to and the search index, computed at insert from all of them;
+// search checks a phrase against the headers' addresses when the lists
+// were cut (searchedAddresses).
 const ListedAddresses = 100
 
 // storedRecipients is the JSON of messages.recipients. To, Cc and ReplyTo

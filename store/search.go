@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/mail"
 	"slices"
 	"strings"
 	"unicode"
@@ -452,11 +454,7 @@ func messageCheckCols(b backend) string {
 // searchedBodies reads from a message's pack what search reads of its
 // bodies: the first maxSearchField bytes of each (clip cuts them at a
 // character), nil when absent.
-func searchedBodies(content []byte) (text, html *string, err error) {
-	u, err := openPack(content)
-	if err != nil {
-		return nil, nil, err
-	}
+func searchedBodies(u *unpacked) (text, html *string, err error) {
 	read := func(i int) (*string, error) {
 		b, ok, err := u.section(i, maxSearchField+utf8.UTFMax)
 		if err != nil || !ok {
@@ -470,6 +468,127 @@ func searchedBodies(content []byte) (text, html *string, err error) {
 	}
 	html, err = read(messageHTML)
 	return text, html, err
+}
+
+// maxSearchedHeaders bounds what search reads of a message's headers for
+// the addresses its lists leave out (searchedAddresses).
+const maxSearchedHeaders = 4 << 20
+
+// searchedAddresses reads from a message's pack the names and addresses
+// its To and Cc headers name, as search fields: every one, where the
+// summary lists only the first ListedAddresses. Reading stays bounded as
+// for any field: the headers up to maxSearchedHeaders bytes (a value cut
+// there keeps the addresses before the cut), To and Cc each up to
+// maxSearchField bytes of their values.
+func searchedAddresses(u *unpacked) ([]string, error) {
+	b, ok, err := u.section(messageHeaders, maxSearchedHeaders)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var to, cc strings.Builder
+	// The section is JSON [[name, [values…]], …], read a token at a
+	// time: a section cut short still yields what comes before the cut.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	next := func(want json.Delim) bool {
+		t, err := dec.Token()
+		return err == nil && t == want
+	}
+	if next('[') {
+	headers:
+		for dec.More() {
+			if !next('[') {
+				break
+			}
+			t, err := dec.Token()
+			name, isName := t.(string)
+			if err != nil || !isName || !next('[') {
+				break
+			}
+			var into *strings.Builder
+			switch {
+			case strings.EqualFold(name, "To"):
+				into = &to
+			case strings.EqualFold(name, "Cc"):
+				into = &cc
+			}
+			for dec.More() {
+				t, err := dec.Token()
+				if err != nil {
+					break headers
+				}
+				if v, ok := t.(string); ok && into != nil && into.Len() < maxSearchField {
+					if into.Len() > 0 {
+						into.WriteString(", ")
+					}
+					into.WriteString(v)
+				}
+			}
+			if !next(']') || !next(']') {
+				break
+			}
+		}
+	}
+	var fields []string
+	for _, list := range []string{clip(to.String()), clip(cc.String())} {
+		for _, a := range parseAddressList(list) {
+			fields = append(fields, a.Name, a.Address)
+		}
+	}
+	return fields, nil
+}
+
+// parseAddressList reads the addresses of a header's decoded value as the
+// message's lists were read from it: strictly, else leniently ("name
+// <address>" or a word holding "@" from each item), so that a malformed
+// list, or one cut short, still yields its addresses.
+func parseAddressList(s string) []Address {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	if list, err := mail.ParseAddressList(s); err == nil {
+		out := make([]Address, len(list))
+		for i, a := range list {
+			out[i] = Address{Name: a.Name, Address: a.Address}
+		}
+		return out
+	}
+	var out []Address
+	quoted, angle, start := false, 0, 0
+	item := func(end int) {
+		it := strings.TrimSpace(s[start:end])
+		var a Address
+		if i, j := strings.IndexByte(it, '<'), strings.LastIndexByte(it, '>'); i >= 0 && j > i {
+			a.Address = strings.TrimSpace(it[i+1 : j])
+			a.Name = strings.Trim(strings.TrimSpace(it[:i]), `"`)
+		} else {
+			for word := range strings.FieldsSeq(it) {
+				if strings.Contains(word, "@") {
+					a.Address = strings.Trim(word, `"'()<>`)
+					break
+				}
+			}
+		}
+		if a.Address != "" {
+			out = append(out, a)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == '<' && !quoted:
+			angle++
+		case c == '>' && !quoted && angle > 0:
+			angle--
+		case (c == ',' || c == ';') && !quoted && angle == 0:
+			item(i)
+			start = i + 1
+		}
+	}
+	item(len(s))
+	return out
 }
 
 // searchPage pages through k with scan, or, when q is set, through the
@@ -542,7 +661,11 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 		if err := json.Unmarshal([]byte(attachments), &names); err != nil {
 			return m, fmt.Errorf("message %s attachment names: %w", m.ID, err)
 		}
-		text, html, err := searchedBodies(content)
+		u, err := openPack(content)
+		if err != nil {
+			return m, fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		text, html, err := searchedBodies(u)
 		if err != nil {
 			return m, fmt.Errorf("message %s: %w", m.ID, err)
 		}
@@ -554,7 +677,21 @@ func (s *Store) searchMessages(ctx context.Context, k *keyset, q string) (func(*
 		for _, c := range found {
 			fields = append(fields, c.Value)
 		}
-		if !plan.matches(fields) {
+		if plan.matches(fields) {
+			return m, nil
+		}
+		// The summary lists the first ListedAddresses of To and Cc; the
+		// index holds the words of every address. A message whose header
+		// named more is checked against all of them, read from its
+		// headers: only then, as few messages name that many.
+		if m.ToCount <= len(m.To) && m.CcCount <= len(m.Cc) {
+			return m, errSkipRow
+		}
+		rest, err := searchedAddresses(u)
+		if err != nil {
+			return m, fmt.Errorf("message %s headers: %w", m.ID, err)
+		}
+		if len(rest) == 0 || !plan.matches(append(fields, rest...)) {
 			return m, errSkipRow
 		}
 		return m, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ func newStoreIndexedByHand(t *testing.T) *Store {
 	if pgtest.Requested() {
 		return newStore(t)
 	}
-	s, err := openSQLite(t.Context(), filepath.Join(t.TempDir(), DBFile), time.Hour)
+	s, err := openSQLite(t.Context(), filepath.Join(t.TempDir(), DBFile), time.Hour, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -24,7 +25,7 @@ func BenchmarkVocabularySweep(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		ctx := context.Background()
-		s, err := openSQLite(ctx, filepath.Join(b.TempDir(), DBFile), indexInterval)
+		s, err := openSQLite(ctx, filepath.Join(b.TempDir(), DBFile), indexInterval, slog.Default())
 		if err != nil {
 			b.Fatal(err)
 		}

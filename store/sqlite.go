@@ -88,12 +88,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // files are readable by their owner only: they hold revealable SMTP
 // passwords.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
-	return openSQLite(ctx, path, indexInterval)
+	return openSQLite(ctx, path, indexInterval, slog.Default())
 }
 
 // openSQLite is OpenSQLite with the interval at which staged index rows
-// move into FTS5 (search.go).
-func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*Store, error) {
+// move into FTS5 (search.go) and the store's logger, which the upgrade
+// of its schema logs to as well.
+func openSQLite(ctx context.Context, path string, indexEvery time.Duration, log *slog.Logger) (*Store, error) {
 	ownerOnly(path)
 	// The writer never checkpoints itself: a checkpoint's page copying and
 	// fsync would stall every commit queued behind it. A separate
@@ -110,7 +111,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxLifetime(0)
 	wdb.SetConnMaxIdleTime(0)
-	if err := migrateSQLite(ctx, wdb); err != nil {
+	if err := migrateSQLite(ctx, wdb, log); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -133,7 +134,7 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 	}
 	cdb.SetMaxOpenConns(1)
 	cdb.SetConnMaxIdleTime(0)
-	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier(), log: slog.Default()}
+	s := &Store{wdb: wdb, rdb: rdb, notify: newNotifier(), log: log}
 	b := &sqliteDB{s: s, path: path, cdb: cdb, cpDone: make(chan struct{})}
 	// Taken once the writer's connection has the file open: the file
 	// its commits go to from now on, whatever happens to the path.
@@ -417,7 +418,7 @@ func skippedMigrations(ctx context.Context, tx *sql.Tx, current int) ([]int, err
 // version and the marks are read there, after any other process's
 // migration has committed, and what that process applied is not applied
 // again.
-func migrateSQLite(ctx context.Context, db *sql.DB) error {
+func migrateSQLite(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	all, err := migrationFiles("migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -436,7 +437,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	defer db.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
 	var applied []int
 	for {
-		m, err := migrateNext(ctx, db, all, applied)
+		m, err := migrateNext(ctx, db, all, applied, log)
 		if err != nil {
 			return err
 		}
@@ -482,7 +483,7 @@ func walMode(ctx context.Context, db *sql.DB) error {
 // database still lacks, and returns it; nil when it lacks none. applied
 // are those this process applied before: finding one of them lacking
 // again (its mark gone) stops the loop with an error.
-func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int) (_ *migration, err error) {
+func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int, log *slog.Logger) (_ *migration, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -520,7 +521,7 @@ func migrateNext(ctx context.Context, db *sql.DB, all []migration, applied []int
 	}
 	if current > 0 && len(applied) == 0 {
 		// A large database takes a while; say why nothing else happens.
-		slog.Info("upgrading the database schema", "from", current, "to", all[len(all)-1].version, "rerun", skipped)
+		log.Info("upgrading the database schema", "from", current, "to", all[len(all)-1].version, "rerun", skipped)
 	}
 	attached, err := attachedObjects(ctx, tx)
 	if err != nil {

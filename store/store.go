@@ -493,12 +493,11 @@ func OpenDir(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if warning != "" {
 		o.log.Warn(warning)
 	}
-	s, err := Open(ctx, filepath.Join(dir, DBFile))
+	s, err := openSQLite(ctx, filepath.Join(dir, DBFile), indexInterval, o.log)
 	if err != nil {
 		return nil, err
 	}
 	// Before any write is queued, so the writer reads it after.
-	s.log = o.log
 	s.readBound.Store(int64(o.readTimeout))
 	return s, nil
 }
