@@ -11,6 +11,7 @@ import (
 
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/metrics"
+	"github.com/capturedev/capture/server/outage"
 	"github.com/capturedev/capture/store"
 )
 
@@ -29,6 +30,10 @@ type ops struct {
 	// share its answer, so a stalled database does not pile them up.
 	mu       sync.Mutex
 	inflight *flight
+
+	// outage logs failed probes once for as long as they fail: an
+	// orchestrator probes every few seconds.
+	outage *outage.Log
 }
 
 // flight is one readiness write; err is set before done is closed.
@@ -38,7 +43,8 @@ type flight struct {
 }
 
 func newOps(st *store.Store, log *slog.Logger) *ops {
-	return &ops{store: st, metrics: metrics.New(metrics.Config{Store: st, Logger: log}), log: log}
+	return &ops{store: st, metrics: metrics.New(metrics.Config{Store: st, Logger: log}), log: log,
+		outage: outage.New(log, "not ready", "ready again", "failed_probes")}
 }
 
 func (o *ops) register(mux *http.ServeMux) {
@@ -62,10 +68,13 @@ func (o *ops) readyz(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg = "the database did not commit within " + readyTimeout.String()
 		}
-		o.log.Warn("not ready", "err", err)
+		// One cause for readiness, whose probes time out before the
+		// store gives its own reason: what each probe met is for debug.
+		o.outage.Refused("the database cannot commit", err)
 		contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: msg, RetryAfter: time.Second})
 		return
 	}
+	o.outage.Taken()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, "ok")
 }

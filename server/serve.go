@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -201,18 +203,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 
-	creds := datadir.Credentials{API: srv.APIBase()}
-	if st.Shared() {
-		// Nothing of a replica's own: the key is shown once, below.
-	} else if boot.Created {
-		creds.Key = boot.Secret
-	} else if old, err := datadir.ReadCredentials(cfg.DataDir); err == nil {
-		creds.Key = old.Key
-	}
-	if creds.Key != "" {
-		if err := datadir.WriteCredentials(cfg.DataDir, creds); err != nil {
-			return err
-		}
+	savedKey := !st.Shared()
+	if !st.Shared() && !saveCredentials(cfg.DataDir, srv.APIBase(), boot, log) && boot.Created {
+		savedKey = false
 	}
 	signIn, err := st.CreateLoginToken(ctx)
 	if err != nil {
@@ -221,7 +214,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	// From here on the servers answer: the banner and the log say so.
 	answering.handOver()
 	if cfg.Banner != nil {
-		printBanner(cfg.Banner, srv, boot, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), !st.Shared())
+		printBanner(cfg.Banner, srv, boot, where, caPath, web.LoginURL(srv.HTTPBase(), signIn), savedKey)
 	}
 	log.Info("serving", "http", srv.HTTPAddr().String(), "capture", srv.CaptureAddr().String(),
 		"smtp_starttls", joinAddrs(srv.StartTLSAddrs()), "smtp_tls", joinAddrs(srv.TLSAddrs()),
@@ -231,6 +224,47 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	err = srv.Run(ctx)
 	log.Info("stopped")
 	return err
+}
+
+// saveCredentials leaves credentials.json in dir for the clients: the API
+// base served on, and the key, the one created on a first start, else the
+// one the file holds already (a file without one is left alone). It says
+// whether the file holds them when it returns.
+//
+// A file that holds them already is not written again: a later start must
+// serve on a full disk or from a data dir it cannot write, so that the user
+// can read and delete captures. One that cannot be written is a warning,
+// not a reason to stop: on a later start the clients find a stale API base
+// at worst; on a first start the database holds the new key already, so
+// stopping would lose it for good, and the banner shows it instead, saying
+// it was not saved.
+func saveCredentials(dir, apiBase string, boot store.Bootstrap, log *slog.Logger) bool {
+	path := filepath.Join(dir, datadir.CredentialsFile)
+	creds := datadir.Credentials{API: apiBase}
+	old, err := datadir.ReadCredentials(dir)
+	switch {
+	case boot.Created:
+		creds.Key = boot.Secret
+	case err == nil && old.Key != "":
+		creds.Key = old.Key
+	default:
+		return false
+	}
+	if err == nil && old == creds {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == 0o600 {
+			return true
+		}
+	}
+	if err := datadir.WriteCredentials(dir, creds); err != nil {
+		if boot.Created {
+			log.Warn("the API key could not be saved in "+datadir.CredentialsFile+": keep it from the banner", "path", path, "err", err)
+		} else {
+			log.Warn("could not update "+datadir.CredentialsFile+": clients that read it may find a stale API address",
+				"path", path, "api", apiBase, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // Addresses are the addresses the server announces: the API, capture URLs

@@ -18,6 +18,7 @@ import (
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/api/contract"
 	"github.com/capturedev/capture/server/bodyread"
+	"github.com/capturedev/capture/server/outage"
 	"github.com/capturedev/capture/store"
 )
 
@@ -68,6 +69,9 @@ type Handler struct {
 	cache         endpointCache
 	refused       func(code string)
 	stopping      <-chan struct{}
+	// outage logs the refusals of a database that cannot take captures
+	// once for as long as that lasts.
+	outage *outage.Log
 }
 
 // New returns the capture handler over st.
@@ -81,7 +85,11 @@ func New(st Store, cfg Config) *Handler {
 		wait = 20 * time.Second
 	}
 	return &Handler{store: st, log: log, budget: cfg.Budget, admissionWait: wait, refused: cfg.Refused,
-		stopping: cfg.Stopping}
+		stopping: cfg.Stopping, outage: webhookOutage(log)}
+}
+
+func webhookOutage(log *slog.Logger) *outage.Log {
+	return outage.New(log, "capture: webhooks refused", "capture: webhooks taken again", "refused")
 }
 
 // NewServer returns the server the capture handler runs in. The timeouts
@@ -174,14 +182,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				Fields: map[string]string{"body": err.Error()}})
 			return
 		}
-		if errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil {
-			// The unread body is not worth draining.
+		if errors.Is(err, admission.ErrBusy) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			// No room for it, or abandoned while it waited for room: the
+			// unread body is not worth draining.
 			w.Header()["Connection"] = closeConnection
 			h.fail(w, r, "admit body", id, err)
 			return
 		}
-		// The client stopped sending or went away mid-body: nothing is
-		// stored, and most likely nobody reads this.
+		// The client stopped sending or went away mid-body (which also
+		// ends the request's context, though the server is not stopping):
+		// nothing is stored, and most likely nobody reads this.
 		h.log.Debug("capture: incomplete body", "endpoint", id, "remote", r.RemoteAddr, "err", err)
 		h.writeError(w, &contract.Error{Code: contract.CodeInvalidParameter, Message: "incomplete request body",
 			Fields: map[string]string{"body": "ended before its declared length"}})
@@ -215,6 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "store request", id, err)
 		return
 	}
+	h.outage.Taken()
 	// The answer follows the settings in force when the request arrived,
 	// even those changed by another process a moment before.
 	if settled, err := h.cache.settled(r.Context(), h.store, id, ep); err == nil {
@@ -423,25 +434,41 @@ const retryAfter = 5 * time.Second
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, what, endpointID string, err error) {
 	switch {
 	case r.Context().Err() != nil:
-		// Shutdown, or the client went away: nothing was stored, and
-		// whoever still listens must try again.
+		// A stop cut short, or the client went away: nothing was stored,
+		// and whoever still listens must try again. Only a stop is said
+		// to be one.
 		h.log.Debug("capture: "+what+" abandoned", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
-		h.unavailable(w, "the server is shutting down; nothing was stored, try again")
+		if h.isStopping() {
+			h.unavailable(w, "the server is shutting down; nothing was stored, try again")
+		} else {
+			h.unavailable(w, "the request ended before it was stored; nothing was stored, try again")
+		}
 	case errors.Is(err, admission.ErrBusy):
 		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
 		h.unavailable(w, "too much is being captured at once; nothing was stored, try again")
 	case errors.Is(err, store.ErrDiskFull):
-		h.log.Error("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		h.outage.Refused(store.Why(err), err, "at", what, "endpoint", endpointID, "remote", r.RemoteAddr)
 		h.unavailable(w, "the disk is full; nothing was stored, try again once there is room")
 	case store.IsUnavailable(err):
 		// A stalled or locked database, one that cannot be written, or
 		// cannot be reached (PostgreSQL stopped): the sender is to try
-		// again, told why.
-		h.log.Warn("capture: "+what+" refused", "endpoint", endpointID, "remote", r.RemoteAddr, "err", err)
+		// again, told why. Logged once while it lasts: a full disk would
+		// otherwise fill the log with a line per capture.
+		h.outage.Refused(store.Why(err), err, "at", what, "endpoint", endpointID, "remote", r.RemoteAddr)
 		h.unavailable(w, store.Why(err)+"; nothing was stored, try again")
 	default:
 		h.log.Error("capture: "+what+" failed", "endpoint", endpointID, "method", r.Method, "remote", r.RemoteAddr, "err", err)
 		h.writeError(w, &contract.Error{Code: contract.CodeInternal, Message: "internal error"})
+	}
+}
+
+// isStopping reports whether the server has begun to stop.
+func (h *Handler) isStopping() bool {
+	select {
+	case <-h.stopping: // never, when nil
+		return true
+	default:
+		return false
 	}
 }
 

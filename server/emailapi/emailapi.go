@@ -28,6 +28,7 @@ import (
 	"github.com/capturedev/capture/server/bodyread"
 	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
+	"github.com/capturedev/capture/server/outage"
 	"github.com/capturedev/capture/store"
 )
 
@@ -76,6 +77,9 @@ type Handler struct {
 	budget        *admission.Budget
 	admissionWait time.Duration
 	refused       func(code string)
+	// outage logs the refusals of a database that cannot take messages
+	// (or look up a credential) once for as long as that lasts.
+	outage *outage.Log
 }
 
 // New returns the email API handler over st.
@@ -88,6 +92,7 @@ func New(st Store, cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.outage = messageOutage(h.log)
 	if h.admissionWait <= 0 {
 		h.admissionWait = 20 * time.Second
 	}
@@ -324,11 +329,12 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			ids, err := h.store.InsertMessages(ctx, msgs)
 			if err != nil {
 				if ctx.Err() == nil {
-					h.log.Error("email api: store messages", "provider", p.name, "inbox", in.ID, "err", err)
+					h.storeFailed(err, "at", "store messages", "provider", p.name, "inbox", in.ID)
 				}
 				p.fail(w, errNotStored(err))
 				return
 			}
+			h.outage.Taken()
 			for i, id := range ids {
 				stored[i].id = id
 			}
@@ -408,7 +414,7 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 		}
 	}
 	if ctx.Err() == nil {
-		h.log.Error("email api: read inbox", "err", err)
+		h.storeFailed(err, "at", "read inbox")
 	}
 	return in, store.Plan{}, errNotStored(err)
 }
@@ -457,14 +463,32 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 			w.Header().Set("Connection", "close")
 			return nil, nil, &apiError{kind: malformed, msg: "the request body arrived too slowly: " + err.Error() +
 				" after its first " + bodyread.Grace.String()}
-		case errors.Is(err, admission.ErrBusy) || r.Context().Err() != nil:
-			// The unread body is not worth draining.
+		case errors.Is(err, admission.ErrBusy) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			// No room for it, or abandoned while it waited for room: the
+			// unread body is not worth draining. (A body that ended early,
+			// its sender gone or half-closed, ends the request's context
+			// too: it is told so below, not that capture is busy.)
 			w.Header().Set("Connection", "close")
 			return nil, nil, errUnavailable
 		}
 		return nil, nil, &apiError{kind: malformed, msg: "the request body ended before its declared length"}
 	}
 	return body, reservation, nil
+}
+
+func messageOutage(log *slog.Logger) *outage.Log {
+	return outage.New(log, "email api: messages refused", "email api: messages taken again", "refused")
+}
+
+// storeFailed logs a database failure: one that passes (the disk full,
+// the database locked or unreachable) once for as long as it lasts, with
+// a count when it ends; anything else each time.
+func (h *Handler) storeFailed(err error, attrs ...any) {
+	if why := store.Why(err); why != "" {
+		h.outage.Refused(why, err, attrs...)
+		return
+	}
+	h.log.Error("email api: database", append(attrs, "err", err)...)
 }
 
 // errBatchTooLarge refuses a batch whose body is over what its messages

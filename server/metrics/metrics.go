@@ -13,6 +13,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,6 +61,9 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	owners map[string]string // collection id → project id, never forgotten
+
+	sizesRead    flight[[2]int64]
+	projectsRead flight[map[string]string]
 }
 
 var _ store.Observer = (*Metrics)(nil)
@@ -125,12 +129,7 @@ func New(cfg Config) *Metrics {
 	m.reg.MustRegister(m.commitWait, m.batchSize, m.refused, m.captureRefused, m.connsOpen, m.connsAccepted,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "capture_database_size_bytes", Help: "Size of the SQLite database file.",
-		}, func() float64 { db, _ := m.fileSizes(); return float64(db) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "capture_wal_size_bytes", Help: "Size of the database's write-ahead log.",
-		}, func() float64 { _, wal := m.fileSizes(); return float64(wal) }),
+		(*sizes)(m),
 		(*scraped)(m),
 	)
 	return m
@@ -173,12 +172,82 @@ func (m *Metrics) WebhookRefused(code string) {
 // EmailRefused counts an SMTP message or sign-in refused with code.
 func (m *Metrics) EmailRefused(code string) { m.captureRefused.WithLabelValues("email", code).Inc() }
 
-func (m *Metrics) fileSizes() (db, wal int64) {
-	db, wal, err := m.cfg.Store.FileSizes()
+// ReadTimeout bounds what a scrape waits for the database: a scrape
+// (Prometheus gives up after 10 s by default) is answered in time while
+// the database does not answer, without what could not be read.
+const ReadTimeout = 2 * time.Second
+
+var (
+	databaseSizeDesc = prometheus.NewDesc("capture_database_size_bytes", "Size of the SQLite database file.", nil, nil)
+	walSizeDesc      = prometheus.NewDesc("capture_wal_size_bytes", "Size of the database's write-ahead log.", nil, nil)
+)
+
+// sizes reports the size of the database and its write-ahead log. When
+// they cannot be read within ReadTimeout both are left out of the scrape,
+// not reported as 0, which would read as a real drop: Prometheus marks
+// them stale, and a gap (or absent()) shows the outage.
+type sizes Metrics
+
+func (s *sizes) Describe(ch chan<- *prometheus.Desc) {
+	ch <- databaseSizeDesc
+	ch <- walSizeDesc
+}
+
+func (s *sizes) Collect(ch chan<- prometheus.Metric) {
+	m := (*Metrics)(s)
+	v, err := m.sizesRead.do(ReadTimeout, func() ([2]int64, error) {
+		db, wal, err := m.cfg.Store.FileSizes()
+		return [2]int64{db, wal}, err
+	})
 	if err != nil {
-		m.cfg.Logger.Warn("metrics: database size", "err", err)
+		m.cfg.Logger.Warn("metrics: database size left out", "err", err)
+		return
 	}
-	return db, wal
+	ch <- prometheus.MustNewConstMetric(databaseSizeDesc, prometheus.GaugeValue, float64(v[0]))
+	ch <- prometheus.MustNewConstMetric(walSizeDesc, prometheus.GaugeValue, float64(v[1]))
+}
+
+// errNoAnswer is a read that took longer than its scrape would wait.
+var errNoAnswer = fmt.Errorf("the database did not answer within %s", ReadTimeout)
+
+// flight is one read of the database at a time: scrapes that come while
+// it is out wait for it, each for as long as it will, and one that gives
+// up leaves it running (bounded by the store) for the next.
+type flight[T any] struct {
+	mu  sync.Mutex
+	out *call[T]
+}
+
+type call[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+func (f *flight[T]) do(wait time.Duration, read func() (T, error)) (T, error) {
+	f.mu.Lock()
+	c := f.out
+	if c == nil {
+		c = &call[T]{done: make(chan struct{})}
+		f.out = c
+		go func() {
+			c.v, c.err = read()
+			f.mu.Lock()
+			f.out = nil
+			f.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return c.v, c.err
+	case <-t.C:
+		var zero T
+		return zero, errNoAnswer
+	}
 }
 
 // scraped collects what is worked out at scrape time: captures per
@@ -240,7 +309,6 @@ func (c waitsCollector) Collect(ch chan<- prometheus.Metric) {
 // only when one was not known yet.
 func (m *Metrics) projects() map[string]string {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	unknown := len(m.owners) == 0
 	m.counts.Range(func(id, _ any) bool {
 		if _, ok := m.owners[id.(string)]; !ok {
@@ -249,17 +317,26 @@ func (m *Metrics) projects() map[string]string {
 		}
 		return true
 	})
+	m.mu.Unlock()
 	if unknown {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		owners, err := m.cfg.Store.CollectionProjects(ctx)
+		// Both collectors that ask come together: one read, not two in
+		// turn, each bounded.
+		owners, err := m.projectsRead.do(ReadTimeout, func() (map[string]string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return m.cfg.Store.CollectionProjects(ctx)
+		})
 		if err != nil {
 			m.cfg.Logger.Warn("metrics: projects of inboxes and endpoints", "err", err)
 		}
+		m.mu.Lock()
 		for id, project := range owners {
 			m.owners[id] = project
 		}
+		m.mu.Unlock()
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	out := make(map[string]string, len(m.owners))
 	for id, project := range m.owners {
 		out[id] = project

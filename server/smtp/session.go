@@ -21,6 +21,7 @@ import (
 	"github.com/capturedev/capture/server/admission"
 	"github.com/capturedev/capture/server/ingest"
 	"github.com/capturedev/capture/server/mailparse"
+	"github.com/capturedev/capture/server/outage"
 	"github.com/capturedev/capture/store"
 )
 
@@ -169,7 +170,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 		return errBadCredentials
 	}
 	if err != nil {
-		s.srv.log.Error("smtp auth: read inbox", "remote", s.remote.String(), "err", err)
+		s.srv.storeFailed(err, "at", "read inbox", "remote", s.remote.String())
 		return authUnavailable(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(password), []byte(in.SMTPPassword)) != 1 {
@@ -178,7 +179,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 	}
 	p, err := s.srv.st.Project(ctx, in.ProjectID)
 	if err != nil {
-		s.srv.log.Error("smtp auth: read project", "project", in.ProjectID, "err", err)
+		s.srv.storeFailed(err, "at", "read project", "project", in.ProjectID)
 		return authUnavailable(err)
 	}
 	if !s.srv.authenticated(s.conn) {
@@ -287,7 +288,7 @@ func (s *session) Data(r io.Reader) (err error) {
 	// with an error. The server's context ends only when it is closed.
 	id, err := s.srv.st.InsertMessage(s.srv.ctx, m)
 	if err != nil {
-		s.srv.log.Error("smtp: store message", "inbox", s.inbox, "size", len(raw), "err", err)
+		s.srv.storeFailed(err, "at", "store message", "inbox", s.inbox, "size", len(raw))
 		if errors.Is(err, store.ErrDiskFull) {
 			return errDiskFull
 		}
@@ -297,6 +298,7 @@ func (s *session) Data(r io.Reader) (err error) {
 		}
 		return errStoreFailed
 	}
+	s.srv.outage.Taken()
 	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.srv.log.Debug("smtp message captured", "id", id, "inbox", s.inbox, "size", len(raw),
 			"recipients", len(to), "attachments", len(m.Attachments), "warnings", len(m.Warnings),
@@ -335,9 +337,24 @@ func (srv *Server) countRefusal(err error) {
 		srv.cfg.Refused("unauthorized")
 	case 552:
 		srv.cfg.Refused("quota_exceeded")
-	case 421, 451, 454:
+	case 421, 451, 452, 454:
 		srv.cfg.Refused("unavailable")
 	}
+}
+
+func messageOutage(log *slog.Logger) *outage.Log {
+	return outage.New(log, "smtp: messages refused", "smtp: messages taken again", "refused")
+}
+
+// storeFailed logs a database failure: one that passes (the disk full,
+// the database locked or unreachable) once for as long as it lasts, with
+// a count when it ends; anything else each time.
+func (srv *Server) storeFailed(err error, attrs ...any) {
+	if why := store.Why(err); why != "" {
+		srv.outage.Refused(why, err, attrs...)
+		return
+	}
+	srv.log.Error("smtp: database", append(attrs, "err", err)...)
 }
 
 // declaredSlack is what a buffer sized by SIZE= holds beyond it.

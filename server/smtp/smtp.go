@@ -21,6 +21,7 @@ import (
 	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/capturedev/capture/server/admission"
+	"github.com/capturedev/capture/server/outage"
 	"github.com/capturedev/capture/store"
 )
 
@@ -123,6 +124,10 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	closing   bool
 
+	// outage logs the refusals of a database that cannot take messages
+	// (or check a sign-in) once for as long as that lasts.
+	outage *outage.Log
+
 	// rejecting counts connections being turned away, so a flood of them
 	// cannot pile up goroutines.
 	rejecting atomic.Int64
@@ -163,6 +168,7 @@ func New(st Store, cfg Config) *Server {
 		conns:       make(map[*conn]struct{}),
 		listeners:   make(map[net.Listener]struct{}),
 		closedReply: "421 4.3.2 " + cfg.Hostname + " shutting down, try again later",
+		outage:      messageOutage(cfg.Logger),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.admitCtx, s.stopAdmit = context.WithCancel(s.ctx)

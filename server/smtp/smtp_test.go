@@ -48,6 +48,12 @@ type testEnv struct {
 // newEnv runs a server on two real listeners over a real store, with one
 // project on plan and one inbox.
 func newEnv(t testing.TB, plan string, cfg Config) *testEnv {
+	return newEnvOver(t, plan, cfg, nil)
+}
+
+// newEnvOver is newEnv with the server over what over makes of the real
+// store, when given.
+func newEnvOver(t testing.TB, plan string, cfg Config, over func(*store.Store) Store) *testEnv {
 	ctx := context.Background()
 	st := storetest.Store(t)
 	p, err := st.CreateProject(ctx, "acme", plan)
@@ -76,7 +82,11 @@ func newEnv(t testing.TB, plan string, cfg Config) *testEnv {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	e := &testEnv{st: st, srv: New(st, cfg), project: p, inbox: in, caFile: res.CAPath, roots: roots,
+	var served Store = st
+	if over != nil {
+		served = over(st)
+	}
+	e := &testEnv{st: st, srv: New(served, cfg), project: p, inbox: in, caFile: res.CAPath, roots: roots,
 		served: make(chan error, 2)}
 	for _, implicit := range []bool{false, true} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
