@@ -451,16 +451,23 @@ func readString(p *Part) (*string, error) {
 }
 
 // MessageLinks returns the links of a message of the project that f
-// selects.
-func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFilter) ([]Link, error) {
+// selects, and whether the message had more links than it keeps (the
+// first 1,000, SPEC §8): a link looked for and not found may be one not
+// kept.
+func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFilter) ([]Link, bool, error) {
 	if f.Kind != "" {
 		if err := checkLinkKind(f.Kind); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	part, err := s.messagePart(ctx, projectID, id, messageLinks, "links")
+	var truncated bool
+	v, err := s.openMessagePack(ctx, projectID, id, "m.links_truncated", &truncated)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	part := v.part(messageLinks)
+	if part == nil {
+		return nil, false, fmt.Errorf("message %s: no links in its pack", id)
 	}
 	links := []Link{}
 	err = ReadLinks(id, part, func(l Link) error {
@@ -469,7 +476,7 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 		}
 		return nil
 	})
-	return links, err
+	return links, truncated, err
 }
 
 // MessageRaw returns the message exactly as received.

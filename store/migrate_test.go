@@ -99,7 +99,7 @@ func TestMigrateMessageRowsFromVersion1(t *testing.T) {
 	if m.Links[0].Kind != LinkOther || m.Links[1].Kind != LinkOther || len(m.Codes) != 0 || m.LinksTruncated {
 		t.Errorf("kinds and codes after migration: %+v, %+v, %v", m.Links, m.Codes, m.LinksTruncated)
 	}
-	if l, err := s.MessageLinks(t.Context(), "prj_1", "msg_rich", LinkFilter{Kind: LinkOther}); err != nil || len(l) != 2 {
+	if l, _, err := s.MessageLinks(t.Context(), "prj_1", "msg_rich", LinkFilter{Kind: LinkOther}); err != nil || len(l) != 2 {
 		t.Errorf("kind filter after migration: %+v, %v", l, err)
 	}
 	bare, err := s.Message(t.Context(), "prj_1", "msg_bare")

@@ -360,7 +360,7 @@ func (s *Store) attachments(ctx context.Context, messageSeq int64) ([]Attachment
 // of its sections (what names it in the error when the pack lacks it), to
 // be read.
 func (s *Store) messagePart(ctx context.Context, projectID, id string, section int, what string) (*Part, error) {
-	v, err := s.openMessagePack(ctx, projectID, id)
+	v, err := s.openMessagePack(ctx, projectID, id, "")
 	if err != nil {
 		return nil, err
 	}
@@ -372,12 +372,17 @@ func (s *Store) messagePart(ctx context.Context, projectID, id string, section i
 }
 
 // openMessagePack opens the pack of a message of the project, its large
-// values to be read section by section.
-func (s *Store) openMessagePack(ctx context.Context, projectID, id string) (*packedValue, error) {
+// values to be read section by section. column, when not "", is one more
+// of the message's columns, read into dest in the same query.
+func (s *Store) openMessagePack(ctx context.Context, projectID, id, column string, dest ...any) (*packedValue, error) {
 	var seq, size int64
 	var head []byte
-	err := s.queryRow(ctx, `SELECT m.seq, `+packColumns("m.content")+` FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(&seq, &head, &size)
+	extra := ""
+	if column != "" {
+		extra = ", " + column
+	}
+	err := s.queryRow(ctx, `SELECT m.seq, `+packColumns("m.content")+extra+` FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+		WHERE m.id = ? AND i.project_id = ?`, id, projectID).Scan(append([]any{&seq, &head, &size}, dest...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: no message %q", ErrNotFound, id)
 	}

@@ -451,7 +451,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		m.Attachments[1].ContentID != "img1" || m.AttachmentCount != 2 || m.Size != 11 || len(m.Headers) != 2 {
 		t.Fatalf("message %+v", m)
 	}
-	links, _ := s.MessageLinks(ctx, p.ID, id, LinkFilter{Match: "t=1"})
+	links, _, _ := s.MessageLinks(ctx, p.ID, id, LinkFilter{Match: "t=1"})
 	if len(links) != 1 {
 		t.Fatalf("match: %v", links)
 	}
@@ -547,9 +547,12 @@ func TestMessageCodesAndLinkKinds(t *testing.T) {
 		{LinkFilter{Match: "t=1", Kind: LinkUnsubscribe}, []string{"https://app.test/u?t=1"}},
 		{LinkFilter{Match: "help", Kind: LinkVerify}, nil},
 	} {
-		links, err := s.MessageLinks(ctx, p.ID, id, tt.f)
+		links, truncated, err := s.MessageLinks(ctx, p.ID, id, tt.f)
 		if err != nil {
 			t.Fatalf("%+v: %v", tt.f, err)
+		}
+		if !truncated {
+			t.Errorf("%+v: links_truncated false, want the message's true", tt.f)
 		}
 		var urls []string
 		for _, l := range links {
@@ -559,7 +562,7 @@ func TestMessageCodesAndLinkKinds(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.f, urls, tt.want)
 		}
 	}
-	if _, err := s.MessageLinks(ctx, p.ID, id, LinkFilter{Kind: "magic"}); !errors.Is(err, ErrInvalid) {
+	if _, _, err := s.MessageLinks(ctx, p.ID, id, LinkFilter{Kind: "magic"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown kind filter: %v", err)
 	}
 

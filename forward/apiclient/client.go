@@ -169,14 +169,14 @@ type LinkQuery struct {
 }
 
 // MessageLinks lists the links of a message that q keeps, in document
-// order.
-func (c *Client) MessageLinks(ctx context.Context, id string, q LinkQuery) ([]contract.Link, error) {
+// order, and says whether the message had more links than it keeps.
+func (c *Client) MessageLinks(ctx context.Context, id string, q LinkQuery) (contract.LinkList, error) {
 	v := url.Values{}
 	setNonEmpty(v, "match", q.Match)
 	setNonEmpty(v, "kind", q.Kind)
-	var out contract.List[contract.Link]
+	var out contract.LinkList
 	err := c.getJSON(ctx, "/messages/"+url.PathEscape(id)+"/links", v, &out, 0)
-	return out.Items, err
+	return out, err
 }
 
 // MessageRaw fetches a message byte for byte, as it was received.

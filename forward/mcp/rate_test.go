@@ -100,6 +100,13 @@ func TestHTTPToolCallCountsOnceAgainstTheRate(t *testing.T) {
 		}
 	}
 
+	// A filtered get_message_links is one call too: the links route says
+	// whether the message kept all its links.
+	mcptest.Ok(t, sess, "get_message_links", map[string]any{"message_id": id, "match": "verify", "kind": "verify"}, nil)
+	if got := api.take(); len(got) != 1 || !strings.Contains(got[0], "/messages/"+id+"/links") {
+		t.Errorf("API requests of one filtered get_message_links over HTTP: %v, want the links route's alone", got)
+	}
+
 	api.limit()
 	res, err := sess.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_message", Arguments: map[string]any{"message_id": id}})
 	if err != nil {

@@ -443,37 +443,13 @@ func (t tools) getMessage(ctx context.Context, in getMessageIn) (messageOut, err
 	return out, nil
 }
 
-// storedLinks is how many links a message keeps, the first in document
-// order (SPEC §8); links_truncated says it had more.
-const storedLinks = 1000
-
 func (t tools) getMessageLinks(ctx context.Context, in getMessageLinksIn) (linksOut, error) {
-	q := apiclient.LinkQuery{Match: in.Match, Kind: in.Kind}
-	links, err := t.c.MessageLinks(ctx, in.MessageID, q)
+	list, err := t.c.MessageLinks(ctx, in.MessageID, apiclient.LinkQuery{Match: in.Match, Kind: in.Kind})
 	if err != nil {
 		return linksOut{}, err
 	}
-	out := linksOut{Notice: notice, MessageID: in.MessageID, Count: len(links), UntrustedContent: nonNil(links)}
-	// The links route does not say whether the store's list was cut, and
-	// only a list at the cap can have been: one more call tells a list
-	// filtered here from one that holds fewer links, and only a message
-	// at the cap is fetched for its links_truncated.
-	stored := len(links)
-	if q != (apiclient.LinkQuery{}) && stored < storedLinks {
-		all, err := t.c.MessageLinks(ctx, in.MessageID, apiclient.LinkQuery{})
-		if err != nil {
-			return linksOut{}, err
-		}
-		stored = len(all)
-	}
-	if stored >= storedLinks {
-		m, err := t.c.Message(ctx, in.MessageID)
-		if err != nil {
-			return linksOut{}, err
-		}
-		out.LinksTruncated = m.LinksTruncated
-	}
-	return out, nil
+	return linksOut{Notice: notice, MessageID: in.MessageID, Count: len(list.Items), LinksTruncated: list.LinksTruncated,
+		UntrustedContent: nonNil(list.Items)}, nil
 }
 
 func (t tools) listRequests(ctx context.Context, in listRequestsIn) (requestsOut, error) {

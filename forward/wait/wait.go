@@ -456,7 +456,8 @@ func (c *Config) printEmail(ctx context.Context, m contract.MessageSummary) erro
 		return c.printWhole(ctx, m.ID, c.Client.MessageJSON)
 	case "link":
 		links, err := call(ctx, &c.finder, func(ctx context.Context) ([]contract.Link, error) {
-			return c.Client.MessageLinks(ctx, m.ID, apiclient.LinkQuery{Match: c.Match, Kind: c.LinkKind})
+			list, err := c.Client.MessageLinks(ctx, m.ID, apiclient.LinkQuery{Match: c.Match, Kind: c.LinkKind})
+			return list.Items, err
 		})
 		if err != nil {
 			return c.partFailed(err, m.ID)

@@ -41,7 +41,7 @@ type Store interface {
 	Inbox(ctx context.Context, projectID, id string) (store.Inbox, error)
 	Messages(ctx context.Context, inboxID string, f store.MessageFilter, p store.Page) (store.List[store.MessageSummary], error)
 	MessageDetail(ctx context.Context, projectID, id string) (store.MessageDetail, error)
-	MessageLinks(ctx context.Context, projectID, id string, f store.LinkFilter) ([]store.Link, error)
+	MessageLinks(ctx context.Context, projectID, id string, f store.LinkFilter) ([]store.Link, bool, error)
 	RawPart(ctx context.Context, projectID, id string) (*store.Part, error)
 	AttachmentPart(ctx context.Context, projectID, messageID, attachmentID string) (store.Attachment, *store.Part, error)
 	DeleteMessage(ctx context.Context, projectID, id string) error

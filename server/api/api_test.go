@@ -620,6 +620,10 @@ func TestMessageRoutes(t *testing.T) {
 		if r.status != 200 || strings.Join(got, " ") != strings.Join(tt.want, " ") {
 			t.Errorf("links%s: %d %v, want %v", tt.query, r.status, got, tt.want)
 		}
+		// Filtered or not, the list says the message kept only some links.
+		if r.json(t)["links_truncated"] != true {
+			t.Errorf("links%s: %s, want links_truncated true", tt.query, r.body)
+		}
 	}
 	for _, bad := range []string{"confirm", "VERIFY", ""} {
 		r := e.call("GET", "/messages/"+id+"/links?kind="+bad, nil)

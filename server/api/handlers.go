@@ -129,11 +129,12 @@ func (a *API) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.P
 }
 
 func (a *API) messageLinks(w http.ResponseWriter, r *http.Request, ps httprouter.Params, c caller, q *query) error {
-	links, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"), store.LinkFilter{Match: q.str("match"), Kind: q.kind})
+	links, truncated, err := a.store.MessageLinks(r.Context(), c.project.ID, ps.ByName("id"),
+		store.LinkFilter{Match: q.str("match"), Kind: q.kind})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, contract.List[contract.Link]{Items: renderLinks(links)})
+	writeJSON(w, http.StatusOK, contract.LinkList{Items: renderLinks(links), LinksTruncated: truncated})
 	return nil
 }
 

@@ -210,7 +210,7 @@ func TestSendGridContentTypeParameters(t *testing.T) {
 	if m.Text == nil || *m.Text != "Hi ü https://app.test/t" || m.HTML == nil || *m.HTML != `<p>Hello <a href="https://app.test/x">ü</a></p>` {
 		t.Errorf("text %v html %v", m.Text, m.HTML)
 	}
-	links, err := e.st.MessageLinks(t.Context(), e.boot.Project.ID, m.ID, store.LinkFilter{})
+	links, _, err := e.st.MessageLinks(t.Context(), e.boot.Project.ID, m.ID, store.LinkFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,15 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, s)
 }
 
+// LinkList is the links route's envelope: its one page (next is always
+// null), and whether the message had more links than it keeps, so that a
+// link looked for and not found can be told from one not kept.
+type LinkList struct {
+	Items          []Link  `json:"items"`
+	Next           *string `json:"next"`
+	LinksTruncated bool    `json:"links_truncated"`
+}
+
 // List is the envelope of every list route. Next is "" where the wire says
 // null: no further page.
 type List[T any] struct {
