@@ -65,7 +65,7 @@ const (
 )
 
 // indexStaged moves every staged row into FTS5, in transactions each as
-// bounded as moveStaged makes them.
+// bounded as moveStaged makes them, checkpointing between them (walRoom).
 func (s *Store) indexStaged(ctx context.Context) error {
 	if s.b.indexTable("messages_search") == "messages_search" {
 		return nil // PostgreSQL stages nothing
@@ -90,6 +90,9 @@ func (s *Store) indexStaged(ctx context.Context) error {
 		})
 		if err != nil || !more {
 			return err
+		}
+		if b, ok := s.b.(*sqliteDB); ok && !b.walRoom() {
+			return nil // the next tick goes on
 		}
 	}
 }
