@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -190,8 +191,33 @@ func (b *sqliteDB) rebind(query string) string { return query }
 func (b *sqliteDB) args(args []any) []any      { return args }
 func (b *sqliteDB) begin() string              { return "BEGIN IMMEDIATE" }
 
-// unavailable says whether err is SQLite giving up on a lock another
-// connection holds.
+// diskFailed says that SQLite met an I/O error (SQLITE_IOERR) and no
+// commit has gone through since (diskWorks). It is the process's, as the
+// disk is: reads ask unavailable on no particular store.
+var diskFailed atomic.Bool
+
+// diskWorks is the writer's word that a commit went through: the disk
+// works again.
+func diskWorks() {
+	if diskFailed.Load() {
+		diskFailed.Store(false)
+	}
+}
+
+// diskIOFailed is the reason given for an I/O error.
+const diskIOFailed = "the disk could not be read or written"
+
+// unavailable says whether err is SQLite unable to take a call now rather
+// than the call being wrong: giving up on a lock another connection
+// holds, a full disk, one that fails its reads or writes.
+//
+// SQLITE_CORRUPT counts as the failing disk's too while diskFailed holds:
+// once the disk has failed (an ext4 file system shut down under serve),
+// SQLite reads what a failed read left, which looks damaged (BEGIN said
+// "database disk image is malformed" though integrity_check passed once the
+// disk was back), and every capture got 500. Its sender is better told to
+// try again; a database damaged for good is still an internal error once a
+// commit has shown the disk works.
 func (b *sqliteDB) unavailable(err error) (string, bool) {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -203,7 +229,13 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 	case sqlite3.SQLITE_FULL:
 		return ErrDiskFull.Error(), true
 	case sqlite3.SQLITE_IOERR:
-		return "the disk could not be written", true
+		diskFailed.Store(true)
+		return diskIOFailed, true
+	case sqlite3.SQLITE_CORRUPT:
+		if diskFailed.Load() {
+			return diskIOFailed, true
+		}
+		return "", false
 	case sqlite3.SQLITE_READONLY:
 		return "the database cannot be written (a read-only file system, or its permissions)", true
 	case sqlite3.SQLITE_CANTOPEN:

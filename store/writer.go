@@ -475,6 +475,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 			}
 		}
 		s.commits.Add(1)
+		diskWorks()
 		if len(heard) == 0 {
 			return
 		}
