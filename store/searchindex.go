@@ -70,6 +70,9 @@ func (s *Store) indexStaged(ctx context.Context) error {
 	if s.b.indexTable("messages_search") == "messages_search" {
 		return nil // PostgreSQL stages nothing
 	}
+	if b, ok := s.b.(*sqliteDB); ok && !b.reserve.room() {
+		return nil // the disk is full: moves would take the room deletions need
+	}
 	// An idle store looks without taking the writer.
 	var staged bool
 	if err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages_search_staged)

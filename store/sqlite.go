@@ -73,6 +73,9 @@ type sqliteDB struct {
 	// has logged that path no longer leads to it (writer goroutine only).
 	file       os.FileInfo
 	goneLogged bool
+
+	// reserve is the room kept for deletions on a full disk (reserve.go).
+	reserve *diskReserve
 }
 
 // Open opens the database at path: a SQLite file, or a PostgreSQL URL
@@ -168,6 +171,8 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration) (*St
 		cdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	b.reserve = &diskReserve{path: path + reserveSuffix, log: func() *slog.Logger { return s.log }, spare: b.freePages}
+	b.reserve.open()
 	s.indexDone = make(chan struct{})
 	go b.checkpointLoop()
 	go s.indexLoop(indexEvery)
@@ -391,15 +396,20 @@ func (b *sqliteDB) checkpointLoop() {
 		commits := b.s.commits.Load()
 		idle := commits == lastCommits
 		lastCommits = commits
-		if idle && truncated {
+		// On a full disk the WAL's blocks go back to the file system as
+		// soon as they can, which makes room for the reserve again once
+		// deletions have freed pages for new captures. Room is looked
+		// for without waiting for a capture, so staged rows move again.
+		full := !b.reserve.room()
+		if idle && truncated && !full {
 			return
 		}
 		mode := "PASSIVE"
-		if idle {
+		if idle || full {
 			mode = "TRUNCATE"
 		}
 		busy, _, err := b.checkpoint(mode)
-		truncated = idle && err == nil && busy == 0
+		truncated = idle && !full && err == nil && busy == 0
 	})
 }
 
@@ -419,7 +429,22 @@ func (b *sqliteDB) checkpoint(mode string) (busy, frames int64, err error) {
 			frames = 0
 		}
 	}
+	if why, _ := b.unavailable(err); why == ErrDiskFull.Error() {
+		// The database could not grow by the pages the WAL added: give
+		// back the reserve, so the next checkpoint can.
+		b.reserve.exhausted()
+	}
 	return busy, frames, err
+}
+
+// freePages is how many bytes the database file holds free: pages of
+// deleted captures, which new ones reuse.
+func (b *sqliteDB) freePages() int64 {
+	var pages, size int64
+	if err := b.cdb.QueryRow(`SELECT freelist_count, page_size FROM pragma_freelist_count, pragma_page_size`).Scan(&pages, &size); err != nil {
+		return 0
+	}
+	return pages * size
 }
 
 // walRoom is asked by the index mover between two of its transactions:
@@ -431,6 +456,9 @@ func (b *sqliteDB) checkpoint(mode string) (busy, frames int64, err error) {
 // for this round (its rows stay staged, where searches read them) when
 // the WAL is still past restartFrames: a reader holds old pages.
 func (b *sqliteDB) walRoom() bool {
+	if !b.reserve.room() {
+		return false // the disk is full: what room is left is for deletions
+	}
 	busy, frames, err := b.checkpoint("PASSIVE")
 	return err == nil && (busy == 0 || frames < restartFrames)
 }

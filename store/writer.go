@@ -391,7 +391,7 @@ func (s *Store) runWriter(w *writer) {
 					rest = append(rest, op)
 				}
 			}
-			if len(rest) > 0 {
+			if rest = s.refuseWhileFull(rest); len(rest) > 0 {
 				s.commit(w, rest)
 			}
 			s.takeBackLeft(w)
@@ -411,9 +411,30 @@ func (s *Store) runWriter(w *writer) {
 			runtime.Gosched()
 		}
 		batch = drain(s.ops, batch)
-		s.commit(w, batch)
+		if batch = s.refuseWhileFull(batch); len(batch) > 0 {
+			s.commit(w, batch)
+		}
 		s.takeBackLeft(w)
 	}
+}
+
+// refuseWhileFull answers the captures of batch with errRoomKept while the
+// disk is full (reserve.go) and returns the rest: deletions, and every
+// other write, which are small, go through on the room kept for them.
+func (s *Store) refuseWhileFull(batch []*writeOp) []*writeOp {
+	b, ok := s.b.(*sqliteDB)
+	if !ok || b.reserve.room() {
+		return batch
+	}
+	rest := batch[:0]
+	for _, op := range batch {
+		if !op.isCapture() {
+			rest = append(rest, op)
+		} else if op.claim() && op.settle() {
+			op.done <- errRoomKept
+		}
+	}
+	return rest
 }
 
 const maxGatherRounds = 4
@@ -646,6 +667,9 @@ func (s *Store) unavailable(err error) error {
 	case !ok:
 		return err
 	case why == ErrDiskFull.Error():
+		if b, ok := s.b.(*sqliteDB); ok {
+			b.reserve.exhausted()
+		}
 		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrDiskFull, err)
 	case why != "":
 		return unavailableBecause(why, err)
