@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,14 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 		t.Skip("SQLite's data dir")
 	}
 	setVar(t, &roomRetry, 0)
+	// Set before the store's loops start, which allocate too.
+	var diskFull atomic.Bool
+	setVar(t, &allocate, func(f *os.File, size int64) error {
+		if diskFull.Load() {
+			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: syscall.ENOSPC}
+		}
+		return allocateBlocks(f, size)
+	})
 	s := newStore(t)
 	ctx := t.Context()
 	b := s.b.(*sqliteDB)
@@ -59,9 +68,7 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 
 	// The disk fills: the file system has no block left, and the write
 	// that finds it so fails.
-	setVar(t, &allocate, func(f *os.File, size int64) error {
-		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: syscall.ENOSPC}
-	})
+	diskFull.Store(true)
 	var pages int64
 	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -102,7 +109,7 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 	}
 
 	// Room again.
-	allocate = allocateBlocks
+	diskFull.Store(false)
 	if _, err := insert("/room", time.Now()); err != nil {
 		t.Fatalf("insert once there is room: %v", err)
 	}
