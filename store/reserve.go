@@ -80,9 +80,9 @@ func (r *diskReserve) open() {
 		r.tried = time.Now()
 		r.log().Warn("the disk is full: captures are refused until there is room again (deletions go through)", "path", r.path)
 	default:
-		// A file system that cannot allocate (or a data dir we may not
-		// write, which the database itself will say): no reserve.
-		r.log().Warn("cannot keep room for deletions on a full disk", "path", r.path, "err", err)
+		// A data dir this user may not write, a read-only file system:
+		// the database says so itself, when it is written. No reserve.
+		r.log().Debug("cannot keep room for deletions on a full disk", "path", r.path, "err", err)
 	}
 }
 
