@@ -63,6 +63,11 @@ type diskReserve struct {
 
 	mu    sync.Mutex
 	tried time.Time // the last allocation that failed, while full
+	// settled says that a checkpoint has truncated the WAL since the
+	// disk was found full: until then the room given back is the
+	// checkpoint's (the pages the WAL added to the database) and the
+	// deletions', and taking it again would leave them none.
+	settled bool
 }
 
 // open makes sure the reserve is in place: a database opened on a full
@@ -93,7 +98,8 @@ func (r *diskReserve) open() {
 func (r *diskReserve) make() error {
 	err := r.allocate(reserveSize + roomMargin)
 	if errors.Is(err, syscall.ENOSPC) && r.spare != nil && r.spare() >= roomMargin {
-		err = r.allocate(reserveSize)
+		// The WAL still needs blocks of its own.
+		err = r.allocate(reserveSize + roomMargin/4)
 	}
 	return err
 }
@@ -128,7 +134,8 @@ func (r *diskReserve) exhausted() {
 	if r.full.Swap(true) {
 		return
 	}
-	r.tried = time.Time{} // a disk full for a moment has room at once
+	r.tried = time.Time{} // a disk full for a moment has room at the next checkpoint
+	r.settled = false
 	err := os.Remove(r.path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log().Error("cannot give back the room kept for deletions", "path", r.path, "err", err)
@@ -137,9 +144,19 @@ func (r *diskReserve) exhausted() {
 		"released_bytes", reserveSize)
 }
 
+// checkpointed is a checkpoint's word that the WAL is truncated.
+func (r *diskReserve) checkpointed() {
+	if r == nil || !r.full.Load() {
+		return
+	}
+	r.mu.Lock()
+	r.settled = true
+	r.mu.Unlock()
+}
+
 // room says whether captures may be written: the disk was not found full,
-// or the reserve could be allocated again since (tried once a roomRetry
-// while full).
+// or the reserve could be allocated again since (tried once the WAL has
+// been truncated, then once a roomRetry while full).
 func (r *diskReserve) room() bool {
 	if r == nil || !r.full.Load() {
 		return true
@@ -149,7 +166,7 @@ func (r *diskReserve) room() bool {
 	if !r.full.Load() {
 		return true
 	}
-	if !r.tried.IsZero() && time.Since(r.tried) < roomRetry {
+	if !r.settled || !r.tried.IsZero() && time.Since(r.tried) < roomRetry {
 		return false
 	}
 	if err := r.make(); err != nil {

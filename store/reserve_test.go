@@ -108,8 +108,11 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Room again.
+	// Room again, found once a checkpoint has truncated the WAL.
 	diskFull.Store(false)
+	if _, _, err := b.checkpoint("TRUNCATE"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := insert("/room", time.Now()); err != nil {
 		t.Fatalf("insert once there is room: %v", err)
 	}

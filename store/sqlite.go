@@ -429,6 +429,9 @@ func (b *sqliteDB) checkpoint(mode string) (busy, frames int64, err error) {
 			frames = 0
 		}
 	}
+	if err == nil && busy == 0 && mode == "TRUNCATE" {
+		b.reserve.checkpointed()
+	}
 	if why, _ := b.unavailable(err); why == ErrDiskFull.Error() {
 		// The database could not grow by the pages the WAL added: give
 		// back the reserve, so the next checkpoint can.
