@@ -60,6 +60,8 @@ type diskReserve struct {
 	// known).
 	spare func() int64
 	full  atomic.Bool
+	// released counts the times the reserve was given back.
+	released atomic.Int64
 
 	mu    sync.Mutex
 	tried time.Time // the last allocation that failed, while full
@@ -136,6 +138,7 @@ func (r *diskReserve) exhausted() {
 	}
 	r.tried = time.Time{} // a disk full for a moment has room at the next checkpoint
 	r.settled = false
+	r.released.Add(1)
 	err := os.Remove(r.path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log().Error("cannot give back the room kept for deletions", "path", r.path, "err", err)
@@ -152,6 +155,14 @@ func (r *diskReserve) checkpointed() {
 	r.mu.Lock()
 	r.settled = true
 	r.mu.Unlock()
+}
+
+// releases is how many times the reserve was given back.
+func (r *diskReserve) releases() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.released.Load()
 }
 
 // room says whether captures may be written: the disk was not found full,

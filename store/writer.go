@@ -418,6 +418,15 @@ func (s *Store) runWriter(w *writer) {
 	}
 }
 
+// reserveReleases is how many times the room kept for deletions was
+// given back (0 on PostgreSQL).
+func (s *Store) reserveReleases() int64 {
+	if b, ok := s.b.(*sqliteDB); ok {
+		return b.reserve.releases()
+	}
+	return 0
+}
+
 // refuseWhileFull answers the captures of batch with errRoomKept while the
 // disk is full (reserve.go) and returns the rest: deletions, and every
 // other write, which are small, go through on the room kept for them.
@@ -474,6 +483,7 @@ func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
 // (locked past the busy timeout), every operation hears it at once.
 func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
+	released := s.reserveReleases()
 	batch, err := s.runTx(ctx, w, batch)
 	if err == nil && len(batch) == 0 {
 		// Every caller gave up on its operation: the transaction was
@@ -516,6 +526,19 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		return
 	}
 	w.vocab.forget()
+	if errors.Is(err, ErrDiskFull) && s.reserveReleases() != released {
+		// This transaction found the disk full and gave back the room
+		// kept for deletions: its captures hear it, the rest runs again,
+		// each alone, on that room (once: a second failure is heard).
+		for _, op := range batch {
+			if !op.isCapture() {
+				s.commit(w, []*writeOp{op})
+			} else if op.settle() {
+				op.done <- err
+			}
+		}
+		return
+	}
 	if s.Shared() && errors.Is(err, ErrUnavailable) && errors.Is(err, context.DeadlineExceeded) {
 		// The oldest operation's deadline cut the transaction short (a
 		// lock held elsewhere): only those whose own time is up hear it.
