@@ -65,10 +65,13 @@ const (
 )
 
 // indexStaged moves every staged row into FTS5, in transactions each as
-// bounded as moveStaged makes them.
+// bounded as moveStaged makes them, checkpointing between them (walRoom).
 func (s *Store) indexStaged(ctx context.Context) error {
 	if s.b.indexTable("messages_search") == "messages_search" {
 		return nil // PostgreSQL stages nothing
+	}
+	if b, ok := s.b.(*sqliteDB); ok && !b.reserve.room() {
+		return nil // the disk is full: moves would take the room deletions need
 	}
 	// An idle store looks without taking the writer.
 	var staged bool
@@ -90,6 +93,9 @@ func (s *Store) indexStaged(ctx context.Context) error {
 		})
 		if err != nil || !more {
 			return err
+		}
+		if b, ok := s.b.(*sqliteDB); ok && !b.walRoom() {
+			return nil // the next tick goes on
 		}
 	}
 }

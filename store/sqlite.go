@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -72,6 +73,9 @@ type sqliteDB struct {
 	// has logged that path no longer leads to it (writer goroutine only).
 	file       os.FileInfo
 	goneLogged bool
+
+	// reserve is the room kept for deletions on a full disk (reserve.go).
+	reserve *diskReserve
 }
 
 // Open opens the database at path: a SQLite file, or a PostgreSQL URL
@@ -168,6 +172,8 @@ func openSQLite(ctx context.Context, path string, indexEvery time.Duration, log 
 		cdb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	b.reserve = &diskReserve{path: path + reserveSuffix, log: func() *slog.Logger { return s.log }, spare: b.freePages}
+	b.reserve.open()
 	s.indexDone = make(chan struct{})
 	go b.checkpointLoop()
 	go s.indexLoop(indexEvery)
@@ -191,8 +197,33 @@ func (b *sqliteDB) rebind(query string) string { return query }
 func (b *sqliteDB) args(args []any) []any      { return args }
 func (b *sqliteDB) begin() string              { return "BEGIN IMMEDIATE" }
 
-// unavailable says whether err is SQLite giving up on a lock another
-// connection holds.
+// diskFailed says that SQLite met an I/O error (SQLITE_IOERR) and no
+// commit has gone through since (diskWorks). It is the process's, as the
+// disk is: reads ask unavailable on no particular store.
+var diskFailed atomic.Bool
+
+// diskWorks is the writer's word that a commit went through: the disk
+// works again.
+func diskWorks() {
+	if diskFailed.Load() {
+		diskFailed.Store(false)
+	}
+}
+
+// diskIOFailed is the reason given for an I/O error.
+const diskIOFailed = "the disk could not be read or written"
+
+// unavailable says whether err is SQLite unable to take a call now rather
+// than the call being wrong: giving up on a lock another connection
+// holds, a full disk, one that fails its reads or writes.
+//
+// SQLITE_CORRUPT counts as the failing disk's too while diskFailed holds:
+// once the disk has failed (an ext4 file system shut down under serve),
+// SQLite reads what a failed read left, which looks damaged (BEGIN said
+// "database disk image is malformed" though integrity_check passed once the
+// disk was back), and every capture got 500. Its sender is better told to
+// try again; a database damaged for good is still an internal error once a
+// commit has shown the disk works.
 func (b *sqliteDB) unavailable(err error) (string, bool) {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -204,7 +235,13 @@ func (b *sqliteDB) unavailable(err error) (string, bool) {
 	case sqlite3.SQLITE_FULL:
 		return ErrDiskFull.Error(), true
 	case sqlite3.SQLITE_IOERR:
-		return "the disk could not be written", true
+		diskFailed.Store(true)
+		return diskIOFailed, true
+	case sqlite3.SQLITE_CORRUPT:
+		if diskFailed.Load() {
+			return diskIOFailed, true
+		}
+		return "", false
 	case sqlite3.SQLITE_READONLY:
 		return "the database cannot be written (a read-only file system, or its permissions)", true
 	case sqlite3.SQLITE_CANTOPEN:
@@ -343,8 +380,9 @@ const checkpointInterval = 200 * time.Millisecond
 // page copied and no reader on it, which sustained ingest beside readers
 // (lists, waits, a viewer) never allows: it grew to 1.5 GB over 200,000
 // messages. A restart holds commits back while it finishes (tens of
-// milliseconds), hence not more often.
-const restartFrames = 16384
+// milliseconds), hence not more often. A variable so tests can make it
+// small.
+var restartFrames int64 = 16384
 
 // checkpointLoop copies committed WAL pages into the database file without
 // blocking the writer (PASSIVE never waits for it), and keeps the WAL
@@ -359,22 +397,74 @@ func (b *sqliteDB) checkpointLoop() {
 		commits := b.s.commits.Load()
 		idle := commits == lastCommits
 		lastCommits = commits
-		if idle && truncated {
+		// On a full disk the WAL's blocks go back to the file system as
+		// soon as they can, which makes room for the reserve again once
+		// deletions have freed pages for new captures. Room is looked
+		// for without waiting for a capture, so staged rows move again.
+		full := !b.reserve.room()
+		if idle && truncated && !full {
 			return
 		}
 		mode := "PASSIVE"
-		if idle {
+		if idle || full {
 			mode = "TRUNCATE"
 		}
-		// A checkpoint that cannot finish (a reader still on old pages)
-		// copies what it can; the next tick continues.
-		var busy, frames, copied int64
-		err := b.cdb.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied)
-		if err == nil && !idle && frames >= restartFrames {
-			err = b.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
-		}
-		truncated = idle && err == nil && busy == 0
+		busy, _, err := b.checkpoint(mode)
+		truncated = idle && !full && err == nil && busy == 0
 	})
+}
+
+// checkpoint copies what it can of the WAL back into the database (mode
+// PASSIVE or TRUNCATE) and, when the WAL is still past restartFrames after
+// a passive one, makes the next commit start it over (RESTART). A
+// checkpoint that cannot finish (a reader still on old pages) copies what
+// it can; busy says so. frames is the WAL's length, 0 once restarted.
+// The checkpoint loop and the index mover (walRoom) both call it; the
+// single connection of cdb takes them in turn.
+func (b *sqliteDB) checkpoint(mode string) (busy, frames int64, err error) {
+	var copied int64
+	err = b.cdb.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied)
+	if err == nil && mode == "PASSIVE" && frames >= restartFrames {
+		err = b.cdb.QueryRow(`PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
+		if err == nil && busy == 0 {
+			frames = 0
+		}
+	}
+	if err == nil && busy == 0 && mode == "TRUNCATE" {
+		b.reserve.checkpointed()
+	}
+	if why, _ := b.unavailable(err); why == ErrDiskFull.Error() {
+		// The database could not grow by the pages the WAL added: give
+		// back the reserve, so the next checkpoint can.
+		b.reserve.exhausted()
+	}
+	return busy, frames, err
+}
+
+// freePages is how many bytes the database file holds free: pages of
+// deleted captures, which new ones reuse.
+func (b *sqliteDB) freePages() int64 {
+	var pages, size int64
+	if err := b.cdb.QueryRow(`SELECT freelist_count, page_size FROM pragma_freelist_count, pragma_page_size`).Scan(&pages, &size); err != nil {
+		return 0
+	}
+	return pages * size
+}
+
+// walRoom is asked by the index mover between two of its transactions:
+// moves run back to back for as long as rows are staged, and each writes
+// megabytes of WAL (a new term's row, its trigram entries, FTS5's merges),
+// while the checkpoint loop, every 200 ms, cannot restart the WAL between
+// them: 100 webhooks of 800 unique ids each took the WAL to 296 MB. So
+// the mover checkpoints itself, with nothing of its own open, and stops
+// for this round (its rows stay staged, where searches read them) when
+// the WAL is still past restartFrames: a reader holds old pages.
+func (b *sqliteDB) walRoom() bool {
+	if !b.reserve.room() {
+		return false // the disk is full: what room is left is for deletions
+	}
+	busy, frames, err := b.checkpoint("PASSIVE")
+	return err == nil && (busy == 0 || frames < restartFrames)
 }
 
 // migrationMarks are what each migration leaves in the schema. Builds of

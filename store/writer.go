@@ -391,7 +391,7 @@ func (s *Store) runWriter(w *writer) {
 					rest = append(rest, op)
 				}
 			}
-			if len(rest) > 0 {
+			if rest = s.refuseWhileFull(rest); len(rest) > 0 {
 				s.commit(w, rest)
 			}
 			s.takeBackLeft(w)
@@ -411,9 +411,39 @@ func (s *Store) runWriter(w *writer) {
 			runtime.Gosched()
 		}
 		batch = drain(s.ops, batch)
-		s.commit(w, batch)
+		if batch = s.refuseWhileFull(batch); len(batch) > 0 {
+			s.commit(w, batch)
+		}
 		s.takeBackLeft(w)
 	}
+}
+
+// reserveReleases is how many times the room kept for deletions was
+// given back (0 on PostgreSQL).
+func (s *Store) reserveReleases() int64 {
+	if b, ok := s.b.(*sqliteDB); ok {
+		return b.reserve.releases()
+	}
+	return 0
+}
+
+// refuseWhileFull answers the captures of batch with errRoomKept while the
+// disk is full (reserve.go) and returns the rest: deletions, and every
+// other write, which are small, go through on the room kept for them.
+func (s *Store) refuseWhileFull(batch []*writeOp) []*writeOp {
+	b, ok := s.b.(*sqliteDB)
+	if !ok || b.reserve.room() {
+		return batch
+	}
+	rest := batch[:0]
+	for _, op := range batch {
+		if !op.isCapture() {
+			rest = append(rest, op)
+		} else if op.claim() && op.settle() {
+			op.done <- errRoomKept
+		}
+	}
+	return rest
 }
 
 const maxGatherRounds = 4
@@ -453,6 +483,7 @@ func drain(ops <-chan *writeOp, batch []*writeOp) []*writeOp {
 // (locked past the busy timeout), every operation hears it at once.
 func (s *Store) commit(w *writer, batch []*writeOp) {
 	ctx := context.Background()
+	released := s.reserveReleases()
 	batch, err := s.runTx(ctx, w, batch)
 	if err == nil && len(batch) == 0 {
 		// Every caller gave up on its operation: the transaction was
@@ -475,6 +506,7 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 			}
 		}
 		s.commits.Add(1)
+		diskWorks()
 		if len(heard) == 0 {
 			return
 		}
@@ -494,6 +526,19 @@ func (s *Store) commit(w *writer, batch []*writeOp) {
 		return
 	}
 	w.vocab.forget()
+	if errors.Is(err, ErrDiskFull) && s.reserveReleases() != released {
+		// This transaction found the disk full and gave back the room
+		// kept for deletions: its captures hear it, the rest runs again,
+		// each alone, on that room (once: a second failure is heard).
+		for _, op := range batch {
+			if !op.isCapture() {
+				s.commit(w, []*writeOp{op})
+			} else if op.settle() {
+				op.done <- err
+			}
+		}
+		return
+	}
 	if s.Shared() && errors.Is(err, ErrUnavailable) && errors.Is(err, context.DeadlineExceeded) {
 		// The oldest operation's deadline cut the transaction short (a
 		// lock held elsewhere): only those whose own time is up hear it.
@@ -645,6 +690,9 @@ func (s *Store) unavailable(err error) error {
 	case !ok:
 		return err
 	case why == ErrDiskFull.Error():
+		if b, ok := s.b.(*sqliteDB); ok {
+			b.reserve.exhausted()
+		}
 		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrDiskFull, err)
 	case why != "":
 		return unavailableBecause(why, err)
