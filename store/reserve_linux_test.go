@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -35,7 +36,7 @@ func TestFullFilesystemFreedThroughCapture(t *testing.T) {
 	ctx := t.Context()
 	// The index mover waits: its moves grow the database by amounts that
 	// vary from run to run, and the room left after the purge with them.
-	s, err := openSQLite(ctx, filepath.Join(dir, DBFile), time.Hour)
+	s, err := openSQLite(ctx, filepath.Join(dir, DBFile), time.Hour, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
