@@ -219,13 +219,9 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		// through a reader of its own). The SDK's own limit still applies.
 		var body []byte
 		if sessionID != "" && r.Method == http.MethodPost {
-			b, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
-			if err != nil {
-				contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+			if body = rereadable(w, r); body == nil {
 				return
 			}
-			body = b
-			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		call, isCall := toolCall(body)
 		keyID, known := keys.id(key)
@@ -264,13 +260,9 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		}
 		if sessionID == "" {
 			// Without a session, the body must open one.
-			b, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
-			if err != nil {
-				contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+			if body = rereadable(w, r); body == nil {
 				return
 			}
-			body = b
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			// The transport's rule (streamable HTTP): a message other than
 			// initialize without a session is a bad request. The SDK
 			// would open a session for it only to refuse the message with
@@ -537,4 +529,20 @@ func (w *envelopeWriter) finish(r *http.Request) {
 		}
 	}
 	contract.WriteError(w.ResponseWriter, e)
+}
+
+// rereadable reads r's body (up to the SDK's own limit, and one byte past
+// it for the SDK to refuse) and puts it back to be read again; nil, the
+// failure answered, when it cannot be read.
+func rereadable(w http.ResponseWriter, r *http.Request) []byte {
+	b, err := io.ReadAll(io.LimitReader(r.Body, mcpsdk.DefaultMaxRequestBodyBytes+1))
+	if err != nil {
+		contract.WriteError(w, contract.Errorf(contract.CodeInvalidParameter, "mcp: cannot read the request: %v", err))
+		return nil
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b
 }
