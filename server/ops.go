@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -73,13 +72,6 @@ func (o *ops) readyz(w http.ResponseWriter, r *http.Request) {
 		// store gives its own reason: what each probe met is for debug.
 		o.outage.Refused("the database cannot commit", err)
 		contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: msg, RetryAfter: time.Second})
-		return
-	}
-	if o.store.DiskFull() {
-		// The probe's write fit, as a delete's would; a capture would not.
-		err := fmt.Errorf("%w: captures are refused until there is room again (deletions go through)", store.ErrDiskFull)
-		o.outage.Refused(store.ErrDiskFull.Error(), err)
-		contract.WriteError(w, &contract.Error{Code: contract.CodeUnavailable, Message: err.Error(), RetryAfter: time.Second})
 		return
 	}
 	o.outage.Taken()

@@ -1,20 +1,12 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"io"
 	"log/slog"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/capturedev/capture/server/servertest"
 	"github.com/capturedev/capture/store"
@@ -111,85 +103,4 @@ func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// TestReadyzSaysTheDiskIsFull: once captures are refused for a full disk,
-// /readyz says so, though its own small write still fits (in room kept
-// for deletions, or in the WAL's reused frames), and is ready again once
-// a purge has made room. A small tmpfs, so root only.
-func TestReadyzSaysTheDiskIsFull(t *testing.T) {
-	if pgtest.Requested() {
-		t.Skip("SQLite's data dir")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small file system needs root")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=40m,mode=0700"); err != nil {
-		t.Skipf("mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	st, err := store.Open(t.Context(), filepath.Join(dir, store.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	boot, err := st.EnsureBootstrap(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetPlan(t.Context(), boot.Project.ID, "team"); err != nil {
-		t.Fatal(err)
-	}
-	r := runServerWith(t, st, boot, servertest.Config(t))
-	if resp, body := r.get(t, "/readyz", ""); resp.StatusCode != 200 {
-		t.Fatalf("/readyz before: %d %s", resp.StatusCode, body)
-	}
-
-	// Bodies that do not compress, until one is refused for the disk and
-	// /readyz says so too. A checkpoint may give room back between the
-	// two (the WAL truncated): captures are then taken again, and the
-	// filling goes on.
-	hook := "http://" + r.srv.CaptureAddr().String() + "/" + boot.Endpoint.ID + "/fill"
-	body := make([]byte, 256<<10)
-	refused, said := 0, false
-	for range 400 {
-		rand.Read(body)
-		resp, err := http.Post(hook, "application/octet-stream", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			continue
-		}
-		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(text), "disk is full") {
-			t.Fatalf("webhook: %d %s", resp.StatusCode, text)
-		}
-		refused++
-		resp, probe := r.get(t, "/readyz", "")
-		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" && strings.Contains(probe, "the disk is full") {
-			said = true
-			break
-		}
-	}
-	if !said {
-		t.Fatalf("%d captures refused for a full disk, and /readyz never said so", refused)
-	}
-
-	if err := st.PurgeEndpoint(t.Context(), boot.Project.ID, boot.Endpoint.ID); err != nil {
-		t.Fatalf("purge on a full disk: %v", err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, text := r.get(t, "/readyz", "")
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz after a purge made room: %d %s", resp.StatusCode, text)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

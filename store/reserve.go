@@ -205,11 +205,3 @@ func writeBlocks(f *os.File, size int64) error {
 	}
 	return nil
 }
-
-// DiskFull reports whether captures are refused because the disk the
-// database is on is full (deletions still go through): a readiness probe's
-// own small write can fit in room that no capture would.
-func (s *Store) DiskFull() bool {
-	b, ok := s.b.(*sqliteDB)
-	return ok && !b.reserve.room()
-}
