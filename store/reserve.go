@@ -181,8 +181,18 @@ func (r *diskReserve) room() bool {
 		return false
 	}
 	if err := r.make(); err != nil {
-		r.tried = time.Now()
-		return false
+		if errors.Is(err, syscall.ENOSPC) {
+			r.tried = time.Now()
+			return false
+		}
+		// No reserve can be kept here at all (a data dir this user may
+		// not write, as at open): holding captures back for one would
+		// refuse them until a restart, whatever room the disk has.
+		// SQLite says when the disk is still full.
+		r.tried = time.Time{}
+		r.full.Store(false)
+		r.log().Info("captures are taken again; no room can be kept for deletions here", "path", r.path, "err", err)
+		return true
 	}
 	r.tried = time.Time{}
 	r.full.Store(false)

@@ -124,3 +124,54 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 		t.Fatalf("stored: %+v, %v; want /room alone", list, err)
 	}
 }
+
+// Where no reserve can be kept at all (a data dir this user may not
+// write), a full disk once found does not hold captures back for good:
+// they are refused while SQLite finds the disk full, and taken once it
+// has room.
+func TestDiskFullWithoutAReserve(t *testing.T) {
+	if pgtest.Requested() {
+		t.Skip("SQLite's data dir")
+	}
+	setVar(t, &roomRetry, 0)
+	setVar(t, &allocate, func(f *os.File, size int64) error {
+		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: syscall.EACCES}
+	})
+	s := newStore(t)
+	ctx := t.Context()
+	b := s.b.(*sqliteDB)
+	boot, err := s.EnsureBootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 600<<10)
+	rand.Read(body)
+	insert := func(path string) error {
+		_, err := s.InsertRequest(ctx, &NewRequest{EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST",
+			Path: path, RemoteAddr: "127.0.0.1:1", Body: body})
+		return err
+	}
+	var pages int64
+	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(n int64) {
+		if err := s.write(ctx, func(t *wtx) error {
+			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit(pages + 2)
+	if err := insert("/full"); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("insert on a full disk = %v, want the disk is full", err)
+	}
+	limit(1 << 30)
+	if _, _, err := b.checkpoint("TRUNCATE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert("/room"); err != nil {
+		t.Fatalf("insert once the disk has room, with no reserve kept: %v", err)
+	}
+}
