@@ -210,21 +210,24 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 		}
 		client := apiclient.New(apiBase, key, nil)
 		sessionID := r.Header.Get("Mcp-Session-Id")
-		// The body of a message in a session is read before the key is
-		// checked, to tell a tool call, which the key's rate counts
-		// through the tool's own API calls (SPEC §5: one call, one
-		// request, as over stdio), from the rest, which GET /me counts.
-		// The body is kept for a second reading by the stateless handler
-		// should this process not hold the session (the SDK consumes it,
-		// through a reader of its own). The SDK's own limit still applies.
+		// A tool call, which the key's rate counts through the tool's own
+		// API calls (SPEC §5: one call, one request, as over stdio), is
+		// told from the rest, which GET /me counts, by its body: read
+		// only for a key GET /me has accepted already (or refused for
+		// the rate alone), never for a key not checked, so that no one
+		// without a key can make this process hold bodies. The body is
+		// kept for a second reading by the stateless handler should this
+		// process not hold the session (the SDK consumes it, through a
+		// reader of its own). The SDK's own limit still applies.
+		inSession := sessionID != "" && r.Method == http.MethodPost
 		var body []byte
-		if sessionID != "" && r.Method == http.MethodPost {
+		keyID, known := keys.id(key)
+		if known && inSession {
 			if body = rereadable(w, r); body == nil {
 				return
 			}
 		}
 		call, isCall := toolCall(body)
-		keyID, known := keys.id(key)
 		if !isCall || !known {
 			me, err := client.Me(r.Context())
 			if err != nil {
@@ -232,17 +235,31 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 				if !errors.As(err, &ae) || ae.Code == "" {
 					ae = contract.Errorf(contract.CodeInternal, "cannot check the API key: %v", err)
 				}
-				if isCall && ae.Code == contract.CodeRateLimited {
+				if ae.Code == contract.CodeRateLimited && inSession {
 					// A tool call is answered as a tool, as its own API
 					// call would have been.
-					writeToolFailure(w, call, ae)
-					return
+					if body == nil {
+						if body = rereadable(w, r); body == nil {
+							return
+						}
+						call, isCall = toolCall(body)
+					}
+					if isCall {
+						writeToolFailure(w, call, ae)
+						return
+					}
 				}
 				contract.WriteError(w, ae)
 				return
 			}
 			keyID = me.Key.ID
 			keys.add(key, keyID)
+		}
+		if inSession && body == nil {
+			// Checked now: kept for a second reading, as above.
+			if body = rereadable(w, r); body == nil {
+				return
+			}
 		}
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{client: client, keyID: keyID}))
 		if sessionID != "" && !strings.HasPrefix(sessionID, keyID+".") {

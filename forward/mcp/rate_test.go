@@ -1,6 +1,9 @@
 package mcp_test
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -124,5 +127,37 @@ func TestHTTPToolCallCountsOnceAgainstTheRate(t *testing.T) {
 	}
 	if a.Result == nil || !a.Result.IsError || !strings.Contains(a.text(), "rate_limited (HTTP 429)") || !strings.Contains(a.text(), "Retry in 2 s") {
 		t.Errorf("get_message past the rate on another replica: %+v (%q)", a, a.text())
+	}
+}
+
+// A message in a session is not read before its key is checked: one
+// without a valid key is refused at once, its body never asked for, so no
+// one without a key can make the process hold bodies (a tool call is told
+// from the rest by its body only for a key already checked).
+func TestHTTPBodyNotReadBeforeTheKey(t *testing.T) {
+	e := mcptest.Start(t)
+	u, err := url.Parse(mcpOver(t, e.APIBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The body is sent once the server asks for it (100 Continue), which
+	// reading it does.
+	io.WriteString(conn, "POST "+u.Path+" HTTP/1.1\r\nHost: "+u.Host+"\r\n"+
+		"Authorization: Bearer cap_notakey0000000000000000000000000000000000\r\n"+
+		"Mcp-Session-Id: cap_x.session\r\nContent-Type: application/json\r\n"+
+		"Expect: 100-continue\r\nContent-Length: 1000000\r\n\r\n")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a message with a bad key, its body not sent: %v, want 401 at once", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a message with a bad key: %d, want 401 before its body is asked for", resp.StatusCode)
 	}
 }
