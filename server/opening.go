@@ -59,7 +59,8 @@ type opening struct {
 // not use up the file descriptors the database and the real servers need.
 type openingCaps struct {
 	// http caps each HTTP listener's connections; smtp those being told
-	// 421 across the SMTP listeners (the rest are closed unanswered).
+	// 421 across the SMTP listeners (past it, a plain connection gets the
+	// 421 at once and an implicit-TLS one is closed unanswered).
 	http, smtp int
 }
 
