@@ -9,14 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store/datadir"
 )
 
 // served is one Serve of a data dir, stopped when the test ends or by stop.
 type served struct {
 	srv    *Server
-	banner *syncBuffer
-	log    *syncBuffer
+	banner *logbuffer.Buffer
+	log    *logbuffer.Buffer
 	stop   func() error
 }
 
@@ -24,7 +25,7 @@ type served struct {
 // with its HTTP listener on httpAddr, until it serves.
 func serveDir(t *testing.T, dir, httpAddr string) *served {
 	t.Helper()
-	s := &served{banner: &syncBuffer{}, log: &syncBuffer{}}
+	s := &served{banner: &logbuffer.Buffer{}, log: &logbuffer.Buffer{}}
 	bound := make(chan *Server, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,28 +24,11 @@ import (
 	"time"
 
 	"github.com/capturedev/capture/server/certs"
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/pgtest"
 	"github.com/capturedev/capture/store/storetest"
 )
-
-// syncBuffer is a log both serve and the test use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // firstWrite closes c at its first write: the banner has begun.
 type firstWrite struct {
@@ -65,7 +47,7 @@ type slowOpen struct {
 	entered  chan struct{} // the open has begun
 	release  chan struct{} // lets it go on
 	banner   *firstWrite
-	log      *syncBuffer
+	log      *logbuffer.Buffer
 	done     chan error
 	cancel   context.CancelFunc
 	caPEM    []byte // the CA of the SMTP certificate, given as --tls-cert
@@ -87,7 +69,7 @@ func startSlowOpenCapped(t *testing.T, dir string, open func(ctx context.Context
 	caps *openingCaps) *slowOpen {
 	t.Helper()
 	p := &slowOpen{entered: make(chan struct{}), release: make(chan struct{}), banner: &firstWrite{c: make(chan struct{})},
-		log: &syncBuffer{}, done: make(chan error, 1), dir: dir}
+		log: &logbuffer.Buffer{}, done: make(chan error, 1), dir: dir}
 	if pgtest.Requested() {
 		p.database = storetest.PostgresDatabase(t)
 	}

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/capturedev/capture/server/servertest"
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store"
 	"github.com/capturedev/capture/store/pgtest"
 	"github.com/capturedev/capture/store/storetest"
@@ -29,7 +29,7 @@ func TestNotReadyIsLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
+	var logs logbuffer.Buffer
 	cfg := servertest.Config(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) // INFO: what serve logs by default
 	r := runServerWith(t, st, boot, cfg)
@@ -85,22 +85,4 @@ func TestNotReadyIsLoggedOnce(t *testing.T) {
 		t.Errorf("%d probes while the database was locked, then ready, logged:\n%s\nwant one not ready and one ready again with the count",
 			probes, logs.String())
 	}
-}
-
-// logBuffer is a log's output, written by the server's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -8,10 +8,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store"
 )
 
@@ -34,7 +34,7 @@ func (f fullDiskStore) InsertRequest(ctx context.Context, r *store.NewRequest) (
 // with how many were refused meanwhile.
 func TestFullDiskIsLoggedOnce(t *testing.T) {
 	base := newEnv(t, nil)
-	var logs syncBuffer
+	var logs logbuffer.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil)) // INFO: what serve logs by default
 	full := &atomic.Bool{}
 	full.Store(true)
@@ -82,22 +82,4 @@ func TestHalfClosedBodyIsIncomplete(t *testing.T) {
 	if n := e.stored(); n != 0 {
 		t.Errorf("%d stored", n)
 	}
-}
-
-// syncBuffer is a log's output, written by the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

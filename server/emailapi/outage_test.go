@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/capturedev/capture/server/emailapi"
 	"github.com/capturedev/capture/server/servertest"
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store"
 )
 
@@ -35,7 +35,7 @@ func (f fullDiskStore) InsertMessages(ctx context.Context, ms []*store.NewMessag
 // many were refused meanwhile.
 func TestFullDiskIsLoggedOnce(t *testing.T) {
 	st, boot := servertest.Open(t, "free")
-	var logs syncBuffer
+	var logs logbuffer.Buffer
 	full := &atomic.Bool{}
 	full.Store(true)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,22 +93,4 @@ func TestHalfClosedBodyIsIncomplete(t *testing.T) {
 	if n := len(e.messages()); n != 0 {
 		t.Errorf("%d messages stored", n)
 	}
-}
-
-// syncBuffer is a log's output, written by the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -11,6 +11,7 @@ import (
 
 	gosmtp "github.com/emersion/go-smtp"
 
+	"github.com/capturedev/capture/server/servertest/logbuffer"
 	"github.com/capturedev/capture/store"
 )
 
@@ -32,7 +33,7 @@ func (f fullDiskStore) InsertMessage(ctx context.Context, m *store.NewMessage) (
 // as unavailable, but the log says so once, not once a message; when
 // messages are stored again it says that, with how many were refused.
 func TestFullDiskIsLoggedOnceAndCounted(t *testing.T) {
-	var logs syncBuffer
+	var logs logbuffer.Buffer
 	var mu sync.Mutex
 	heard := map[string]int{}
 	full := &atomic.Bool{}
@@ -92,22 +93,4 @@ func TestTemporaryRefusalsCountAsUnavailable(t *testing.T) {
 			t.Errorf("%v counted as %v, want unavailable", err, heard)
 		}
 	}
-}
-
-// syncBuffer is a log's output, written by the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
