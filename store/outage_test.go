@@ -187,20 +187,7 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pages int64
-	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	// The limit holds for the writer's connection: a full disk, to it.
-	limit := func(n int64) {
-		if err := s.write(ctx, func(t *wtx) error {
-			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limit(pages + 2)
+	makeRoom := fillDisk(t, s)
 	body := make([]byte, 600<<10) // random: the pack cannot shrink it
 	rand.Read(body)
 	_, err = s.InsertRequest(ctx, &NewRequest{EndpointID: boot.Endpoint.ID, ReceivedAt: time.Now(), Method: "POST",
@@ -208,7 +195,7 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrDiskFull) || strings.Contains(err.Error(), "rollback") {
 		t.Fatalf("insert on a full disk = %v, want unavailable: the disk is full", err)
 	}
-	limit(1 << 30)
+	makeRoom()
 	// Captures are taken again once a checkpoint has given the WAL's
 	// blocks back (the checkpoint loop's next, at most 200 ms on).
 	if _, _, err := s.b.(*sqliteDB).checkpoint("TRUNCATE"); err != nil {
@@ -222,4 +209,25 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if err != nil || len(list.Items) != 1 || list.Items[0].Path != "/room" {
 		t.Fatalf("stored after the full disk: %+v, %v", list, err)
 	}
+}
+
+// fillDisk makes the disk full to the writer: SQLite's page limit for its
+// connection, two pages past what the database holds. The function it
+// returns makes room again.
+func fillDisk(t *testing.T, s *Store) (makeRoom func()) {
+	t.Helper()
+	var pages int64
+	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(n int64) {
+		if err := s.write(t.Context(), func(t *wtx) error {
+			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit(pages + 2)
+	return func() { limit(1 << 30) }
 }

@@ -69,19 +69,7 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 	// The disk fills: the file system has no block left, and the write
 	// that finds it so fails.
 	diskFull.Store(true)
-	var pages int64
-	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	limit := func(n int64) {
-		if err := s.write(ctx, func(t *wtx) error {
-			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limit(pages + 2)
+	makeRoom := fillDisk(t, s)
 	if _, err := insert("/full", time.Now()); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("insert on a full disk = %v, want the disk is full", err)
 	}
@@ -90,7 +78,7 @@ func TestDiskFullKeepsRoomForDeletions(t *testing.T) {
 	}
 	// What the room is kept for goes through on it; captures do not take
 	// it, though SQLite alone would let them.
-	limit(1 << 30)
+	makeRoom()
 	if _, err := insert("/still-full", time.Now()); !errors.Is(err, ErrDiskFull) || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("insert while the disk stays full = %v, want unavailable: the disk is full", err)
 	}
@@ -151,23 +139,11 @@ func TestDiskFullWithoutAReserve(t *testing.T) {
 			Path: path, RemoteAddr: "127.0.0.1:1", Body: body})
 		return err
 	}
-	var pages int64
-	if err := s.rdb.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	limit := func(n int64) {
-		if err := s.write(ctx, func(t *wtx) error {
-			_, err := t.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limit(pages + 2)
+	makeRoom := fillDisk(t, s)
 	if err := insert("/full"); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("insert on a full disk = %v, want the disk is full", err)
 	}
-	limit(1 << 30)
+	makeRoom()
 	if _, _, err := b.checkpoint("TRUNCATE"); err != nil {
 		t.Fatal(err)
 	}
