@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/capturedev/capture/store/addrlist"
 )
 
 // Full-text search (MessageFilter.Q, RequestFilter.Q).
@@ -553,9 +555,8 @@ func parseAddressList(s string) []Address {
 		return out
 	}
 	var out []Address
-	quoted, angle, start := false, 0, 0
-	item := func(end int) {
-		it := strings.TrimSpace(s[start:end])
+	for _, it := range addrlist.Split(s) {
+		it = strings.TrimSpace(it)
 		var a Address
 		if i, j := strings.IndexByte(it, '<'), strings.LastIndexByte(it, '>'); i >= 0 && j > i {
 			a.Address = strings.TrimSpace(it[i+1 : j])
@@ -572,22 +573,6 @@ func parseAddressList(s string) []Address {
 			out = append(out, a)
 		}
 	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && quoted:
-			i++
-		case c == '"':
-			quoted = !quoted
-		case c == '<' && !quoted:
-			angle++
-		case c == '>' && !quoted && angle > 0:
-			angle--
-		case (c == ',' || c == ';') && !quoted && angle == 0:
-			item(i)
-			start = i + 1
-		}
-	}
-	item(len(s))
 	return out
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/capturedev/capture/store/addrlist"
 )
 
 // field is one unfolded header line of the top-level header section.
@@ -356,7 +358,7 @@ func (d *headerDecoder) addresses(name string, values []string) []Address {
 // each comma-separated item, ignoring commas inside quotes and brackets.
 func (d *headerDecoder) lenientAddresses(name, s string) []Address {
 	var out []Address
-	for _, item := range splitAddressList(s) {
+	for _, item := range addrlist.Split(s) {
 		item = strings.TrimSpace(item)
 		var a Address
 		if i, j := strings.IndexByte(item, '<'), strings.LastIndexByte(item, '>'); i >= 0 && j > i {
@@ -379,27 +381,6 @@ func (d *headerDecoder) lenientAddresses(name, s string) []Address {
 		}
 	}
 	return out
-}
-
-func splitAddressList(s string) []string {
-	var items []string
-	quoted, angle, start := false, 0, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && quoted:
-			i++
-		case c == '"':
-			quoted = !quoted
-		case c == '<' && !quoted:
-			angle++
-		case c == '>' && !quoted && angle > 0:
-			angle--
-		case (c == ',' || c == ';') && !quoted && angle == 0:
-			items = append(items, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(items, s[min(start, len(s)):])
 }
 
 func parseDate(s string) (time.Time, bool) {
