@@ -322,20 +322,8 @@ func TestOverQuotaOnTheLargestPlan(t *testing.T) {
 // the old shape. It says what to do instead, and changes nothing.
 func TestAdminDoesNotUpgradeUnderAnOlderServe(t *testing.T) {
 	dir := withDatabase(t, t.TempDir())
-	path := filepath.Join(dir, store.DBFile)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var current int
-	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&current); err != nil {
-		t.Fatal(err)
-	}
 	// The older build: one migration behind, and serving the data dir.
-	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, current-1); err != nil {
-		t.Fatal(err)
-	}
+	db, older := oneMigrationBehind(t, dir)
 	release, err := datadir.Lock(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -345,10 +333,7 @@ func TestAdminDoesNotUpgradeUnderAnOlderServe(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "needs an upgrade, and the `capture serve` using it is an older version") {
 		t.Errorf("key list beside an older serve: %+v", r)
 	}
-	var after int
-	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&after); err != nil || after != current-1 {
-		t.Errorf("schema version %d (%v), want it left at %d", after, err, current-1)
-	}
+	checkSchemaLeftAt(t, db, older)
 }
 
 // Nor one a serve of a build that predates the data dir's lock is using:
@@ -356,14 +341,27 @@ func TestAdminDoesNotUpgradeUnderAnOlderServe(t *testing.T) {
 // on the database, and the command names the process holding it.
 func TestAdminDoesNotUpgradeUnderAnUnlockedServe(t *testing.T) {
 	dir := withDatabase(t, t.TempDir())
-	path := filepath.Join(dir, store.DBFile)
 	// This test's process stands in for the older serve: the database
 	// open in WAL mode, no lock on the data dir.
-	db, err := sql.Open("sqlite", path)
+	db, older := oneMigrationBehind(t, dir)
+	r := capture(t, "key", "list", "--data-dir", dir)
+	want := fmt.Sprintf("needs an upgrade, and another process (pid %d) has capture.db open", os.Getpid())
+	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "start this version's `capture serve`") {
+		t.Errorf("key list beside an unlocked older serve: %+v", r)
+	}
+	checkSchemaLeftAt(t, db, older)
+}
+
+// oneMigrationBehind opens dir's database, left open until the test ends,
+// and sets it back one migration, as an older build left it; it returns
+// that version.
+func oneMigrationBehind(t *testing.T, dir string) (*sql.DB, int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, store.DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	var current int
 	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&current); err != nil {
 		t.Fatal(err)
@@ -371,13 +369,13 @@ func TestAdminDoesNotUpgradeUnderAnUnlockedServe(t *testing.T) {
 	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, current-1); err != nil {
 		t.Fatal(err)
 	}
-	r := capture(t, "key", "list", "--data-dir", dir)
-	want := fmt.Sprintf("needs an upgrade, and another process (pid %d) has capture.db open", os.Getpid())
-	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "start this version's `capture serve`") {
-		t.Errorf("key list beside an unlocked older serve: %+v", r)
-	}
+	return db, current - 1
+}
+
+func checkSchemaLeftAt(t *testing.T, db *sql.DB, want int) {
+	t.Helper()
 	var after int
-	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&after); err != nil || after != current-1 {
-		t.Errorf("schema version %d (%v), want it left at %d", after, err, current-1)
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&after); err != nil || after != want {
+		t.Errorf("schema version %d (%v), want it left at %d", after, err, want)
 	}
 }
