@@ -329,7 +329,7 @@ func (h *Handler) handle(prov *provider) http.HandlerFunc {
 			ids, err := h.store.InsertMessages(ctx, msgs)
 			if err != nil {
 				if ctx.Err() == nil {
-					h.storeFailed(err, "at", "store messages", "provider", p.name, "inbox", in.ID)
+					h.outage.Failed(err, "email api: database", "at", "store messages", "provider", p.name, "inbox", in.ID)
 				}
 				p.fail(w, errNotStored(err))
 				return
@@ -414,7 +414,7 @@ func (h *Handler) inbox(ctx context.Context, c credential) (store.Inbox, store.P
 		}
 	}
 	if ctx.Err() == nil {
-		h.storeFailed(err, "at", "read inbox")
+		h.outage.Failed(err, "email api: database", "at", "read inbox")
 	}
 	return in, store.Plan{}, errNotStored(err)
 }
@@ -478,17 +478,6 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, plan store.Pl
 
 func messageOutage(log *slog.Logger) *outage.Log {
 	return outage.New(log, "email api: messages refused", "email api: messages taken again", "refused")
-}
-
-// storeFailed logs a database failure: one that passes (the disk full,
-// the database locked or unreachable) once for as long as it lasts, with
-// a count when it ends; anything else each time.
-func (h *Handler) storeFailed(err error, attrs ...any) {
-	if why := store.Why(err); why != "" {
-		h.outage.Refused(why, err, attrs...)
-		return
-	}
-	h.log.Error("email api: database", append(attrs, "err", err)...)
 }
 
 // errBatchTooLarge refuses a batch whose body is over what its messages

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/capturedev/capture/store"
 )
 
 // Log follows the refusals of one listener (or of readiness probes).
@@ -54,13 +56,26 @@ func (l *Log) Refused(why string, err error, attrs ...any) {
 		l.causes = append(l.causes, why)
 	}
 	l.mu.Unlock()
-	args := append([]any{"why", why, "err", err}, attrs...)
+	// Built only for a line that is written: an outage refuses every
+	// capture, and at the default level logs one of them.
 	switch {
 	case first:
-		l.log.Error(l.refused, args...)
+		l.log.Error(l.refused, append([]any{"why", why, "err", err}, attrs...)...)
 	case l.log.Enabled(context.Background(), slog.LevelDebug):
-		l.log.Debug(l.refused, args...)
+		l.log.Debug(l.refused, append([]any{"why", why, "err", err}, attrs...)...)
 	}
+}
+
+// Failed records a store call that failed with err: a failure that
+// passes (the disk full, the database locked or unreachable: store.Why
+// names it) is a refusal, logged once while it lasts; anything else is
+// logged as msg, each time.
+func (l *Log) Failed(err error, msg string, attrs ...any) {
+	if why := store.Why(err); why != "" {
+		l.Refused(why, err, attrs...)
+		return
+	}
+	l.log.Error(msg, append(attrs, "err", err)...)
 }
 
 // Taken records that a capture was taken (or a probe answered): refusals

@@ -170,7 +170,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 		return errBadCredentials
 	}
 	if err != nil {
-		s.srv.storeFailed(err, "at", "read inbox", "remote", s.remote.String())
+		s.srv.outage.Failed(err, "smtp: database", "at", "read inbox", "remote", s.remote.String())
 		return authUnavailable(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(password), []byte(in.SMTPPassword)) != 1 {
@@ -179,7 +179,7 @@ func (s *session) authenticate(identity, username, password string) (err error) 
 	}
 	p, err := s.srv.st.Project(ctx, in.ProjectID)
 	if err != nil {
-		s.srv.storeFailed(err, "at", "read project", "project", in.ProjectID)
+		s.srv.outage.Failed(err, "smtp: database", "at", "read project", "project", in.ProjectID)
 		return authUnavailable(err)
 	}
 	if !s.srv.authenticated(s.conn) {
@@ -288,7 +288,7 @@ func (s *session) Data(r io.Reader) (err error) {
 	// with an error. The server's context ends only when it is closed.
 	id, err := s.srv.st.InsertMessage(s.srv.ctx, m)
 	if err != nil {
-		s.srv.storeFailed(err, "at", "store message", "inbox", s.inbox, "size", len(raw))
+		s.srv.outage.Failed(err, "smtp: database", "at", "store message", "inbox", s.inbox, "size", len(raw))
 		if errors.Is(err, store.ErrDiskFull) {
 			return errDiskFull
 		}
@@ -344,17 +344,6 @@ func (srv *Server) countRefusal(err error) {
 
 func messageOutage(log *slog.Logger) *outage.Log {
 	return outage.New(log, "smtp: messages refused", "smtp: messages taken again", "refused")
-}
-
-// storeFailed logs a database failure: one that passes (the disk full,
-// the database locked or unreachable) once for as long as it lasts, with
-// a count when it ends; anything else each time.
-func (srv *Server) storeFailed(err error, attrs ...any) {
-	if why := store.Why(err); why != "" {
-		srv.outage.Refused(why, err, attrs...)
-		return
-	}
-	srv.log.Error("smtp: database", append(attrs, "err", err)...)
 }
 
 // declaredSlack is what a buffer sized by SIZE= holds beyond it.
