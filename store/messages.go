@@ -470,8 +470,9 @@ func (s *Store) MessageLinks(ctx context.Context, projectID, id string, f LinkFi
 		return nil, false, fmt.Errorf("message %s: no links in its pack", id)
 	}
 	links := []Link{}
+	selects := f.matcher()
 	err = ReadLinks(id, part, func(l Link) error {
-		if f.selects(l) {
+		if selects(l) {
 			links = append(links, l)
 		}
 		return nil

@@ -117,25 +117,35 @@ type LinkFilter struct {
 }
 
 // selects reports whether f keeps l.
-func (f LinkFilter) selects(l Link) bool {
-	if f.Kind != "" && l.Kind != f.Kind {
-		return false
-	}
-	if f.Match == "" {
-		return true
-	}
+func (f LinkFilter) selects(l Link) bool { return f.matcher()(l) }
+
+// matcher is selects with the match's forms worked out once, for the
+// links of a message.
+func (f LinkFilter) matcher() func(Link) bool {
 	// Either side may be escaped or not: an escaped match ("%40example")
 	// finds the URL as sent ("a@example"), and a decoded one ("ü") finds
 	// its escapes.
-	urls := forms(l.URL)
-	for _, match := range forms(f.Match) {
-		for _, u := range urls {
-			if strings.Contains(u, match) {
-				return true
+	var matches []string
+	if f.Match != "" {
+		matches = forms(f.Match)
+	}
+	return func(l Link) bool {
+		if f.Kind != "" && l.Kind != f.Kind {
+			return false
+		}
+		if matches == nil {
+			return true
+		}
+		urls := forms(l.URL)
+		for _, match := range matches {
+			for _, u := range urls {
+				if strings.Contains(u, match) {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	return false
 }
 
 // forms is s in lower case, and decoded too when it holds escapes.

@@ -31,9 +31,7 @@ func uniqueIDsBody(seed, n int) []byte {
 // growing by every move made back to back (SPEC §13: the WAL stays
 // bounded). Scaled down: a 256 KiB restart point, moves of 128 new terms.
 func TestIndexMovesKeepWALBounded(t *testing.T) {
-	if os.Getenv("CAPTURE_TEST_DATABASE") == "postgres" {
-		t.Skip("PostgreSQL stages nothing")
-	}
+	sqliteOnly(t, "PostgreSQL stages nothing")
 	setVar(t, &restartFrames, 64)
 	setVar(t, &maxTermsPerMove, 128)
 	f := newSearchFixture(t)
