@@ -105,18 +105,8 @@ func openStore(c *cobra.Command) (*store.Store, error) {
 		}
 		// A serve of a build that predates the data dir's lock takes none;
 		// its connections still hold SQLite's own lock on the database.
-		pid, held, err := datadir.HeldOpen(filepath.Join(dir, store.DBFile))
-		if err != nil {
-			return nil, err
-		}
-		if held {
-			who := "another process"
-			if pid > 0 {
-				who = fmt.Sprintf("another process (pid %d)", pid)
-			}
-			return nil, fmt.Errorf("the database in %s needs an upgrade, and %s has %s open: a `capture serve` of an older version "+
-				"(or another program): stop it and start this version's `capture serve`, which upgrades it, then run this again",
-				dir, who, store.DBFile)
+		if err := store.CheckNotHeldOpen(dir); err != nil {
+			return nil, fmt.Errorf("%w: stop it and start this version's `capture serve`, which upgrades it, then run this again", err)
 		}
 	}
 	// OpenDir would log the warning through slog's default logger, with

@@ -111,18 +111,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		// takes none, yet its connections hold SQLite's own lock on the
 		// database: upgrading under it would fail what it stores next.
 		if upgrading {
-			pid, held, err := datadir.HeldOpen(path)
-			if err != nil {
-				return err
-			}
-			if held {
-				who := "another process"
-				if pid > 0 {
-					who = fmt.Sprintf("another process (pid %d)", pid)
-				}
-				return fmt.Errorf("the database in %s needs an upgrade, and %s has %s open: a `capture serve` of an older version "+
-					"(or another program), which would fail what it stores next once upgraded under it. Stop it, "+
-					"then start this version's `capture serve` again", cfg.DataDir, who, store.DBFile)
+			if err := store.CheckNotHeldOpen(cfg.DataDir); err != nil {
+				return fmt.Errorf("%w, which would fail what it stores next once upgraded under it. Stop it, "+
+					"then start this version's `capture serve` again", err)
 			}
 		}
 		if smtpTLS == nil {
