@@ -194,10 +194,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 
-	savedKey := !st.Shared()
-	if !st.Shared() && !saveCredentials(cfg.DataDir, srv.APIBase(), boot, log) && boot.Created {
-		savedKey = false
-	}
+	// The banner says whether the key it shows is saved: not on a shared
+	// database (no file), nor on a first start whose file could not be
+	// written; a later start's key was saved before.
+	saved := !st.Shared() && saveCredentials(cfg.DataDir, srv.APIBase(), boot, log)
+	savedKey := saved || !st.Shared() && !boot.Created
 	signIn, err := st.CreateLoginToken(ctx)
 	if err != nil {
 		return err
