@@ -255,8 +255,10 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 			keyID = me.Key.ID
 			keys.add(key, keyID)
 		}
-		if inSession && body == nil {
-			// Checked now: kept for a second reading, as above.
+		if r.Method == http.MethodPost && body == nil {
+			// The key checked now: a message in a session is kept for a
+			// second reading, as above; one without a session must open
+			// one (below).
 			if body = rereadable(w, r); body == nil {
 				return
 			}
@@ -276,11 +278,7 @@ func HTTPHandler(apiBase string, version string, stopping <-chan struct{}) http.
 			return
 		}
 		if sessionID == "" {
-			// Without a session, the body must open one.
-			if body = rereadable(w, r); body == nil {
-				return
-			}
-			// The transport's rule (streamable HTTP): a message other than
+			// Without a session, the body must open one. The transport's rule (streamable HTTP): a message other than
 			// initialize without a session is a bad request. The SDK
 			// would open a session for it only to refuse the message with
 			// an error code JSON-RPC does not define.
