@@ -74,3 +74,45 @@ func TestManyRecipientsListedBounded(t *testing.T) {
 		t.Errorf("the detail's To header names %d addresses", strings.Count(h, "@many.test"))
 	}
 }
+
+// TestManyCcAndReplyToListedBounded: Cc and Reply-To are cut at 100 as To
+// is, each saying so in its own flag, and To, not cut, says it was not.
+func TestManyCcAndReplyToListedBounded(t *testing.T) {
+	s := startSearchServer(t)
+	cc, _ := manyAddresses(150)
+	replyTo, _ := manyAddresses(120)
+	id := s.mail(t, "From: app@shop.test\r\nTo: one@shop.test\r\n"+"Cc:"+strings.TrimPrefix(cc, "To:")+
+		"Reply-To:"+strings.TrimPrefix(replyTo, "To:")+"Subject: copied\r\n\r\nHello\r\n")
+
+	l := s.list(t, s.messages(), nil)
+	if len(l.items) != 1 || l.items[0]["id"] != id {
+		t.Fatalf("list: %s", l.body)
+	}
+	item := l.items[0]
+	if got, _ := item["cc"].([]any); len(got) != 100 || item["cc_truncated"] != true || item["to_truncated"] != false {
+		t.Errorf("list item: %d addresses in cc, cc_truncated %v, to_truncated %v", len(got), item["cc_truncated"], item["to_truncated"])
+	}
+
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/v1/messages/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+s.boot.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		To               []any `json:"to"`
+		ToTruncated      bool  `json:"to_truncated"`
+		Cc               []any `json:"cc"`
+		CcTruncated      bool  `json:"cc_truncated"`
+		ReplyTo          []any `json:"reply_to"`
+		ReplyToTruncated bool  `json:"reply_to_truncated"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.To) != 1 || m.ToTruncated || len(m.Cc) != 100 || !m.CcTruncated || len(m.ReplyTo) != 100 || !m.ReplyToTruncated {
+		t.Errorf("detail: to %d (%v), cc %d (%v), reply_to %d (%v); want 1 (false), 100 (true), 100 (true)",
+			len(m.To), m.ToTruncated, len(m.Cc), m.CcTruncated, len(m.ReplyTo), m.ReplyToTruncated)
+	}
+}
