@@ -297,6 +297,12 @@ func (e *email) mailgunOptions(form *mgForm, domain string) *apiError {
 	}
 	e.capture("Template", form.get("template"))
 	if form.get("template") != "" && !templateData && headerVariables != "" {
+		// The template's data, so held to what t:variables is held to:
+		// left unread, it would leave the template without its data and
+		// no word why.
+		if !json.Valid([]byte(headerVariables)) {
+			return errInvalid("h:X-Mailgun-Variables", "'h:X-Mailgun-Variables' parameter is not valid JSON")
+		}
 		e.captureJSON("Template-Data", json.RawMessage(headerVariables))
 	}
 	if len(variables) > 0 {

@@ -234,6 +234,18 @@ func TestMailgunTemplateVariablesHeader(t *testing.T) {
 		}
 	}
 
+	// Held to what t:variables is, as the template's data: not JSON is
+	// a 400 naming it, and nothing is stored.
+	bad := url.Values{"from": {"app@example.com"}, "to": {"c@example.com"}, "subject": {"Hi"}, "template": {"welcome"},
+		"h:X-Mailgun-Variables": {`{name: Ann}`}}
+	if r := e.mailgun("api", e.password(), "application/x-www-form-urlencoded", []byte(bad.Encode())); r.status != 400 ||
+		!strings.Contains(string(r.body), "h:X-Mailgun-Variables") {
+		t.Errorf("template data in h:X-Mailgun-Variables that is not JSON: %d %s, want 400 naming it", r.status, r.body)
+	}
+	if n := len(e.messages()); n != 1 {
+		t.Errorf("%d messages after a refused send, want 1", n)
+	}
+
 	form := url.Values{"from": {"app@example.com"}, "to": {"b@example.com"}, "subject": {"Hi"}, "template": {"welcome"},
 		"h:X-Mailgun-Variables": {`{"from":"header"}`}, "t:variables": {`{"from":"t"}`}}
 	if r := e.mailgun("api", e.password(), "application/x-www-form-urlencoded", []byte(form.Encode())); r.status != 200 {
