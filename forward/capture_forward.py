@@ -321,6 +321,15 @@ def visible(s):
     return "".join(out)
 
 
+def visible_json(js):
+    """JSON text js with what a terminal acts on (DEL, the C1 controls, the
+    bidi embeddings, overrides and isolates; json.dumps escapes the C0
+    controls itself) as \\u escapes, as the Go client writes it: the same
+    JSON to a program, harmless to a terminal it is shown on."""
+    return "".join("\\u%04x" % ord(c) if ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 or 0x202A <= ord(c) <= 0x202E
+                   or 0x2066 <= ord(c) <= 0x2069 else c for c in js)
+
+
 def underscores_ok(s):
     """Whether the underscores in s stand only between digits, or between a
     base prefix and a digit, as Go's number syntax wants them."""
@@ -566,7 +575,7 @@ class Printer:
         stream.flush()
 
     def _emit(self, obj):
-        self._line(self.out, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+        self._line(self.out, visible_json(json.dumps(obj, ensure_ascii=False, separators=(",", ":"))))
 
     def ready(self, info):
         if self.json:

@@ -136,12 +136,15 @@ type jsonPrinter struct {
 	w, errw io.Writer
 }
 
+// emit writes v as one line of JSON, with what a terminal would act on
+// (a sender's C1 controls, bidi overrides) as \u escapes: the same JSON
+// to a program, and harmless to a terminal it is shown on.
 func (p *jsonPrinter) emit(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	p.w.Write(append(b, '\n'))
+	p.w.Write(append(termtext.VisibleJSON(b), '\n'))
 }
 
 func (p *jsonPrinter) ready(r readyInfo) {

@@ -79,3 +79,24 @@ func TestForwardReasonControls(t *testing.T) {
 		}
 	})
 }
+
+// In JSON lines, a path the sender wrote with C1 controls and a bidi
+// override is written with \u escapes: the same string to a program that
+// reads the line, and nothing a terminal showing it acts on.
+func TestForwardJSONControls(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		srv := capturetest.Start(t)
+		h := newHandler(t, nil)
+		s := c.start(t, opts{api: srv.APIBase, key: srv.Key, endpoint: srv.EndpointID, to: h.URL})
+		s.ready(t)
+		path := "/c1\u009b2J\u009d0;TITLE\u009c\u202eevil\u2066x\u2069"
+		srv.PostRaw(t, "POST /{endpoint}"+path+" HTTP/1.1\r\nHost: sender.example\r\nContent-Length: 0\r\n\r\n")
+		ds := s.waitDeliveries(t, 1)
+		if got := ds[0]["path"]; got != path {
+			t.Errorf("path read back from the JSON line: %q, want %q", got, path)
+		}
+		if out := s.stdout.String(); strings.ContainsAny(out, "\u009b\u009d\u009c\u202e\u2066\u2069") {
+			t.Errorf("controls of the path reach the terminal in JSON:\n%q", out)
+		}
+	})
+}

@@ -4,9 +4,21 @@
 package termtext
 
 import (
+	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 )
+
+// IsTerminal reports whether w is a terminal: where captured text is
+// shown, as Visible and VisibleJSON make it, rather than passed on byte
+// for byte.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 // ActsOnTerminal reports whether a terminal acts on r rather than draws
 // it: the C0 controls but tab and line feed, DEL, the C1 controls (U+009B
@@ -68,4 +80,36 @@ func Visible(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// VisibleJSON is JSON as it is safe to show on a terminal, and
+// still the same JSON: what a terminal acts on can only be inside its
+// strings (the C0 controls never are, JSON escapes them), and is written
+// there as a \u escape; a byte that is not UTF-8 becomes \ufffd, as a
+// JSON decoder reads it.
+func VisibleJSON(js []byte) []byte {
+	var b []byte
+	for i := 0; i < len(js); {
+		r, n := utf8.DecodeRune(js[i:])
+		if !(r == utf8.RuneError && n == 1) && !ActsOnTerminal(r) {
+			if b != nil {
+				b = append(b, js[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(js)+16), js[:i]...)
+		}
+		if r == utf8.RuneError {
+			r = 0xfffd
+		}
+		const hex = "0123456789abcdef"
+		b = append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		i += n
+	}
+	if b == nil {
+		return js
+	}
+	return b
 }

@@ -195,7 +195,7 @@ func Run(ctx context.Context, c Config) error {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
-	c.onTerminal = isTerminal(c.Stdout)
+	c.onTerminal = termtext.IsTerminal(c.Stdout)
 	c.finder.Client = c.Client
 	// --timeout bounds the waiting, not the calls: the inbox or endpoint
 	// is still resolved, and what is there already looked at, when it is
@@ -537,7 +537,7 @@ func (c *Config) printWhole(ctx context.Context, id string, fetch func(context.C
 	buf.WriteByte('\n')
 	out := buf.Bytes()
 	if c.onTerminal {
-		out = visibleJSON(out)
+		out = termtext.VisibleJSON(out)
 	}
 	_, err = c.Stdout.Write(out)
 	return err
