@@ -936,8 +936,6 @@ class Forwarder:
                 if str(e) != self.last_problem:
                     self.last_problem = str(e)
                     self.out.warn(f"pull failed: {e}; retrying every {self.interval}s")
-            if not failed:
-                self.answers(self.last)  # said by the pull already, unless it listed nothing
             # After deliveries, look again at once. After an empty pull, keep
             # to one call per interval, whether the API held it or could not
             # (no wait slot free); after an error, wait the interval.

@@ -339,8 +339,8 @@ func (f *forwarder) loop(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil:
-			// Said by the pull already, unless it listed nothing.
-			f.answers(f.last)
+			// The pull said that the API answers again (answers), before
+			// any delivery.
 		case contract.IsCode(err, contract.CodeUnauthorized):
 			return fmt.Errorf("the API refused the key (revoked?): %w", err)
 		case contract.IsCode(err, contract.CodeNotFound):
