@@ -90,6 +90,13 @@ func decodeAttachment(a attachment, content, contentField, typeField string) (at
 	if apiErr != nil {
 		return a, apiErr
 	}
+	return withData(a, data, typeField)
+}
+
+// withData completes a with its decoded bytes: it checks the content type
+// (named typeField in a refusal) and picks one from the file name when
+// none is given.
+func withData(a attachment, data []byte, typeField string) (attachment, *apiError) {
 	if apiErr := checkContentType(typeField, a.ContentType); apiErr != nil {
 		return a, apiErr
 	}

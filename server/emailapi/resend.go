@@ -350,12 +350,7 @@ func resendByteArray(a attachment, raw json.RawMessage, contentField, typeField 
 		}
 		i++ // ','
 	}
-	if apiErr := checkContentType(typeField, a.ContentType); apiErr != nil {
-		return a, apiErr
-	}
-	a.ContentType = contentTypeFor(a.ContentType, a.Filename)
-	a.Data = data
-	return a, nil
+	return withData(a, data, typeField)
 }
 
 // byteValue reads a JSON number that must be an integer from 0 to 255
